@@ -1,0 +1,66 @@
+/**
+ * The event bus the services run on. Two implementations: the embedded bus (all-in-one,
+ * file-backed) and Kafka. Handlers never know which one they are on.
+ */
+
+/** A record as the bus carries it: bytes, keyed by job id so one job's records stay ordered. */
+export interface BusRecord {
+  topic: string;
+  key: string;
+  value: Buffer;
+  headers: Readonly<Record<string, string>>;
+}
+
+export type OutgoingRecord = Omit<BusRecord, 'headers'> & { headers?: Record<string, string> };
+
+export interface DeliveryContext {
+  /** Aborted when the subscription closes or this member loses the record's partition. */
+  signal: AbortSignal;
+  /** Tells the bus this member is alive. Call it from real progress, not from a timer. */
+  heartbeat(): Promise<void>;
+}
+
+/**
+ * Handles one record. Resolving commits the record; rejecting hands it back to be delivered
+ * again later (so a handler rejects only when it could not publish the record's outcome).
+ */
+export type RecordHandler = (record: BusRecord, context: DeliveryContext) => Promise<void>;
+
+export interface SubscribeOptions {
+  /** Consumer group: members of one group share the records; each group sees every record. */
+  group: string;
+  topics: readonly string[];
+  /** Records handled at once by this member (default 1). */
+  concurrency?: number;
+  /** A group with no committed position starts at the oldest record (default false: newest). */
+  fromBeginning?: boolean;
+  handler: RecordHandler;
+}
+
+export interface Subscription {
+  /** Stops taking records; waits up to `graceMs` for running handlers, then aborts them. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface EventBus {
+  /** Resolves only once every record is durable; rejects with BusUnavailableError otherwise. */
+  publish(records: readonly OutgoingRecord[]): Promise<void>;
+  subscribe(options: SubscribeOptions): Promise<Subscription>;
+  /** True when the bus can take a publish now (for /readyz). */
+  isReady(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export class BusUnavailableError extends Error {
+  override name = 'BusUnavailableError';
+}
+
+/** Topic names; the README's topic table lists the same. */
+export const topics = {
+  transcodeRequests: 'media.jobs.transcode.v1',
+  summaryRequests: 'media.jobs.summary.v1',
+  jobEvents: 'media.jobs.events.v1',
+  deadLetter: 'media.jobs.dead-letter.v1',
+} as const;
+
+export const requestTopicOf = { transcode: topics.transcodeRequests, summary: topics.summaryRequests } as const;

@@ -1,0 +1,106 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { FormatsPlugin } from 'ajv-formats';
+import type { Plugin } from 'ajv';
+import type {
+  JobFailed,
+  JobProcessing,
+  JobProgress,
+  JobRequested,
+  JobSucceeded,
+  SummaryRequest,
+  TranscodeRequest,
+} from './types.generated.ts';
+import { describeValidationError } from './describe-validation-error.ts';
+
+// ajv's plugins are CommonJS with a `default` the ESM loader does not unwrap the way tsc expects.
+const require = createRequire(import.meta.url);
+const addFormats = require('ajv-formats') as FormatsPlugin;
+const addErrors = require('ajv-errors') as Plugin<unknown>;
+
+export const SCHEMA_BASE = 'https://media-service.dev/schemas/';
+export const defaultSchemasDir = new URL('../../../schemas/', import.meta.url).pathname;
+
+/** Result of checking wire data against a contract. */
+export type Checked<T> = { ok: true; value: T } | { ok: false; message: string; errors: string[] };
+
+/** A compiled contract: wire data in, a typed value or a message a person can act on out. */
+export type Contract<T> = (data: unknown) => Checked<T>;
+
+export interface Contracts {
+  transcodeRequest: Contract<TranscodeRequest>;
+  summaryRequest: Contract<SummaryRequest>;
+  events: {
+    'media.job.requested': Contract<JobRequested>;
+    'media.job.processing': Contract<JobProcessing>;
+    'media.job.progress': Contract<JobProgress>;
+    'media.job.succeeded': Contract<JobSucceeded>;
+    'media.job.failed': Contract<JobFailed>;
+  };
+  envelope: Contract<import('./types.generated.ts').EventEnvelope>;
+}
+
+export type EventType = keyof Contracts['events'];
+
+/** The schema URL an event type's data is checked against (the envelope's `dataschema`). */
+export const dataSchemaOf: Record<EventType, string> = {
+  'media.job.requested': `${SCHEMA_BASE}events/job-requested.v1.schema.json`,
+  'media.job.processing': `${SCHEMA_BASE}events/job-processing.v1.schema.json`,
+  'media.job.progress': `${SCHEMA_BASE}events/job-progress.v1.schema.json`,
+  'media.job.succeeded': `${SCHEMA_BASE}events/job-succeeded.v1.schema.json`,
+  'media.job.failed': `${SCHEMA_BASE}events/job-failed.v1.schema.json`,
+};
+
+function contractOf<T>(validate: ValidateFunction, root: string): Contract<T> {
+  return (data) => {
+    if (validate(data)) return { ok: true, value: data as T };
+    const errors = (validate.errors ?? []).map((e: ErrorObject) => describeValidationError(e, root));
+    const best = pickMostUseful(validate.errors ?? [], root);
+    return { ok: false, message: best, errors };
+  };
+}
+
+function pickMostUseful(errors: ErrorObject[], root: string): string {
+  // Composite keywords only say "a branch failed"; the branch's own error is the actionable one.
+  const composite = new Set(['if', 'anyOf', 'oneOf', 'allOf']);
+  // A message written into the schema (ajv-errors) states the rule best.
+  const authored = errors.filter((e) => e.keyword === 'errorMessage');
+  const specific = errors.filter((e) => !composite.has(e.keyword));
+  // ajv reports inner schemas first, so the last authored message is the outermost rule.
+  const chosen = authored.at(-1) ?? specific[0] ?? errors[0];
+  return chosen ? describeValidationError(chosen, root) : `${root} is invalid`;
+}
+
+/**
+ * Compiles every schema under `schemasDir` once, with one strict ajv instance.
+ * Call at start-up; the returned functions are pure.
+ */
+export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts {
+  // strictTypes/strictRequired are off: if/then fragments test an object their parent types.
+  const ajv = new Ajv2020({ strict: true, strictTypes: false, strictRequired: false, allErrors: true });
+  addFormats(ajv, ['uuid', 'date-time', 'uri']);
+  addErrors(ajv);
+  for (const entry of readdirSync(schemasDir, { recursive: true, encoding: 'utf8' })) {
+    if (!entry.endsWith('.schema.json')) continue;
+    ajv.addSchema(JSON.parse(readFileSync(join(schemasDir, entry), 'utf8')) as object);
+  }
+  const get = (id: string): ValidateFunction => {
+    const fn = ajv.getSchema(SCHEMA_BASE + id);
+    if (!fn) throw new Error(`schema ${id} not found under ${schemasDir}`);
+    return fn;
+  };
+  return {
+    transcodeRequest: contractOf(get('http/transcode-request.v1.schema.json'), 'body'),
+    summaryRequest: contractOf(get('http/summary-request.v1.schema.json'), 'body'),
+    events: {
+      'media.job.requested': contractOf(get('events/job-requested.v1.schema.json'), 'data'),
+      'media.job.processing': contractOf(get('events/job-processing.v1.schema.json'), 'data'),
+      'media.job.progress': contractOf(get('events/job-progress.v1.schema.json'), 'data'),
+      'media.job.succeeded': contractOf(get('events/job-succeeded.v1.schema.json'), 'data'),
+      'media.job.failed': contractOf(get('events/job-failed.v1.schema.json'), 'data'),
+    },
+    envelope: contractOf(get('events/envelope.v1.schema.json'), 'event'),
+  };
+}

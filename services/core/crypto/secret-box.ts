@@ -1,0 +1,31 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { SealedSecret } from '../contracts/types.generated.ts';
+
+/** A key for sealing credentials inside events: 32 bytes and the id events name it by. */
+export interface SealingKey {
+  id: string;
+  key: Buffer;
+}
+
+/**
+ * AES-256-GCM over the JSON of a secret. The job id is bound as additional data, so a sealed
+ * credential copied into another job's event does not open.
+ */
+export function seal(value: unknown, key: SealingKey, jobId: string): SealedSecret {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key.key, iv);
+  cipher.setAAD(Buffer.from(jobId));
+  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
+  return { alg: 'A256GCM', keyId: key.id, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), ciphertext: ciphertext.toString('base64') };
+}
+
+/** Opens a sealed secret with whichever configured key its `keyId` names. */
+export function open(sealed: SealedSecret, keys: readonly SealingKey[], jobId: string): unknown {
+  const key = keys.find((k) => k.id === sealed.keyId);
+  if (!key) throw new Error(`no sealing key with id ${sealed.keyId}`);
+  const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(sealed.iv, 'base64'));
+  decipher.setAAD(Buffer.from(jobId));
+  decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+  const plain = Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]);
+  return JSON.parse(plain.toString('utf8')) as unknown;
+}
