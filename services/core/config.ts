@@ -41,6 +41,8 @@ export interface Config {
   sealingKeys: readonly SealingKey[];
   /** Time to finish in-flight work after SIGTERM (SHUTDOWN_GRACE_MS, default 30 s). */
   shutdownGraceMs: number;
+  /** Named watermark images, as <dir>/<orgId>/<imageName> (WATERMARK_IMAGES_DIR; unset: none). */
+  watermarkImagesDir: string | undefined;
   ffmpegPath: string;
   ffprobePath: string;
   /** Font for text watermarks (FONT_FILE, default DejaVu Sans). */
@@ -122,6 +124,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     callbackSigningSecret: env['CALLBACK_SIGNING_SECRET'] || undefined,
     sealingKeys: Object.freeze(parseSealingKeys(env['CREDENTIALS_KEYS'])),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3600_000),
+    watermarkImagesDir: env['WATERMARK_IMAGES_DIR'] || undefined,
     ffmpegPath: env['FFMPEG_PATH'] || 'ffmpeg',
     ffprobePath: env['FFPROBE_PATH'] || 'ffprobe',
     fontFile: env['FONT_FILE'] || '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf',

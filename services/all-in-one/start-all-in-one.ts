@@ -1,0 +1,41 @@
+import type { Config } from '../core/config.ts';
+import type { Logger } from '../core/observability/logger.ts';
+import { createRuntime } from '../core/runtime/create-runtime.ts';
+import { firstRunApiKey, firstRunSealingKey } from '../core/runtime/first-run-secrets.ts';
+import { startIngress, type RunningIngress } from '../ingress/start-ingress.ts';
+import { startNotifierService } from '../notifier/start-notifier.ts';
+import { startSummarizer } from '../summarizer/start-summarizer.ts';
+import { startTranscoder } from '../transcoder/start-transcoder.ts';
+
+export interface AllInOne {
+  ingress: RunningIngress;
+  /** Stops intake, lets running jobs finish within the grace period, closes the bus. */
+  close(): Promise<void>;
+}
+
+/**
+ * The four services in one process on the embedded bus: the launcher is the one place that
+ * composes services (services never import each other).
+ */
+export async function startAllInOne(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<AllInOne> {
+  const sealingKeys = config.sealingKeys.length ? config.sealingKeys : [firstRunSealingKey(config.dataDir)];
+  const rt = createRuntime(config, { service: 'all-in-one', sealingKeys, ...(options.log ? { log: options.log } : {}) });
+  let apiKeys = config.apiKeys;
+  if (apiKeys.size === 0) {
+    const firstRun = firstRunApiKey(config.dataDir);
+    apiKeys = firstRun.apiKeys;
+    rt.log.warn('auth.first_run_key', { keyFile: firstRun.path, created: firstRun.created, note: 'API_KEYS is unset: the key in this file is the only one accepted' });
+  }
+  const workers = await Promise.all([startTranscoder(rt), startSummarizer(rt), startNotifierService(rt)]);
+  const [current] = sealingKeys;
+  if (!current) throw new Error('no sealing key');
+  const ingress = await startIngress(rt, { apiKeys, sealingKey: current });
+  return {
+    ingress,
+    async close() {
+      await ingress.close();
+      await Promise.all(workers.map((w) => w.close(config.shutdownGraceMs)));
+      await rt.bus.close();
+    },
+  };
+}

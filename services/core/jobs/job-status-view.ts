@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { topics, type EventBus, type Subscription } from '../bus/event-bus.ts';
+import type { EventCodec, JobEvent } from '../events/event-codec.ts';
+import type { JobStatus } from '../contracts/types.generated.ts';
+
+interface Entry extends JobStatus {
+  orgId: string;
+}
+
+const rank: Record<JobStatus['status'], number> = { queued: 0, processing: 1, succeeded: 2, failed: 2 };
+
+/**
+ * Job status read from the bus itself (no database): every ingress copy reads the request
+ * topics and the events topic from the beginning and keeps the newest `maxJobs` jobs in
+ * memory (about 1 KiB each). Older jobs are forgotten and answer 404.
+ */
+export interface JobStatusView {
+  /** The job as its organisation may see it; undefined when unknown or someone else's. */
+  get(jobId: string, orgId: string): JobStatus | undefined;
+  /** Applies an event seen on the bus (or just published by this ingress). */
+  apply(event: JobEvent): void;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, options: { maxJobs: number }): JobStatusView {
+  const jobs = new Map<string, Entry>();
+  let subscription: Subscription | undefined;
+
+  const touch = (id: string, entry: Entry): void => {
+    jobs.delete(id);
+    jobs.set(id, entry);
+    if (jobs.size > options.maxJobs) {
+      const oldest = jobs.keys().next();
+      if (!oldest.done) jobs.delete(oldest.value);
+    }
+  };
+
+  const view: JobStatusView = {
+    get(jobId, orgId) {
+      const entry = jobs.get(jobId);
+      if (!entry || entry.orgId !== orgId) return undefined;
+      const { orgId: _org, ...status } = entry;
+      return status;
+    },
+
+    apply(event) {
+      const data = event.data;
+      const current = jobs.get(data.jobId);
+      if (event.type === 'media.job.requested') {
+        const data = event.data;
+        const type = data.kind === 'transcode' ? 'transcode' : data.summary?.format === 'gif' ? 'summary/gif' : 'summary/mp4';
+        if (!current) {
+          touch(data.jobId, { id: data.jobId, orgId: data.orgId, type, status: 'queued', createdAt: data.submittedAt, updatedAt: event.time, attempt: data.attempt });
+          return;
+        }
+        const known: Entry = { ...current, type, createdAt: data.submittedAt };
+        if (data.attempt > (current.attempt ?? 1)) touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: event.time });
+        else jobs.set(data.jobId, known);
+        return;
+      }
+      // Events of a job can arrive before its request (different topics); keep what is known.
+      const entry: Entry = current ?? { id: data.jobId, orgId: data.orgId, type: 'transcode', status: 'queued', createdAt: event.time, updatedAt: event.time, attempt: data.attempt };
+      const attempt = entry.attempt ?? 1;
+      if (data.attempt < attempt) return;
+      const status: JobStatus['status'] =
+        event.type === 'media.job.succeeded' ? 'succeeded' : event.type === 'media.job.failed' ? 'failed' : 'processing';
+      if (data.attempt === attempt && rank[status] < rank[entry.status]) return;
+      const next: Entry = { ...entry, status, attempt: data.attempt, updatedAt: event.time };
+      if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
+      if (event.type === 'media.job.succeeded') {
+        next.result = event.data.result;
+        next.progressPercent = 100;
+      }
+      if (event.type === 'media.job.failed') next.error = { code: event.data.error.code, message: event.data.error.message };
+      touch(data.jobId, next);
+    },
+
+    async start() {
+      subscription = await deps.bus.subscribe({
+        group: `ingress-status-${randomUUID()}`,
+        topics: [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents],
+        fromBeginning: true,
+        concurrency: 1,
+        handler: async (record) => {
+          const decoded = deps.codec.decode(record);
+          if (decoded.ok) view.apply(decoded.event);
+        },
+      });
+    },
+
+    async close() {
+      await subscription?.close(0);
+    },
+  };
+  return view;
+}

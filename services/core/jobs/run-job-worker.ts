@@ -1,0 +1,181 @@
+import { requestTopicOf, topics, type BusRecord, type DeliveryContext, type EventBus, type Subscription } from '../bus/event-bus.ts';
+import type { EventCodec, EventDataOf } from '../events/event-codec.ts';
+import type { JobRequested, JobResult, SealedSecret } from '../contracts/types.generated.ts';
+import { MediaError, toErrorData, type ErrorData } from '../errors.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { open, type SealingKey } from '../crypto/secret-box.ts';
+import { sleep, type Clock } from '../time.ts';
+import { deadLetter } from './dead-letter.ts';
+
+export type JobKind = JobRequested['kind'];
+export type ProgressStage = 'download' | 'encode' | 'upload';
+
+/** What a job handler is given besides the job. Handlers know nothing of the transport. */
+export interface JobContext {
+  /** Aborted on time-out, shutdown or loss of the record; the handler must stop promptly. */
+  signal: AbortSignal;
+  attempt: number;
+  log: Logger;
+  /** Reports progress (0–100) of the whole job; throttled, and keeps the bus lease alive. */
+  progress(percent: number, stage: ProgressStage): void;
+  /** Opens a sealed credentials object from the job. */
+  openSecret(sealed: SealedSecret | undefined): unknown;
+}
+
+export type JobHandler = (job: JobRequested, context: JobContext) => Promise<JobResult>;
+
+export interface JobWorkerDeps {
+  bus: EventBus;
+  codec: EventCodec;
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+  sealingKeys: readonly SealingKey[];
+}
+
+export interface JobWorkerOptions {
+  kind: JobKind;
+  /** Consumer group; every copy of one worker service uses the same. */
+  group: string;
+  concurrency: number;
+  maxAttempts: number;
+  /** Backoff before attempt 2, doubled for each later attempt. */
+  retryBackoffMs: number;
+  jobTimeoutMs: number;
+  /** Least time between two progress events of one job (default 1 s). */
+  progressIntervalMs?: number;
+  handler: JobHandler;
+}
+
+/**
+ * The one consumer loop of the workers: decode and validate, run the handler, publish exactly
+ * one outcome (succeeded, failed, or the next attempt), and only then let the bus commit.
+ */
+export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): Promise<Subscription> {
+  const topic = requestTopicOf[options.kind];
+  return deps.bus.subscribe({
+    group: options.group,
+    topics: [topic],
+    concurrency: options.concurrency,
+    fromBeginning: true,
+    handler: (record, delivery) => handleRecord(deps, options, record, delivery),
+  });
+}
+
+async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, record: BusRecord, delivery: DeliveryContext): Promise<void> {
+  const decoded = deps.codec.decode(record);
+  if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
+  if (decoded.event.type !== 'media.job.requested' || decoded.event.data.kind !== options.kind)
+    return deadLetter(deps, record, 'unexpected_event', `${decoded.event.type} is not a ${options.kind} request`);
+  const job = decoded.event.data;
+  await waitForNotBefore(job, delivery, deps.clock);
+  if (delivery.signal.aborted) throw new Error('handed back before start');
+
+  const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
+  await publish(deps, 'media.job.processing', { ...identity(job), startedAt: deps.clock.now().toISOString() });
+  deps.metrics.jobsStarted.inc({ kind: job.kind });
+  deps.metrics.jobsInProgress.inc({ kind: job.kind });
+  const started = performance.now();
+  const run = await runHandler(deps, options, job, delivery, log).finally(() => deps.metrics.jobsInProgress.dec({ kind: job.kind }));
+  const seconds = (performance.now() - started) / 1000;
+
+  if (run.handedBack) {
+    log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
+    throw new Error('handed back');
+  }
+  await publishOutcome(deps, options, record.topic, job, run, log);
+  deps.metrics.jobDuration.observe({ kind: job.kind, outcome: run.error ? 'failed' : 'succeeded' }, seconds);
+}
+
+type RunOutcome = { handedBack: true } | { handedBack: false; result?: JobResult; error?: ErrorData };
+
+async function runHandler(deps: JobWorkerDeps, options: JobWorkerOptions, job: JobRequested, delivery: DeliveryContext, log: Logger): Promise<RunOutcome> {
+  const controller = new AbortController();
+  const timeout = setTimeout(() => controller.abort(new MediaError('job_timeout', `the job ran longer than ${options.jobTimeoutMs} ms`)), options.jobTimeoutMs);
+  const onLost = (): void => controller.abort(new MediaError('canceled', 'the worker was stopped'));
+  delivery.signal.addEventListener('abort', onLost, { once: true });
+  const progress = progressReporter(deps, options, job, delivery, log);
+  try {
+    const result = await options.handler(job, {
+      signal: controller.signal,
+      attempt: job.attempt,
+      log,
+      progress: progress.report,
+      openSecret: (sealed) => (sealed ? open(sealed, deps.sealingKeys, job.jobId) : undefined),
+    });
+    return { handedBack: false, result };
+  } catch (error) {
+    if (delivery.signal.aborted) return { handedBack: true };
+    const reason: unknown = controller.signal.aborted ? controller.signal.reason : error;
+    if (!(reason instanceof MediaError)) log.error('job.internal_error', { error });
+    return { handedBack: false, error: toErrorData(reason) };
+  } finally {
+    clearTimeout(timeout);
+    delivery.signal.removeEventListener('abort', onLost);
+    await progress.flush();
+  }
+}
+
+function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: JobRequested, delivery: DeliveryContext, log: Logger) {
+  const interval = options.progressIntervalMs ?? 1000;
+  let last = 0;
+  let chain: Promise<void> = Promise.resolve();
+  return {
+    report(percent: number, stage: ProgressStage): void {
+      const now = performance.now();
+      if (now - last < interval) return;
+      last = now;
+      const data = { ...identity(job), percent: Math.max(0, Math.min(100, Math.round(percent * 10) / 10)), stage };
+      // Serialized so progress never overtakes the outcome; a lost progress event is only logged.
+      chain = chain
+        .then(() => delivery.heartbeat())
+        .then(() => publish(deps, 'media.job.progress', data))
+        .catch((error: unknown) => log.warn('job.progress_not_published', { error }));
+    },
+    flush: () => chain,
+  };
+}
+
+async function publishOutcome(deps: JobWorkerDeps, options: JobWorkerOptions, topic: string, job: JobRequested, run: Exclude<RunOutcome, { handedBack: true }>, log: Logger): Promise<void> {
+  const finishedAt = deps.clock.now().toISOString();
+  const callbacks = job.callbacks ? { callbacks: job.callbacks } : {};
+  if (run.result) {
+    await publish(deps, 'media.job.succeeded', { ...identity(job), finishedAt, ...callbacks, result: run.result });
+    deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'succeeded', code: '' });
+    deps.metrics.mediaSeconds.inc({ kind: job.kind }, run.result.durationSeconds);
+    log.info('job.succeeded', { outputUrl: run.result.outputUrl, sizeBytes: run.result.sizeBytes });
+    return;
+  }
+  const error = run.error ?? { code: 'internal', message: 'internal error', retryable: false };
+  if (error.retryable && job.attempt < options.maxAttempts) {
+    const delay = options.retryBackoffMs * 2 ** (job.attempt - 1);
+    const next: JobRequested = { ...job, attempt: job.attempt + 1, notBefore: new Date(deps.clock.now().getTime() + delay).toISOString() };
+    await deps.bus.publish([deps.codec.encode(topic, 'media.job.requested', next)]);
+    deps.metrics.jobsRetried.inc({ kind: job.kind, code: error.code });
+    log.warn('job.retry_scheduled', { code: error.code, delayMs: delay });
+    return;
+  }
+  await publish(deps, 'media.job.failed', { ...identity(job), finishedAt, ...callbacks, error });
+  deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'failed', code: error.code });
+  log.warn('job.failed', { code: error.code, message: error.message });
+}
+
+function identity(job: JobRequested): Pick<JobRequested, 'jobId' | 'kind' | 'orgId' | 'attempt'> {
+  return { jobId: job.jobId, kind: job.kind, orgId: job.orgId, attempt: job.attempt };
+}
+
+async function publish<T extends keyof EventDataOf>(deps: JobWorkerDeps, type: T, data: EventDataOf[T]): Promise<void> {
+  await deps.bus.publish([deps.codec.encode(topics.jobEvents, type, data)]);
+  deps.metrics.eventsPublished.inc({ type });
+}
+
+async function waitForNotBefore(job: JobRequested, delivery: DeliveryContext, clock: Clock): Promise<void> {
+  if (!job.notBefore) return;
+  for (;;) {
+    const left = new Date(job.notBefore).getTime() - clock.now().getTime();
+    if (left <= 0 || delivery.signal.aborted) return;
+    await sleep(Math.min(left, 3000), delivery.signal);
+    await delivery.heartbeat();
+  }
+}

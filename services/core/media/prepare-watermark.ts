@@ -1,0 +1,76 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Watermark } from '../contracts/types.generated.ts';
+import { MediaError } from '../errors.ts';
+import type { MediaStore } from '../storage/media-store.ts';
+import type { Prober } from './probe-media.ts';
+
+const MARGIN = 16;
+const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+const IMAGE_FORMATS = new Set(['png_pipe', 'jpeg_pipe', 'webp_pipe', 'image2']);
+const SAFE_PATH = /^[A-Za-z0-9_./-]+$/;
+
+/** A watermark as ffmpeg filters: applied to stream `[in]`, the result is `[out]`. */
+export interface PreparedWatermark {
+  /** Extra `-i` inputs (an image), in order after the main input. */
+  inputs: string[];
+  /** A filtergraph fragment from `[in]` to `[out]`; the image input, if any, is `[1:v]`. */
+  filter: string;
+}
+
+export interface WatermarkDeps {
+  http: MediaStore;
+  probe: Prober;
+  fontFile: string;
+  /** Folder of named images, as `<dir>/<orgId>/<imageName>` (unset: named images unavailable). */
+  imagesDir: string | undefined;
+  signal: AbortSignal;
+}
+
+/** Filter values come from validated enums and numbers; only paths need care (checked). */
+function safePath(path: string): string {
+  if (!SAFE_PATH.test(path)) throw new MediaError('internal', 'a temporary path has characters filters cannot take');
+  return path;
+}
+
+function corner(position: Watermark['position'], w: string, h: string): string {
+  const x = position === 'topLeft' || position === 'bottomLeft' ? `${MARGIN}` : `${w}-${MARGIN}`;
+  const y = position === 'topLeft' || position === 'topRight' ? `${MARGIN}` : `${h}-${MARGIN}`;
+  return `x=${x}:y=${y}`;
+}
+
+export async function prepareWatermark(watermark: Watermark, orgId: string, workDir: string, deps: WatermarkDeps): Promise<PreparedWatermark> {
+  const opacity = Math.max(0, Math.min(1, watermark.opacity ?? 0.9));
+  const position = watermark.position ?? 'bottomRight';
+  if ('text' in watermark) {
+    // The caller's text goes through a file with expansion off, so %, quotes and colons stay literal.
+    const textFile = join(workDir, 'watermark.txt');
+    await writeFile(textFile, watermark.text, 'utf8');
+    const color = (watermark.fontColor ?? 'white').replace('#', '0x');
+    const at = corner(position, 'w-tw', 'h-th');
+    return {
+      inputs: [],
+      filter: `[in]drawtext=fontfile=${safePath(deps.fontFile)}:textfile=${safePath(textFile)}:expansion=none:fontsize=${watermark.fontSize}:fontcolor=${color}@${opacity}:${at}[out]`,
+    };
+  }
+  const image = join(workDir, 'watermark-image');
+  if ('imageUrl' in watermark) {
+    await deps.http.download(watermark.imageUrl, image, { signal: deps.signal, maxBytes: IMAGE_MAX_BYTES }).catch((error: unknown) => {
+      throw new MediaError('watermark_unavailable', `the watermark image could not be fetched: ${(error as Error).message}`);
+    });
+  } else {
+    if (!deps.imagesDir) throw new MediaError('watermark_unavailable', `named watermark images are not set up on this service (imageName "${watermark.imageName}")`);
+    const { copyFile } = await import('node:fs/promises');
+    await copyFile(join(deps.imagesDir, orgId, watermark.imageName), image).catch(() => {
+      throw new MediaError('watermark_unavailable', `no watermark image named "${watermark.imageName}" for this organisation`);
+    });
+  }
+  const info = await deps.probe(image).catch(() => undefined);
+  if (!info || !IMAGE_FORMATS.has(info.formatName) || !info.video || !['png', 'mjpeg', 'webp'].includes(info.video.codec))
+    throw new MediaError('watermark_unavailable', 'the watermark image must be a png, jpeg or webp image');
+  const at = corner(position, 'main_w-overlay_w', 'main_h-overlay_h');
+  return {
+    inputs: [safePath(image)],
+    filter: `[1:v]scale=${watermark.width}:${watermark.height},format=rgba,colorchannelmixer=aa=${opacity}[wm];[in][wm]overlay=${at}:format=auto[out]`,
+  };
+}

@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { MediaError } from '../errors.ts';
+
+/** Demuxers an input may be opened with: video containers only, never playlists (HLS, concat). */
+export const INPUT_FORMATS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,image2,png_pipe,jpeg_pipe,webp_pipe,gif';
+/** Protocols ffmpeg may use: local files and pipes; it never fetches anything itself. */
+export const PROTOCOLS = 'file,pipe';
+
+export interface FfmpegProgress {
+  /** Seconds of output written so far. */
+  outTimeSeconds: number;
+  /** Encoding speed relative to realtime, when ffmpeg reports it. */
+  speed?: number;
+}
+
+export interface RunFfmpegOptions {
+  signal: AbortSignal;
+  /** Kill ffmpeg when no progress line arrives for this long (ms). */
+  stallTimeoutMs: number;
+  onProgress?: (progress: FfmpegProgress) => void;
+}
+
+/** Runs ffmpeg (argument array, never a shell) and resolves when it exits cleanly. */
+export type FfmpegRunner = (args: readonly string[], options: RunFfmpegOptions) => Promise<void>;
+
+/**
+ * ffmpeg with `-progress pipe:1`: progress blocks on stdout, errors on stderr (last 4 KiB
+ * kept for the message). Killed on abort or stall; never left running.
+ */
+export function createFfmpegRunner(ffmpegPath: string): FfmpegRunner {
+  return (args, { signal, stallTimeoutMs, onProgress }) =>
+    new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
+      const child = spawn(ffmpegPath, ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-progress', 'pipe:1', ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      let stalled = false;
+      let pending = '';
+      let block: Record<string, string> = {};
+      let stallTimer = setTimeout(onStall, stallTimeoutMs);
+      function onStall(): void {
+        stalled = true;
+        child.kill('SIGKILL');
+      }
+      const onAbort = (): void => void child.kill('SIGKILL');
+      signal.addEventListener('abort', onAbort, { once: true });
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString('utf8')).slice(-4096);
+      });
+      child.stdout.on('data', (chunk: Buffer) => {
+        pending += chunk.toString('utf8');
+        const lines = pending.split('\n');
+        pending = lines.pop() ?? '';
+        for (const line of lines) {
+          const eq = line.indexOf('=');
+          if (eq > 0) block[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+          if (!line.startsWith('progress=')) continue;
+          clearTimeout(stallTimer);
+          stallTimer = setTimeout(onStall, stallTimeoutMs);
+          const us = Number(block['out_time_us']);
+          const speed = Number.parseFloat(block['speed'] ?? '');
+          if (Number.isFinite(us) && us >= 0) onProgress?.({ outTimeSeconds: us / 1e6, ...(Number.isFinite(speed) ? { speed } : {}) });
+          block = {};
+        }
+      });
+      child.on('error', (error) => {
+        clearTimeout(stallTimer);
+        signal.removeEventListener('abort', onAbort);
+        reject(new MediaError('internal', `ffmpeg could not start: ${error.message}`, { cause: error }));
+      });
+      child.on('close', (code) => {
+        clearTimeout(stallTimer);
+        signal.removeEventListener('abort', onAbort);
+        if (code === 0) return resolve();
+        if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
+        if (stalled) return reject(new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`));
+        reject(new MediaError('transcode_failed', `ffmpeg failed: ${lastLine(stderr)}`));
+      });
+    });
+}
+
+function lastLine(text: string): string {
+  const lines = text.trim().split('\n').map((l) => l.trim()).filter(Boolean);
+  return (lines.at(-1) ?? 'no error output').slice(0, 300);
+}
+
+/** `-i path` with the demuxer and protocol allow-lists, for every input of every command. */
+export function inputArgs(path: string, before: readonly string[] = []): string[] {
+  return ['-format_whitelist', INPUT_FORMATS, '-protocol_whitelist', PROTOCOLS, ...before, '-i', path];
+}

@@ -1,0 +1,83 @@
+import http from 'node:http';
+import https from 'node:https';
+import { lookup as dnsLookup } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import type { Readable } from 'node:stream';
+import { isForbiddenAddress, isLocalHostname, literalAddress } from './address-policy.ts';
+
+export class ForbiddenUrlError extends Error {
+  override name = 'ForbiddenUrlError';
+}
+
+export interface GuardedRequest {
+  method: 'GET' | 'PUT' | 'POST' | 'HEAD';
+  headers?: Record<string, string>;
+  body?: Buffer | Readable;
+  signal?: AbortSignal;
+  /** Time allowed without any socket activity (default 30 s). */
+  idleTimeoutMs?: number;
+  /** Redirects followed for GET and HEAD, each checked again (default 3; never for PUT/POST). */
+  maxRedirects?: number;
+}
+
+export interface HttpClient {
+  /** Sends a request to a caller-given URL; the response body is left for the caller to read. */
+  request(url: string, options: GuardedRequest): Promise<http.IncomingMessage>;
+}
+
+/**
+ * HTTP(S) for caller-given URLs. Unless private networks are allowed, every address a name
+ * resolves to is checked at connect time (so a DNS answer cannot change between check and use).
+ */
+export function createGuardedHttp(options: { allowPrivateNetworks: boolean }): HttpClient {
+  const lookup: LookupFunction = (hostname, opts, callback) => {
+    dnsLookup(hostname, { ...opts, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 4);
+      const list = addresses as unknown as { address: string; family: number }[];
+      const bad = !options.allowPrivateNetworks && list.find((a) => isForbiddenAddress(a.address));
+      if (bad) return callback(new ForbiddenUrlError(`${hostname} resolves to a forbidden address`), '', 4);
+      if (opts.all) return callback(null, list as never);
+      const first = list[0];
+      if (!first) return callback(new Error(`${hostname} has no address`), '', 4);
+      callback(null, first.address, first.family);
+    });
+  };
+
+  const checkUrl = (url: URL): void => {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ForbiddenUrlError(`${url.protocol} URLs are not fetched`);
+    if (url.username || url.password) throw new ForbiddenUrlError('URLs with user info are not fetched');
+    if (options.allowPrivateNetworks) return;
+    const literal = literalAddress(url.hostname);
+    if ((literal && isForbiddenAddress(literal)) || isLocalHostname(url.hostname))
+      throw new ForbiddenUrlError(`${url.hostname} is a loopback, private or link-local address`);
+  };
+
+  const once = (url: URL, req: GuardedRequest): Promise<http.IncomingMessage> =>
+    new Promise((resolve, reject) => {
+      checkUrl(url);
+      const mod = url.protocol === 'https:' ? https : http;
+      const clientRequest = mod.request(url, { method: req.method, headers: req.headers, lookup, signal: req.signal, agent: false }, resolve);
+      clientRequest.setTimeout(req.idleTimeoutMs ?? 30_000, () => clientRequest.destroy(new Error(`no answer from ${url.host} in time`)));
+      clientRequest.on('error', reject);
+      if (!req.body) clientRequest.end();
+      else if (Buffer.isBuffer(req.body)) clientRequest.end(req.body);
+      else {
+        req.body.on('error', (e) => clientRequest.destroy(e));
+        req.body.pipe(clientRequest);
+      }
+    });
+
+  return {
+    async request(rawUrl, req) {
+      let url = new URL(rawUrl);
+      const follows = req.method === 'GET' || req.method === 'HEAD' ? (req.maxRedirects ?? 3) : 0;
+      for (let hop = 0; ; hop++) {
+        const res = await once(url, req);
+        const location = res.headers.location;
+        if (!location || !res.statusCode || res.statusCode < 300 || res.statusCode >= 400 || hop >= follows) return res;
+        res.resume();
+        url = new URL(location, url);
+      }
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import type { Config } from '../config.ts';
+import type { EventBus } from '../bus/event-bus.ts';
+import { createEmbeddedBus } from '../bus/embedded-bus.ts';
+import { loadContracts, type Contracts } from '../contracts/load-contracts.ts';
+import { createEventCodec, type EventCodec } from '../events/event-codec.ts';
+import { createLogger, type Logger } from '../observability/logger.ts';
+import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import { createFfmpegRunner, type FfmpegRunner } from '../media/run-ffmpeg.ts';
+import { createProber, type Prober } from '../media/probe-media.ts';
+import { createGuardedHttp, type HttpClient } from '../net/guarded-http.ts';
+import { createHttpStore } from '../storage/http-store.ts';
+import { createStoreResolver } from '../storage/resolve-store.ts';
+import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
+import type { SealingKey } from '../crypto/secret-box.ts';
+import { systemClock, type Clock } from '../time.ts';
+
+/** What every service is built from; made once in a main.ts. */
+export interface Runtime {
+  config: Readonly<Config>;
+  bus: EventBus;
+  contracts: Contracts;
+  codec: EventCodec;
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+  sealingKeys: readonly SealingKey[];
+  http: HttpClient;
+  httpStore: MediaStore;
+  resolveStore: StoreResolver;
+  runFfmpeg: FfmpegRunner;
+  probe: Prober;
+  /** Threads for one ffmpeg: the cores shared among the jobs a worker runs at once. */
+  ffmpegThreads: number;
+}
+
+export interface RuntimeOptions {
+  service: string;
+  /** The bus; default: Kafka when brokers are configured, else the embedded bus in DATA_DIR. */
+  bus?: EventBus;
+  sealingKeys: readonly SealingKey[];
+  log?: Logger;
+}
+
+export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
+  const log = options.log ?? createLogger({ level: config.logLevel, base: { service: options.service } });
+  const contracts = loadContracts();
+  const http = createGuardedHttp({ allowPrivateNetworks: config.allowPrivateNetworks });
+  const httpStore = createHttpStore(http);
+  const bus = options.bus ?? createEmbeddedBus({ path: join(config.dataDir, 'bus.sqlite') });
+  return {
+    config,
+    bus,
+    contracts,
+    codec: createEventCodec(contracts, `media-service/${options.service}`),
+    log,
+    metrics: createMetrics(new Registry()),
+    clock: systemClock,
+    sealingKeys: options.sealingKeys,
+    http,
+    httpStore,
+    resolveStore: createStoreResolver({ http: httpStore }),
+    runFfmpeg: createFfmpegRunner(config.ffmpegPath),
+    probe: createProber(config.ffprobePath),
+    ffmpegThreads: Math.max(1, Math.floor(availableParallelism() / config.workerConcurrency)),
+  };
+}

@@ -1,0 +1,21 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/** Resolves an API key to its organisation id, undefined when unknown. */
+export type Authenticator = (presented: unknown) => string | undefined;
+
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+
+/**
+ * Compares in constant time: every configured key is compared (no early exit), on digests of
+ * equal length, so neither timing nor length tells how close a guess was.
+ */
+export function createAuthenticator(apiKeys: ReadonlyMap<string, string>): Authenticator {
+  const entries = [...apiKeys].map(([key, org]) => ({ digest: digest(key), org }));
+  return (presented) => {
+    if (typeof presented !== 'string' || presented.length === 0 || presented.length > 256) return undefined;
+    const candidate = digest(presented);
+    let found: string | undefined;
+    for (const entry of entries) if (timingSafeEqual(entry.digest, candidate)) found = entry.org;
+    return found;
+  };
+}

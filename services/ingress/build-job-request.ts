@@ -1,0 +1,69 @@
+import type { JobRequested, SummaryRequest, TranscodeRequest, Watermark } from '../core/contracts/types.generated.ts';
+import { seal, type SealingKey } from '../core/crypto/secret-box.ts';
+import { MediaError } from '../core/errors.ts';
+import { isForbiddenAddress, isLocalHostname, literalAddress } from '../core/net/address-policy.ts';
+
+export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4';
+
+/**
+ * The job-requested event for a validated request. The API key stays here (the event names the
+ * organisation); bucket credentials are sealed with the current key.
+ */
+export function buildJobRequest(
+  type: JobType,
+  body: TranscodeRequest | SummaryRequest,
+  ids: { jobId: string; orgId: string; submittedAt: string },
+  sealingKey: SealingKey,
+): JobRequested {
+  const location = (url: string, creds: unknown): JobRequested['input'] =>
+    creds === undefined ? { url } : { url, creds: seal(creds, sealingKey, ids.jobId) };
+  const callbacks = {
+    ...(body.successUrl ? { successUrl: body.successUrl } : {}),
+    ...(body.failureUrl ? { failureUrl: body.failureUrl } : {}),
+  };
+  const common = {
+    jobId: ids.jobId,
+    orgId: ids.orgId,
+    attempt: 1,
+    submittedAt: ids.submittedAt,
+    input: location(body.inputUrl, body.inputCreds),
+    output: location(body.outputUrl, body.outputCreds),
+    ...(Object.keys(callbacks).length ? { callbacks } : {}),
+  };
+  const watermark = body.watermark ? { watermark: body.watermark as Watermark } : {};
+  const width = body.width === undefined ? {} : { width: body.width };
+  if (type === 'transcode') {
+    const t = body as TranscodeRequest;
+    const height = t.height === undefined ? {} : { height: t.height };
+    return { ...common, kind: 'transcode', transcode: { encoder: t.encoder, container: t.container, bitrateKbps: t.bitrateKbps, ...width, ...height, ...watermark } };
+  }
+  const s = body as SummaryRequest;
+  const removeAudio = s.removeAudio === undefined ? {} : { removeAudio: s.removeAudio };
+  return { ...common, kind: 'summary', summary: { format: type === 'summary/gif' ? 'gif' : 'mp4', ...width, ...removeAudio, ...watermark } };
+}
+
+/**
+ * Early refusal of URLs that name this machine or a private network literally. Names that
+ * resolve there are caught again when the worker connects.
+ */
+export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest): void {
+  const urls: [string, string | undefined][] = [
+    ['inputUrl', body.inputUrl],
+    ['outputUrl', body.outputUrl],
+    ['successUrl', body.successUrl],
+    ['failureUrl', body.failureUrl],
+    ['watermark.imageUrl', body.watermark && 'imageUrl' in body.watermark ? body.watermark.imageUrl : undefined],
+  ];
+  for (const [field, value] of urls) {
+    if (!value || !/^https?:\/\//.test(value)) continue;
+    let host: string;
+    try {
+      host = new URL(value).hostname;
+    } catch {
+      throw new MediaError('invalid_request', `${field} is not a valid URL`);
+    }
+    const literal = literalAddress(host);
+    if (isLocalHostname(host) || (literal !== undefined && isForbiddenAddress(literal)))
+      throw new MediaError('url_forbidden', `${field} points at a loopback, private or link-local address, which this service does not reach`);
+  }
+}

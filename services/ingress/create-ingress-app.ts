@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import Koa, { type Context } from 'koa';
+import Router from '@koa/router';
+import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
+import type { Contracts } from '../core/contracts/load-contracts.ts';
+import type { JobAck, SummaryRequest, TranscodeRequest } from '../core/contracts/types.generated.ts';
+import type { SealingKey } from '../core/crypto/secret-box.ts';
+import { MediaError } from '../core/errors.ts';
+import type { EventCodec } from '../core/events/event-codec.ts';
+import type { JobStatusView } from '../core/jobs/job-status-view.ts';
+import type { Logger } from '../core/observability/logger.ts';
+import type { Metrics } from '../core/observability/metrics.ts';
+import { nowIsoMicros, type Clock } from '../core/time.ts';
+import type { Authenticator } from './authenticate.ts';
+import { buildJobRequest, refuseLocalUrls, type JobType } from './build-job-request.ts';
+import { handleErrors } from './handle-errors.ts';
+import { readJsonBody } from './read-json-body.ts';
+
+export interface IngressDeps {
+  bus: EventBus;
+  codec: EventCodec;
+  contracts: Contracts;
+  authenticate: Authenticator;
+  statusView: JobStatusView;
+  metrics: Metrics;
+  log: Logger;
+  clock: Clock;
+  sealingKey: SealingKey;
+  /** Largest body accepted, in bytes. */
+  maxBodyBytes: number;
+  allowPrivateNetworks: boolean;
+}
+
+const JOB_ROUTES: Record<string, JobType> = { '/transcode': 'transcode', '/summary/gif': 'summary/gif', '/summary/mp4': 'summary/mp4' };
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The HTTP API as a Koa app; `app.callback()` serves it. */
+export function createIngressApp(deps: IngressDeps): Koa {
+  const app = new Koa();
+  const router = new Router();
+
+  for (const [path, type] of Object.entries(JOB_ROUTES)) router.post(path, (ctx) => submitJob(ctx, type, deps));
+  router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    if (!(await deps.bus.isReady())) throw new MediaError('bus_unavailable', 'the event bus is not reachable');
+    ctx.body = { status: 'ready' };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = deps.metrics.registry.contentType;
+    ctx.body = await deps.metrics.registry.metrics();
+  });
+
+  app.use(countRequests(deps.metrics));
+  app.use(handleErrors(deps.log));
+  app.use(router.routes());
+  app.use(async (ctx) => {
+    const known = router.stack.filter((layer) => layer.match(ctx.path));
+    if (known.length === 0) throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
+    const allowed = [...new Set(known.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
+    ctx.set('Allow', allowed.join(', '));
+    throw new MediaError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`);
+  });
+  return app;
+}
+
+async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promise<void> {
+  const body = await readJsonBody(ctx, deps.maxBodyBytes);
+  if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
+  const orgId = deps.authenticate(body['apiKey']);
+  if (!orgId) throw new MediaError('unauthorized', 'apiKey is not valid');
+  const checked = type === 'transcode' ? deps.contracts.transcodeRequest(body) : deps.contracts.summaryRequest(body);
+  if (!checked.ok) throw new MediaError('invalid_request', checked.message);
+  const request = checked.value as TranscodeRequest | SummaryRequest;
+  if (!deps.allowPrivateNetworks) refuseLocalUrls(request);
+
+  const createdAt = nowIsoMicros(deps.clock);
+  const job = buildJobRequest(type, request, { jobId: randomUUID(), orgId, submittedAt: createdAt }, deps.sealingKey);
+  const record = deps.codec.encode(requestTopicOf[job.kind], 'media.job.requested', job);
+  try {
+    await deps.bus.publish([record]);
+  } catch (error) {
+    if (!(error instanceof BusUnavailableError)) throw error;
+    deps.log.warn('job.not_queued', { kind: job.kind, reason: error.message });
+    throw new MediaError('bus_unavailable', 'the job could not be queued because the event bus is unavailable; nothing was queued, try again');
+  }
+  const decoded = deps.codec.decode(record);
+  if (decoded.ok) deps.statusView.apply(decoded.event);
+  deps.metrics.jobsSubmitted.inc({ kind: job.kind });
+  deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
+  deps.log.info('job.queued', { jobId: job.jobId, type, orgId });
+  const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
+  ctx.body = ack;
+}
+
+async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
+  const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
+  const presented = ctx.get('x-api-key') || bearer;
+  if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
+  const orgId = deps.authenticate(presented);
+  if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
+  const id = String(ctx.params['id'] ?? '').toLowerCase();
+  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+  if (!status) throw new MediaError('not_found', `no job ${ctx.params['id'] ?? ''} for this API key`);
+  ctx.body = status;
+}
+
+function countRequests(metrics: Metrics) {
+  return async (ctx: Context, next: () => Promise<unknown>): Promise<void> => {
+    const end = metrics.httpDuration.startTimer();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      end({ route: String(route), method: ctx.method });
+      metrics.httpRequests.inc({ route: String(route), method: ctx.method, status: String(ctx.status) });
+    }
+  };
+}

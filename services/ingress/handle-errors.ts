@@ -1,0 +1,34 @@
+import type { Context, Next } from 'koa';
+import { MediaError } from '../core/errors.ts';
+import type { Logger } from '../core/observability/logger.ts';
+
+/** Koa's own HTTP errors (e.g. a client that aborts) carry a status. */
+function httpStatusOf(error: unknown): number | undefined {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' && status >= 400 && status < 600 ? status : undefined;
+}
+
+/** The one error boundary: every failure becomes `{ "error": "..." }`; internals never leak. */
+export function handleErrors(log: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+    } catch (error) {
+      if (error instanceof MediaError) {
+        ctx.status = error.status;
+        ctx.body = { error: error.message };
+        if (error.status >= 500) log.error('http.error', { code: error.code, path: ctx.path });
+        return;
+      }
+      const status = httpStatusOf(error);
+      if (status !== undefined && status < 500) {
+        ctx.status = status;
+        ctx.body = { error: status === 400 ? 'the request could not be read' : 'the request was refused' };
+        return;
+      }
+      log.error('http.unhandled_error', { path: ctx.path, error });
+      ctx.status = 500;
+      ctx.body = { error: 'internal error' };
+    }
+  };
+}

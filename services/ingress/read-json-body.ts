@@ -1,0 +1,28 @@
+import type { Context } from 'koa';
+import { MediaError } from '../core/errors.ts';
+
+/** Reads the request body as JSON: 415 unless JSON, 413 past `maxBytes`, 400 unless an object. */
+export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Record<string, unknown>> {
+  if (!ctx.is('application/json', 'application/*+json'))
+    throw new MediaError('unsupported_media_type', 'the body must be JSON, sent with Content-Type: application/json');
+  const declared = Number(ctx.get('content-length') || NaN);
+  if (declared > maxBytes) throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      ctx.req.resume();
+      throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new MediaError('invalid_json', 'the body is not valid JSON');
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new MediaError('invalid_json', 'the body must be a JSON object');
+  return body as Record<string, unknown>;
+}

@@ -1,0 +1,51 @@
+import type { Server } from 'node:http';
+import type { SealingKey } from '../core/crypto/secret-box.ts';
+import { createJobStatusView } from '../core/jobs/job-status-view.ts';
+import type { Runtime } from '../core/runtime/create-runtime.ts';
+import { createAuthenticator } from './authenticate.ts';
+import { createIngressApp } from './create-ingress-app.ts';
+
+/** Jobs remembered for GET /jobs/:id (about 1 KiB each). */
+export const STATUS_VIEW_MAX_JOBS = 100_000;
+
+export interface RunningIngress {
+  server: Server;
+  /** The address it listens on, e.g. http://127.0.0.1:8080 */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startIngress(rt: Runtime, options: { apiKeys: ReadonlyMap<string, string>; sealingKey: SealingKey }): Promise<RunningIngress> {
+  const statusView = createJobStatusView({ bus: rt.bus, codec: rt.codec }, { maxJobs: STATUS_VIEW_MAX_JOBS });
+  await statusView.start();
+  const app = createIngressApp({
+    bus: rt.bus,
+    codec: rt.codec,
+    contracts: rt.contracts,
+    authenticate: createAuthenticator(options.apiKeys),
+    statusView,
+    metrics: rt.metrics,
+    log: rt.log,
+    clock: rt.clock,
+    sealingKey: options.sealingKey,
+    maxBodyBytes: rt.config.maxBodyBytes,
+    allowPrivateNetworks: rt.config.allowPrivateNetworks,
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(rt.config.port, rt.config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.requestTimeout = 30_000;
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : rt.config.port;
+  const url = `http://${rt.config.host.includes(':') ? `[${rt.config.host}]` : rt.config.host}:${port}`;
+  rt.log.info('ingress.listening', { url });
+  return {
+    server,
+    url,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await statusView.close();
+    },
+  };
+}

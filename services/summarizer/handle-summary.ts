@@ -1,0 +1,74 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JobResult } from '../core/contracts/types.generated.ts';
+import { MediaError } from '../core/errors.ts';
+import type { JobHandler } from '../core/jobs/run-job-worker.ts';
+import { prepareWatermark } from '../core/media/prepare-watermark.ts';
+import type { Prober } from '../core/media/probe-media.ts';
+import type { FfmpegRunner } from '../core/media/run-ffmpeg.ts';
+import type { Metrics } from '../core/observability/metrics.ts';
+import type { MediaStore, StoreResolver } from '../core/storage/media-store.ts';
+import { buildSummaryArgs, DEFAULT_GIF_WIDTH } from './build-summary-args.ts';
+import { planSegments } from './plan-segments.ts';
+
+export interface SummarizerDeps {
+  resolveStore: StoreResolver;
+  httpStore: MediaStore;
+  runFfmpeg: FfmpegRunner;
+  probe: Prober;
+  metrics: Metrics;
+  maxInputBytes: number;
+  stallTimeoutMs: number;
+  threads: number;
+  fontFile: string;
+  watermarkImagesDir: string | undefined;
+}
+
+const even = (n: number): number => Math.max(2, Math.floor(n / 2) * 2);
+
+/** fetch input → plan segments → render (gif or mp4) → verify → upload. */
+export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
+  return async (job, ctx) => {
+    const spec = job.summary;
+    if (!spec) throw new MediaError('internal', 'a summary job without summary options');
+    const workDir = await mkdtemp(join(tmpdir(), 'media-summary-'));
+    try {
+      const inputPath = join(workDir, 'input');
+      const inStore = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
+      const got = await inStore.download(job.input.url, inputPath, { signal: ctx.signal, maxBytes: deps.maxInputBytes, onProgress: () => ctx.progress(0, 'download') });
+      deps.metrics.bytesTransferred.inc({ direction: 'in' }, got.bytes);
+      const input = await deps.probe(inputPath);
+      if (!input.video || input.durationSeconds <= 0) throw new MediaError('input_unsupported', 'the input has no video stream with a known duration');
+      const segments = planSegments(input.durationSeconds);
+      const width = even(spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.video.width) : input.video.width));
+      const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
+      const outputPath = join(workDir, `summary.${spec.format}`);
+      const total = segments.reduce((sum, s) => sum + s.durationSeconds, 0);
+      await deps.runFfmpeg(
+        buildSummaryArgs({ spec, inputPath, outputPath, segments, width, hasAudio: Boolean(input.audio), threads: deps.threads, ...(watermark ? { watermark } : {}) }),
+        { signal: ctx.signal, stallTimeoutMs: deps.stallTimeoutMs, onProgress: (p) => ctx.progress(5 + 90 * Math.min(1, p.outTimeSeconds / total), 'encode') },
+      );
+      const out = await deps.probe(outputPath);
+      const expectedCodec = spec.format === 'gif' ? 'gif' : 'h264';
+      if (out.video?.codec !== expectedCodec || out.video.width !== width || Math.abs(out.durationSeconds - total) > Math.max(0.5, total * 0.1))
+        throw new MediaError('output_invalid', `the summary failed verification (${out.video?.codec ?? 'no video'} ${out.video?.width ?? 0}px ${out.durationSeconds}s)`);
+      const outStore = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
+      const put = await outStore.upload(outputPath, job.output.url, { signal: ctx.signal, contentType: spec.format === 'gif' ? 'image/gif' : 'video/mp4', onProgress: () => ctx.progress(96, 'upload') });
+      deps.metrics.bytesTransferred.inc({ direction: 'out' }, put.bytes);
+      const result: JobResult = {
+        outputUrl: job.output.url,
+        format: spec.format,
+        videoCodec: expectedCodec,
+        width: out.video.width,
+        height: out.video.height,
+        durationSeconds: Math.round(out.durationSeconds * 1000) / 1000,
+        sizeBytes: (await stat(outputPath)).size,
+        segments,
+      };
+      return result;
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+  };
+}

@@ -1,0 +1,69 @@
+import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
+import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import { inputArgs } from '../core/media/run-ffmpeg.ts';
+
+export interface OutputSize {
+  width: number;
+  height: number;
+}
+
+const even = (n: number): number => Math.max(2, Math.floor(n / 2) * 2);
+
+/**
+ * The output size: both given → both (rounded down to even, as x264/x265 need); one given → the
+ * other keeps the aspect ratio (even); none → the input's, rounded down to even.
+ */
+export function outputSize(spec: Pick<TranscodeSpec, 'width' | 'height'>, input: OutputSize): OutputSize {
+  const { width, height } = spec;
+  if (width !== undefined && height !== undefined) return { width: even(width), height: even(height) };
+  if (width !== undefined) return { width: even(width), height: even((input.height * width) / input.width) };
+  if (height !== undefined) return { width: even((input.width * height) / input.height), height: even(height) };
+  return { width: even(input.width), height: even(input.height) };
+}
+
+function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
+  const rate = [`-b:v`, `${kbps}k`];
+  switch (spec.encoder) {
+    case 'h264':
+      return ['-c:v', 'libx264', '-preset', 'medium', ...rate, '-maxrate', `${Math.round(kbps * 1.5)}k`, '-bufsize', `${kbps * 2}k`, '-profile:v', 'high'];
+    case 'h265':
+      return ['-c:v', 'libx265', '-preset', 'fast', ...rate, '-x265-params', 'log-level=error', ...(spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : [])];
+    case 'vp8':
+      return ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '2', ...rate, '-maxrate', `${Math.round(kbps * 1.5)}k`];
+    case 'vp9':
+      // Single-pass VBR undershoots badly; a constrained range keeps it near the target.
+      return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '4', '-row-mt', '1', ...rate, '-minrate', `${Math.round(kbps * 0.9)}k`, '-maxrate', `${Math.round(kbps * 1.1)}k`];
+  }
+}
+
+/** ffmpeg arguments (after the global ones) for one transcode; a pure function of its inputs. */
+export function buildTranscodeArgs(options: {
+  spec: TranscodeSpec;
+  inputPath: string;
+  outputPath: string;
+  size: OutputSize;
+  hasAudio: boolean;
+  threads: number;
+  watermark?: PreparedWatermark;
+}): string[] {
+  const { spec, size } = options;
+  const kbps = Number(spec.bitrateKbps);
+  const scale = `scale=${size.width}:${size.height}:flags=bicubic,setsar=1`;
+  const graph = options.watermark
+    ? `[0:v]${scale}[in];${options.watermark.filter};[out]format=yuv420p[v]`
+    : `[0:v]${scale},format=yuv420p[v]`;
+  const audio = !options.hasAudio ? ['-an'] : spec.container === 'webm' ? ['-c:a', 'libopus', '-b:a', '96k'] : ['-c:a', 'aac', '-b:a', '128k'];
+  return [
+    ...inputArgs(options.inputPath),
+    ...(options.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
+    '-filter_complex', graph,
+    '-map', '[v]',
+    ...(options.hasAudio ? ['-map', '0:a:0'] : []),
+    ...videoCodecArgs(spec, kbps),
+    ...audio,
+    '-threads', String(options.threads),
+    '-map_metadata', '-1',
+    ...(spec.container === 'mp4' ? ['-movflags', '+faststart', '-f', 'mp4'] : ['-f', 'webm']),
+    '-y', options.outputPath,
+  ];
+}

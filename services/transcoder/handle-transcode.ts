@@ -1,0 +1,110 @@
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JobRequested, JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
+import { MediaError } from '../core/errors.ts';
+import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
+import type { MediaInfo, Prober } from '../core/media/probe-media.ts';
+import type { FfmpegRunner } from '../core/media/run-ffmpeg.ts';
+import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { MediaStore, StoreResolver } from '../core/storage/media-store.ts';
+import type { Metrics } from '../core/observability/metrics.ts';
+import { buildTranscodeArgs, outputSize, type OutputSize } from './build-transcode-args.ts';
+
+export interface TranscoderDeps {
+  resolveStore: StoreResolver;
+  /** The http(s) store, for watermark images. */
+  httpStore: MediaStore;
+  runFfmpeg: FfmpegRunner;
+  probe: Prober;
+  metrics: Metrics;
+  maxInputBytes: number;
+  stallTimeoutMs: number;
+  /** Threads given to one ffmpeg (its share of the cores). */
+  threads: number;
+  fontFile: string;
+  watermarkImagesDir: string | undefined;
+}
+
+const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp8: 'vp8', vp9: 'vp9' } as const;
+const CONTENT_TYPE = { mp4: 'video/mp4', webm: 'video/webm' } as const;
+
+/** fetch input → probe → ffmpeg → verify with ffprobe → upload. Same job id → same output. */
+export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
+  return async (job, ctx) => {
+    const spec = job.transcode;
+    if (!spec) throw new MediaError('internal', 'a transcode job without transcode options');
+    if (spec.encoder === 'vp8' && spec.container === 'mp4')
+      throw new MediaError('option_unsupported', 'vp8 in an mp4 container is not available in this build; use webm');
+    const workDir = await mkdtemp(join(tmpdir(), 'media-transcode-'));
+    try {
+      const inputPath = join(workDir, 'input');
+      await fetchInput(deps, job, ctx, inputPath);
+      const input = await deps.probe(inputPath);
+      if (!input.video) throw new MediaError('input_unsupported', 'the input has no video stream');
+      const size = outputSize(spec, input.video);
+      const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
+      const outputPath = join(workDir, `output.${spec.container}`);
+      await encode(deps, ctx, { spec, inputPath, outputPath, size, input, watermark });
+      const result = await verify(deps.probe, outputPath, spec, size, input, job.output.url);
+      await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
+      return result;
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+  };
+}
+
+async function fetchInput(deps: TranscoderDeps, job: JobRequested, ctx: JobContext, path: string): Promise<void> {
+  const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
+  const { bytes } = await store.download(job.input.url, path, {
+    signal: ctx.signal,
+    maxBytes: deps.maxInputBytes,
+    onProgress: () => ctx.progress(0, 'download'),
+  });
+  deps.metrics.bytesTransferred.inc({ direction: 'in' }, bytes);
+}
+
+async function encode(
+  deps: TranscoderDeps,
+  ctx: JobContext,
+  o: { spec: TranscodeSpec; inputPath: string; outputPath: string; size: OutputSize; input: MediaInfo; watermark: PreparedWatermark | undefined },
+): Promise<void> {
+  const args = buildTranscodeArgs({ spec: o.spec, inputPath: o.inputPath, outputPath: o.outputPath, size: o.size, hasAudio: Boolean(o.input.audio), threads: deps.threads, ...(o.watermark ? { watermark: o.watermark } : {}) });
+  const total = o.input.durationSeconds || 1;
+  await deps.runFfmpeg(args, {
+    signal: ctx.signal,
+    stallTimeoutMs: deps.stallTimeoutMs,
+    onProgress: (p) => ctx.progress(5 + 90 * Math.min(1, p.outTimeSeconds / total), 'encode'),
+  });
+}
+
+async function verify(probe: Prober, path: string, spec: TranscodeSpec, size: OutputSize, input: MediaInfo, outputUrl: string): Promise<JobResult> {
+  const out = await probe(path).catch(() => {
+    throw new MediaError('output_invalid', 'the output could not be read back');
+  });
+  const problems: string[] = [];
+  if (!out.formatName.split(',').includes(spec.container)) problems.push(`container ${out.formatName}`);
+  if (out.video?.codec !== VIDEO_CODEC[spec.encoder]) problems.push(`codec ${out.video?.codec ?? 'none'}`);
+  if (out.video?.width !== size.width || out.video.height !== size.height) problems.push(`size ${out.video?.width}x${out.video?.height}`);
+  const tolerance = Math.max(0.5, input.durationSeconds * 0.05);
+  if (Math.abs(out.durationSeconds - input.durationSeconds) > tolerance) problems.push(`duration ${out.durationSeconds}s`);
+  if (problems.length) throw new MediaError('output_invalid', `the output failed verification: ${problems.join(', ')}`);
+  const { size: sizeBytes } = await stat(path);
+  return {
+    outputUrl,
+    format: spec.container,
+    videoCodec: VIDEO_CODEC[spec.encoder],
+    width: size.width,
+    height: size.height,
+    durationSeconds: Math.round(out.durationSeconds * 1000) / 1000,
+    sizeBytes,
+    ...(out.bitRate ? { bitrateKbps: Math.round(out.bitRate / 100) / 10 } : {}),
+  };
+}
+
+async function deliverOutput(deps: TranscoderDeps, job: JobRequested, ctx: JobContext, path: string, contentType: string): Promise<void> {
+  const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
+  const { bytes } = await store.upload(path, job.output.url, { signal: ctx.signal, contentType, onProgress: () => ctx.progress(96, 'upload') });
+  deps.metrics.bytesTransferred.inc({ direction: 'out' }, bytes);
+}

@@ -1,0 +1,122 @@
+import { expect } from 'chai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../services/core/config.ts';
+import { silentLogger } from '../../services/core/observability/logger.ts';
+import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { ffprobe, generateClip } from '../support/generate-clip.ts';
+
+const API_KEY = 'e2e-test-key-0123456789';
+
+async function post(base: string, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function jobStatus(base: string, id: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/jobs/${id}`, { headers: { 'x-api-key': API_KEY } });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback', function () {
+  this.timeout(120_000);
+  let files: TestServer;
+  let app: AllInOne;
+  let dataDir: string;
+
+  before(async () => {
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'input.mp4'), { seconds: 4, width: 640, height: 360, audio: true });
+    dataDir = await mkdtemp(join(tmpdir(), 'media-e2e-data-'));
+    const config = loadConfig({ PORT: '0', API_KEYS: `${API_KEY}:org-e2e`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, CALLBACK_BACKOFF_MS: '50', RETRY_BACKOFF_MS: '50', LOG_LEVEL: 'silent' });
+    app = await startAllInOne(config, { log: silentLogger });
+  });
+
+  after(async () => {
+    await app?.close();
+    await files?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('transcodes to h264/mp4 at the requested size, uploads it and calls successUrl', async () => {
+    const ack = await post(app.ingress.url, '/transcode', {
+      apiKey: API_KEY,
+      inputUrl: `${files.url}/files/input.mp4`,
+      outputUrl: `${files.url}/files/out.mp4`,
+      encoder: 'h264',
+      container: 'mp4',
+      bitrateKbps: '1000',
+      width: 320,
+      successUrl: `${files.url}/callbacks/ok`,
+      failureUrl: `${files.url}/callbacks/fail`,
+    });
+    expect(ack.status).to.equal(200);
+    expect(ack.body['status']).to.equal('queued');
+    const id = String(ack.body['id']);
+    expect((await jobStatus(app.ingress.url, id))['status']).to.be.oneOf(['queued', 'processing']);
+
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
+    expect(callback.path).to.equal('/callbacks/ok');
+    expect(callback.body['status']).to.equal('succeeded');
+    expect(callback.headers['x-media-event-id']).to.equal(`${id}:media.job.succeeded:1`);
+
+    const probed = await ffprobe(join(files.dir, 'out.mp4'));
+    expect(probed.format.format_name).to.contain('mp4');
+    const video = probed.streams.find((s) => s.codec_type === 'video');
+    expect(video?.codec_name).to.equal('h264');
+    expect([video?.width, video?.height]).to.deep.equal([320, 180]);
+    expect(Number(probed.format.duration)).to.be.closeTo(4, 0.2);
+    expect(probed.streams.some((s) => s.codec_type === 'audio' && s.codec_name === 'aac')).to.equal(true);
+
+    const status = await jobStatus(app.ingress.url, id);
+    expect(status['status']).to.equal('succeeded');
+    expect(status['type']).to.equal('transcode');
+    expect((status['result'] as Record<string, unknown>)['width']).to.equal(320);
+  });
+
+  it('fails a job whose input is 404 with a failure callback and status failed', async () => {
+    const ack = await post(app.ingress.url, '/transcode', {
+      apiKey: API_KEY,
+      inputUrl: `${files.url}/files/missing.mp4`,
+      outputUrl: `${files.url}/files/never.mp4`,
+      encoder: 'h264',
+      container: 'mp4',
+      bitrateKbps: '2000',
+      successUrl: `${files.url}/callbacks/ok`,
+      failureUrl: `${files.url}/callbacks/fail`,
+    });
+    expect(ack.status).to.equal(200);
+    const id = String(ack.body['id']);
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 30_000);
+    expect(callback.path).to.equal('/callbacks/fail');
+    expect(callback.body['code']).to.equal('input_not_found');
+    expect(callback.body['message']).to.be.a('string').and.match(/404/);
+    const status = await jobStatus(app.ingress.url, id);
+    expect(status['status']).to.equal('failed');
+    expect(status['error']).to.deep.include({ code: 'input_not_found' });
+  });
+
+  it('makes a GIF summary and reports the chosen segments', async () => {
+    await generateClip(join(files.dir, 'long.mp4'), { seconds: 24, width: 320, height: 240 });
+    const ack = await post(app.ingress.url, '/summary/gif', {
+      apiKey: API_KEY,
+      inputUrl: `${files.url}/files/long.mp4`,
+      outputUrl: `${files.url}/files/summary.gif`,
+      width: 160,
+      successUrl: `${files.url}/callbacks/ok`,
+    });
+    expect(ack.status).to.equal(200);
+    const id = String(ack.body['id']);
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    const result = callback.body['result'] as { segments: unknown[]; format: string };
+    expect(result.format).to.equal('gif');
+    expect(result.segments).to.have.length(2);
+    const probed = await ffprobe(join(files.dir, 'summary.gif'));
+    expect(probed.streams[0]?.codec_name).to.equal('gif');
+    expect(probed.streams[0]?.width).to.equal(160);
+    expect((await jobStatus(app.ingress.url, id))['type']).to.equal('summary/gif');
+  });
+});

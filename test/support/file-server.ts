@@ -1,0 +1,94 @@
+import http from 'node:http';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedCallback {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
+
+/**
+ * A real HTTP file server for tests: GET and PUT files under /files/, and callback receivers
+ * under /callbacks/ that record what they were sent (status settable per path).
+ */
+export interface TestServer {
+  url: string;
+  dir: string;
+  callbacks: ReceivedCallback[];
+  /** Status a callback path answers with (default 200). */
+  callbackStatus: Map<string, number>;
+  waitForCallback(predicate: (c: ReceivedCallback) => boolean, timeoutMs: number): Promise<ReceivedCallback>;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(): Promise<TestServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'media-test-files-'));
+  const callbacks: ReceivedCallback[] = [];
+  const callbackStatus = new Map<string, number>();
+  const waiters = new Set<() => void>();
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const name = decodeURIComponent(url.pathname.replace(/^\/files\//, ''));
+      if (url.pathname.startsWith('/files/') && !name.includes('/') && !name.includes('..')) {
+        const path = join(dir, name);
+        if (req.method === 'PUT') {
+          await pipeline(req, createWriteStream(path));
+          return res.writeHead(201).end();
+        }
+        if (req.method === 'GET') {
+          const info = await stat(path).catch(() => undefined);
+          if (!info) return res.writeHead(404).end('not found');
+          res.writeHead(200, { 'content-length': info.size, 'content-type': 'application/octet-stream' });
+          return pipeline(createReadStream(path), res);
+        }
+      }
+      if (url.pathname.startsWith('/callbacks/') && req.method === 'POST') {
+        const chunks: Buffer[] = [];
+        for await (const c of req) chunks.push(c as Buffer);
+        callbacks.push({ path: url.pathname, headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> });
+        waiters.forEach((w) => w());
+        return res.writeHead(callbackStatus.get(url.pathname) ?? 200).end();
+      }
+      res.writeHead(404).end();
+    })().catch(() => res.writeHead(500).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    callbacks,
+    callbackStatus,
+    waitForCallback(predicate, timeoutMs) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const found = callbacks.find(predicate);
+          if (!found) return;
+          cleanup();
+          resolve(found);
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no matching callback within ${timeoutMs} ms (got ${callbacks.length})`));
+        }, timeoutMs);
+        const cleanup = (): void => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
