@@ -1,0 +1,118 @@
+import { expect } from 'chai';
+import request from 'supertest';
+import { topics } from '../../services/core/bus/event-bus.ts';
+import { KEY_A, KEY_B, awsCreds, downBus, makeIngress, validTranscode } from './ingress-fixture.ts';
+
+function expectErrorBody(res: request.Response, status: number, message: RegExp): void {
+  expect(res.status).to.equal(status);
+  expect(res.headers['content-type']).to.match(/^application\/json/);
+  expect(Object.keys(res.body as object)).to.deep.equal(['error']);
+  expect(res.body.error).to.match(message);
+}
+
+describe('ingress: protocol errors, status, and what reaches the bus', () => {
+  it('404 for an unknown path, naming it', async () => {
+    const { server } = await makeIngress();
+    expectErrorBody(await request(server).post('/transcodes').send(validTranscode), 404, /no such path: POST \/transcodes/);
+  });
+
+  it('405 for a wrong method, with Allow', async () => {
+    const { server } = await makeIngress();
+    const res = await request(server).get('/transcode');
+    expectErrorBody(res, 405, /GET is not allowed on \/transcode; use POST/);
+    expect(res.headers['allow']).to.equal('POST');
+    expectErrorBody(await request(server).put('/summary/gif').send({}), 405, /use POST/);
+    expectErrorBody(await request(server).delete('/jobs/abc'), 405, /use GET/);
+  });
+
+  it('415 when the body is not sent as JSON', async () => {
+    const { server } = await makeIngress();
+    expectErrorBody(await request(server).post('/transcode').set('content-type', 'text/plain').send('hello'), 415, /Content-Type: application\/json/);
+    expectErrorBody(await request(server).post('/transcode').type('form').send({ apiKey: KEY_A }), 415, /must be JSON/);
+  });
+
+  it('413 when the body is larger than the limit, declared or streamed', async () => {
+    const { server } = await makeIngress({ maxBodyBytes: 2048 });
+    const big = { ...validTranscode, pad: 'x'.repeat(5000) };
+    expectErrorBody(await request(server).post('/transcode').send(big), 413, /at most 2048 bytes/);
+  });
+
+  it('400 for malformed JSON and for JSON that is not an object', async () => {
+    const { server } = await makeIngress();
+    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('{"apiKey": '), 400, /not valid JSON/);
+    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('[1,2]'), 400, /must be a JSON object/);
+    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('null'), 400, /must be a JSON object/);
+  });
+
+  it('503 when the bus does not take the job, and nothing is acknowledged', async () => {
+    const { server } = await makeIngress({ bus: downBus() });
+    expectErrorBody(await request(server).post('/transcode').send(validTranscode), 503, /event bus is unavailable/);
+    expectErrorBody(await request(server).get('/readyz'), 503, /not reachable/);
+  });
+
+  it('publishes the job with sealed credentials and without the API key', async () => {
+    const { server, bus } = await makeIngress();
+    const body = { ...validTranscode, inputUrl: 's3://bucket-1/in.mp4', inputCreds: awsCreds };
+    const res = await request(server).post('/transcode').send(body);
+    expect(res.status).to.equal(200);
+    const seen: Buffer[] = [];
+    const sub = await bus.subscribe({ group: 'inspect', topics: [topics.transcodeRequests], fromBeginning: true, handler: async (r) => void seen.push(r.value) });
+    await new Promise((r) => setTimeout(r, 50));
+    await sub.close();
+    expect(seen).to.have.length(1);
+    const raw = seen[0]?.toString('utf8') ?? '';
+    expect(raw).to.contain(res.body.id as string);
+    expect(raw).not.to.contain(awsCreds.secretAccessKey);
+    expect(raw).not.to.contain(awsCreds.accessKeyId);
+    expect(raw).not.to.contain(KEY_A);
+    expect(JSON.parse(raw).data.input.creds).to.include({ alg: 'A256GCM', keyId: 'test' });
+  });
+
+  it('GET /jobs/:id shows the job to its organisation only', async () => {
+    const { server } = await makeIngress();
+    const ack = await request(server).post('/transcode').send(validTranscode);
+    const id = ack.body.id as string;
+    const mine = await request(server).get(`/jobs/${id}`).set('x-api-key', KEY_A);
+    expect(mine.status).to.equal(200);
+    expect(mine.body).to.include({ id, type: 'transcode', status: 'queued', createdAt: ack.body.createdAt });
+    expect(mine.body.updatedAt).to.be.a('string');
+    const bearer = await request(server).get(`/jobs/${id}`).set('authorization', `Bearer ${KEY_A}`);
+    expect(bearer.status).to.equal(200);
+    expectErrorBody(await request(server).get(`/jobs/${id}`).set('x-api-key', KEY_B), 404, /no job/);
+    expectErrorBody(await request(server).get(`/jobs/${id}`), 401, /X-Api-Key/);
+    expectErrorBody(await request(server).get(`/jobs/${id}`).set('x-api-key', 'wrong-key-0123456789'), 401, /not valid/);
+    expectErrorBody(await request(server).get('/jobs/not-a-uuid').set('x-api-key', KEY_A), 404, /no job/);
+  });
+
+  it('serves /healthz, /readyz and Prometheus /metrics with request counts', async () => {
+    const { server } = await makeIngress();
+    expect((await request(server).get('/healthz')).body).to.deep.equal({ status: 'ok' });
+    expect((await request(server).get('/readyz')).body).to.deep.equal({ status: 'ready' });
+    await request(server).post('/transcode').send(validTranscode);
+    const metrics = await request(server).get('/metrics');
+    expect(metrics.status).to.equal(200);
+    expect(metrics.text).to.match(/media_jobs_submitted_total\{kind="transcode"\} 1/);
+    expect(metrics.text).to.match(/media_http_requests_total\{route="\/transcode",method="POST",status="200"\} 1/);
+  });
+
+  it('never answers 500 to hostile bodies', async () => {
+    const { server } = await makeIngress();
+    const hostile: unknown[] = [
+      JSON.stringify(validTranscode).replace(/}$/, ',"__proto__":{"admin":true}}'),
+      JSON.stringify(validTranscode).replace(/}$/, ',"constructor":{"prototype":{"x":1}}}'),
+      { ...validTranscode, watermark: [] },
+      { ...validTranscode, watermark: null },
+      { ...validTranscode, width: 1e308 },
+      { ...validTranscode, inputUrl: 'https://' + 'a'.repeat(5000) + '.com/x' },
+      { apiKey: KEY_A, inputUrl: {}, outputUrl: [], encoder: null },
+      'just a string',
+      12,
+    ];
+    for (const body of hostile) {
+      const raw = typeof body === 'string' && body.startsWith('{') ? body : JSON.stringify(body);
+      const res = await request(server).post('/transcode').set('content-type', 'application/json').send(raw);
+      expect(res.status, raw.slice(0, 80)).to.be.within(400, 499);
+      expect(Object.keys(res.body as object)).to.deep.equal(['error']);
+    }
+  });
+});
