@@ -20,6 +20,12 @@ export interface GuardedRequest {
   maxRedirects?: number;
 }
 
+/** Name → every address it has (the system resolver unless a test passes one). */
+export type Resolver = (hostname: string, callback: (error: Error | null, addresses: { address: string; family: number }[]) => void) => void;
+
+const systemResolver: Resolver = (hostname, callback) =>
+  dnsLookup(hostname, { all: true }, (error, addresses) => callback(error, addresses ?? []));
+
 export interface HttpClient {
   /** Sends a request to a caller-given URL; the response body is left for the caller to read. */
   request(url: string, options: GuardedRequest): Promise<http.IncomingMessage>;
@@ -29,11 +35,11 @@ export interface HttpClient {
  * HTTP(S) for caller-given URLs. Unless private networks are allowed, every address a name
  * resolves to is checked at connect time (so a DNS answer cannot change between check and use).
  */
-export function createGuardedHttp(options: { allowPrivateNetworks: boolean }): HttpClient {
+export function createGuardedHttp(options: { allowPrivateNetworks: boolean; resolve?: Resolver }): HttpClient {
+  const resolve = options.resolve ?? systemResolver;
   const lookup: LookupFunction = (hostname, opts, callback) => {
-    dnsLookup(hostname, { ...opts, all: true }, (error, addresses) => {
+    resolve(hostname, (error, list) => {
       if (error) return callback(error, '', 4);
-      const list = addresses as unknown as { address: string; family: number }[];
       const bad = !options.allowPrivateNetworks && list.find((a) => isForbiddenAddress(a.address));
       if (bad) return callback(new ForbiddenUrlError(`${hostname} resolves to a forbidden address`), '', 4);
       if (opts.all) return callback(null, list as never);

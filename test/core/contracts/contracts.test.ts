@@ -1,0 +1,27 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { loadContracts } from '../../../services/core/contracts/load-contracts.ts';
+
+describe('contracts', () => {
+  it('the generated TypeScript types match the schemas (not stale)', async function () {
+    this.timeout(30_000);
+    const run = promisify(execFile);
+    await run(process.execPath, ['scripts/generate-types.ts', '--check']);
+  });
+
+  it('compiles every schema with one strict ajv instance', () => {
+    const contracts = loadContracts();
+    expect(Object.keys(contracts.events)).to.have.length(5);
+  });
+
+  it('rejects a requested event that carries credentials in clear', () => {
+    const { events } = loadContracts();
+    const check = events['media.job.requested']({
+      jobId: '6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10', kind: 'transcode', orgId: 'o', attempt: 1, submittedAt: '2026-01-01T00:00:00.000000Z',
+      input: { url: 's3://bucket-1/in.mp4', creds: { region: 'us-east-1', accessKeyId: 'a', secretAccessKey: 'b' } },
+      output: { url: 'https://h.example.com/o.mp4' }, transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+    });
+    expect(check.ok).to.equal(false);
+  });
+});

@@ -1,0 +1,37 @@
+import { expect } from 'chai';
+import { isForbiddenAddress, isLocalHostname, literalAddress } from '../../../services/core/net/address-policy.ts';
+import { createGuardedHttp } from '../../../services/core/net/guarded-http.ts';
+
+describe('address policy (SSRF guard)', () => {
+  const forbidden = ['127.0.0.1', '127.8.9.1', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::5', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', 'not-an-ip'];
+  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8'];
+  for (const a of forbidden) it(`refuses ${a}`, () => expect(isForbiddenAddress(a)).to.equal(true));
+  for (const a of allowed) it(`allows ${a}`, () => expect(isForbiddenAddress(a)).to.equal(false));
+
+  it('treats localhost names as local and reads bracketed IPv6 literals', () => {
+    expect(isLocalHostname('localhost')).to.equal(true);
+    expect(isLocalHostname('api.LOCALHOST.')).to.equal(true);
+    expect(isLocalHostname('metadata.google.internal')).to.equal(true);
+    expect(isLocalHostname('example.com')).to.equal(false);
+    expect(literalAddress('[::1]')).to.equal('::1');
+    expect(literalAddress('example.com')).to.equal(undefined);
+  });
+
+  it('refuses to connect to a name that resolves to loopback, unless private networks are allowed', async () => {
+    const guarded = createGuardedHttp({ allowPrivateNetworks: false });
+    let error: unknown;
+    try {
+      await guarded.request('http://127.0.0.1:9/x', { method: 'GET' });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as Error).name).to.equal('ForbiddenUrlError');
+    // A public-looking name whose DNS answer is the metadata address is refused at connect time.
+    const rebinding = createGuardedHttp({ allowPrivateNetworks: false, resolve: (_h, cb) => cb(null, [{ address: '8.8.8.8', family: 4 }, { address: '169.254.169.254', family: 4 }]) });
+    const viaDns = await rebinding.request('http://media.example.com:9/x', { method: 'GET' }).catch((e: Error) => e);
+    expect((viaDns as Error).name).to.equal('ForbiddenUrlError');
+    const open = createGuardedHttp({ allowPrivateNetworks: true });
+    const refused = await open.request('http://127.0.0.1:9/x', { method: 'GET' }).catch((e: Error) => e);
+    expect((refused as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED');
+  });
+});
