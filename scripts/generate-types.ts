@@ -62,7 +62,7 @@ async function generate(): Promise<string> {
   const parts: string[] = [];
   const seen = new Set<string>();
   for (const [id, { file, schema }] of byId) {
-    const ts = await compile(schema as never, String(schema['title']), {
+    const ts = await compile(schema, String(schema['title']), {
       bannerComment: '',
       cwd: dirname(file),
       additionalProperties: false,

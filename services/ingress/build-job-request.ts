@@ -1,4 +1,4 @@
-import type { JobRequested, SummaryRequest, TranscodeRequest, Watermark } from '../core/contracts/types.generated.ts';
+import type { JobRequested, SummaryRequest, TranscodeRequest } from '../core/contracts/types.generated.ts';
 import { seal, type SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import { isForbiddenAddress, isLocalHostname, literalAddress } from '../core/net/address-policy.ts';
@@ -30,7 +30,7 @@ export function buildJobRequest(
     output: location(body.outputUrl, body.outputCreds),
     ...(Object.keys(callbacks).length ? { callbacks } : {}),
   };
-  const watermark = body.watermark ? { watermark: body.watermark as Watermark } : {};
+  const watermark = body.watermark ? { watermark: body.watermark } : {};
   const width = body.width === undefined ? {} : { width: body.width };
   if (type === 'transcode') {
     const t = body as TranscodeRequest;

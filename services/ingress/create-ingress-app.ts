@@ -3,7 +3,7 @@ import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
 import type { Contracts } from '../core/contracts/load-contracts.ts';
-import type { JobAck, SummaryRequest, TranscodeRequest } from '../core/contracts/types.generated.ts';
+import type { JobAck } from '../core/contracts/types.generated.ts';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
@@ -73,7 +73,7 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   if (!orgId) throw new MediaError('unauthorized', 'apiKey is not valid');
   const checked = type === 'transcode' ? deps.contracts.transcodeRequest(body) : deps.contracts.summaryRequest(body);
   if (!checked.ok) throw new MediaError('invalid_request', checked.message);
-  const request = checked.value as TranscodeRequest | SummaryRequest;
+  const request = checked.value;
   if (!deps.allowPrivateNetworks) refuseLocalUrls(request);
 
   const createdAt = nowIsoMicros(deps.clock);
@@ -101,9 +101,10 @@ async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
   if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
   const orgId = deps.authenticate(presented);
   if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
-  const id = String(ctx.params['id'] ?? '').toLowerCase();
+  const params = ctx['params'] as Record<string, string | undefined>;
+  const id = String(params['id'] ?? '').toLowerCase();
   const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
-  if (!status) throw new MediaError('not_found', `no job ${ctx.params['id'] ?? ''} for this API key`);
+  if (!status) throw new MediaError('not_found', `no job ${params['id'] ?? ''} for this API key`);
   ctx.body = status;
 }
 

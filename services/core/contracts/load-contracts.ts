@@ -5,6 +5,7 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import type { FormatsPlugin } from 'ajv-formats';
 import type { Plugin } from 'ajv';
 import type {
+  EventEnvelope,
   JobFailed,
   JobProcessing,
   JobProgress,
@@ -39,7 +40,7 @@ export interface Contracts {
     'media.job.succeeded': Contract<JobSucceeded>;
     'media.job.failed': Contract<JobFailed>;
   };
-  envelope: Contract<import('./types.generated.ts').EventEnvelope>;
+  envelope: Contract<EventEnvelope>;
 }
 
 export type EventType = keyof Contracts['events'];

@@ -122,7 +122,7 @@ function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: J
   let last = 0;
   let chain: Promise<void> = Promise.resolve();
   return {
-    report(percent: number, stage: ProgressStage): void {
+    report: (percent: number, stage: ProgressStage): void => {
       const now = performance.now();
       if (now - last < interval) return;
       last = now;

@@ -42,7 +42,7 @@ export function createGuardedHttp(options: { allowPrivateNetworks: boolean; reso
       if (error) return callback(error, '', 4);
       const bad = !options.allowPrivateNetworks && list.find((a) => isForbiddenAddress(a.address));
       if (bad) return callback(new ForbiddenUrlError(`${hostname} resolves to a forbidden address`), '', 4);
-      if (opts.all) return callback(null, list as never);
+      if (opts.all) return callback(null, list);
       const first = list[0];
       if (!first) return callback(new Error(`${hostname} has no address`), '', 4);
       callback(null, first.address, first.family);
