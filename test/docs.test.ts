@@ -1,0 +1,30 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { errorCatalog } from '../services/core/errors.ts';
+
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+describe('README matches the code', () => {
+  it('starts with exactly the two command lines', () => {
+    expect(readme.split('\n').slice(0, 4)).to.deep.equal(['```sh', 'npm install && npm start', 'npm install && npm test', '```']);
+  });
+
+  it('lists every error code with its HTTP status and retry flag, and no other', () => {
+    const rows = [...readme.matchAll(/^\| ([a-z_]+) \| (\d{3}|–) \| (yes|no) \| (.+) \|$/gm)];
+    const documented = Object.fromEntries(rows.map((r) => [r[1], { http: r[2], retried: r[3], summary: r[4] }]));
+    for (const [code, entry] of Object.entries(errorCatalog)) {
+      expect(documented[code], code).to.not.equal(undefined);
+      expect(documented[code]?.retried, code).to.equal(entry.retryable ? 'yes' : 'no');
+      expect(documented[code]?.summary, code).to.equal(entry.summary);
+      if (documented[code]?.http !== '–') expect(Number(documented[code]?.http), code).to.equal(entry.status);
+    }
+    expect(Object.keys(documented).sort()).to.deep.equal(Object.keys(errorCatalog).sort());
+  });
+
+  it('documents every environment variable the config reads', () => {
+    const source = readFileSync(new URL('../services/core/config.ts', import.meta.url), 'utf8');
+    const read = new Set([...source.matchAll(/(?:env\[|int\(env, |bool\(env, )'([A-Z_]+)'/g)].map((m) => m[1]));
+    expect(read.size).to.be.greaterThan(15);
+    for (const name of read) expect(readme, name).to.match(new RegExp(`^\\| ${name} \\|`, 'm'));
+  });
+});
