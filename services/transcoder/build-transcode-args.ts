@@ -63,7 +63,17 @@ export function buildTranscodeArgs(options: {
     ...audio,
     '-threads', String(options.threads),
     '-map_metadata', '-1',
-    ...(spec.container === 'mp4' ? ['-movflags', '+faststart', '-f', 'mp4'] : ['-f', 'webm']),
+    ...muxerArgs(spec),
     '-y', options.outputPath,
   ];
+}
+
+/** VP8 in mp4 is written as Matroska first and remuxed (ffmpeg's mp4 muxer refuses VP8). */
+export function needsRemux(spec: Pick<TranscodeSpec, 'encoder' | 'container'>): boolean {
+  return spec.encoder === 'vp8' && spec.container === 'mp4';
+}
+
+function muxerArgs(spec: TranscodeSpec): string[] {
+  if (needsRemux(spec)) return ['-f', 'matroska'];
+  return spec.container === 'mp4' ? ['-movflags', '+faststart', '-f', 'mp4'] : ['-f', 'webm'];
 }

@@ -9,7 +9,8 @@ import type { FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import type { MediaStore, StoreResolver } from '../core/storage/media-store.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
-import { buildTranscodeArgs, outputSize, type OutputSize } from './build-transcode-args.ts';
+import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
+import { buildTranscodeArgs, needsRemux, outputSize, type OutputSize } from './build-transcode-args.ts';
 
 export interface TranscoderDeps {
   resolveStore: StoreResolver;
@@ -34,8 +35,6 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
   return async (job, ctx) => {
     const spec = job.transcode;
     if (!spec) throw new MediaError('internal', 'a transcode job without transcode options');
-    if (spec.encoder === 'vp8' && spec.container === 'mp4')
-      throw new MediaError('option_unsupported', 'vp8 in an mp4 container is not available in this build; use webm');
     const workDir = await mkdtemp(join(tmpdir(), 'media-transcode-'));
     try {
       const inputPath = join(workDir, 'input');
@@ -45,7 +44,9 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       const size = outputSize(spec, input.video);
       const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
       const outputPath = join(workDir, `output.${spec.container}`);
-      await encode(deps, ctx, { spec, inputPath, outputPath, size, input, watermark });
+      const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
+      await encode(deps, ctx, { spec, inputPath, outputPath: encodedPath, size, input, watermark });
+      if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
       const result = await verify(deps.probe, outputPath, spec, size, input, job.output.url);
       await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
       return result;
