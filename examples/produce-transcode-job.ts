@@ -1,0 +1,59 @@
+// How another system submits a job without the HTTP API: produce a media.job.requested event
+// straight to Kafka. The event must pass schemas/events/job-requested.v1.schema.json inside a
+// CloudEvents 1.0 envelope (schemas/events/envelope.v1.schema.json), keyed by the job id.
+// Bucket credentials, if any, are sealed with a key from CREDENTIALS_KEYS (see secret-box.ts);
+// an http(s) input and output need none.
+//
+//   KAFKA_BROKERS=127.0.0.1:9092 ORG_ID=acme \
+//   INPUT_URL=https://files.example.com/in.mp4 OUTPUT_URL=https://files.example.com/out.webm \
+//   SUCCESS_URL=https://hooks.example.com/ok node examples/produce-transcode-job.ts
+//
+// It prints the job id; GET /jobs/<id> (with a key of the same organisation) then shows it.
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+
+const env = (name: string, fallback?: string): string => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`${name} is required`);
+  return value;
+};
+
+const jobId = randomUUID();
+const data = {
+  jobId,
+  kind: 'transcode',
+  orgId: env('ORG_ID'),
+  attempt: 1,
+  submittedAt: new Date().toISOString(),
+  input: { url: env('INPUT_URL') },
+  output: { url: env('OUTPUT_URL') },
+  transcode: { encoder: env('ENCODER', 'vp9'), container: env('CONTAINER', 'webm'), bitrateKbps: env('BITRATE_KBPS', '1000') },
+  ...(process.env['SUCCESS_URL'] || process.env['FAILURE_URL']
+    ? { callbacks: { ...(process.env['SUCCESS_URL'] ? { successUrl: process.env['SUCCESS_URL'] } : {}), ...(process.env['FAILURE_URL'] ? { failureUrl: process.env['FAILURE_URL'] } : {}) } }
+    : {}),
+};
+const envelope = {
+  specversion: '1.0',
+  id: `${jobId}:media.job.requested:1`,
+  type: 'media.job.requested',
+  source: 'example/produce-transcode-job',
+  time: new Date().toISOString(),
+  subject: jobId,
+  dataschema: 'https://media-service.dev/schemas/events/job-requested.v1.schema.json',
+  datacontenttype: 'application/json',
+  data,
+};
+
+const kafka = new Kafka({ clientId: 'example-producer', brokers: env('KAFKA_BROKERS').split(','), logLevel: logLevel.ERROR });
+const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+await producer.connect();
+try {
+  await producer.send({
+    topic: `${process.env['TOPIC_PREFIX'] ?? ''}media.jobs.transcode.v1`,
+    acks: -1,
+    messages: [{ key: jobId, value: JSON.stringify(envelope), headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' } }],
+  });
+  process.stdout.write(`${jobId}\n`);
+} finally {
+  await producer.disconnect();
+}

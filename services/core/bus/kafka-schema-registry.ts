@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { BusUnavailableError, type EventBus, type OutgoingRecord, type RecordHandler } from './event-bus.ts';
+import type { Logger } from '../observability/logger.ts';
+import type * as Registry from '@kafkajs/confluent-schema-registry';
+
+// The client is CommonJS with a default export the ESM loader leaves wrapped.
+const require = createRequire(import.meta.url);
+const { SchemaRegistry, SchemaType } = require('@kafkajs/confluent-schema-registry') as typeof Registry;
+
+/** Confluent wire format: magic byte 0, then the schema id as a 4-byte big-endian integer. */
+export function isRegistryFramed(value: Buffer): boolean {
+  return value.length > 5 && value[0] === 0;
+}
+
+export interface SchemaRegistryOptions {
+  /** e.g. http://registry:8081 (Confluent) or http://apicurio:8080/apis/ccompat/v7. */
+  url: string;
+  log: Logger;
+  /** The envelope schema registered for every topic (default: schemas/events/envelope.v1). */
+  envelopeSchemaPath?: string;
+}
+
+/**
+ * Wraps a bus so that producers register the envelope schema (subject `<topic>-value`, JSON
+ * Schema) and frame every value with its id, and consumers take both framed and plain JSON
+ * values. A framed value that cannot be decoded is passed on as it is, so the consumer's own
+ * validation dead-letters it.
+ */
+export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions): EventBus {
+  const schemaPath = options.envelopeSchemaPath ?? new URL('../../../schemas/events/envelope.v1.schema.json', import.meta.url).pathname;
+  const { $id: _id, ...schema } = JSON.parse(readFileSync(schemaPath, 'utf8')) as Record<string, unknown>;
+  const registry = new SchemaRegistry(
+    { host: options.url, clientId: 'media-service' },
+    { [SchemaType.JSON]: { ajvInstance: new Ajv2020({ strict: false, validateFormats: false }) } },
+  );
+  const ids = new Map<string, Promise<number>>();
+  const idFor = (topic: string): Promise<number> => {
+    let id = ids.get(topic);
+    if (!id) {
+      id = registry.register({ type: SchemaType.JSON, schema: JSON.stringify(schema) }, { subject: `${topic}-value` }).then((r) => r.id);
+      id.catch(() => ids.delete(topic));
+      ids.set(topic, id);
+    }
+    return id;
+  };
+  const frame = async (record: OutgoingRecord): Promise<OutgoingRecord> => {
+    const id = await idFor(record.topic);
+    return { ...record, value: await registry.encode(id, JSON.parse(record.value.toString('utf8')) as unknown) };
+  };
+  const unframe = async (value: Buffer): Promise<Buffer> => {
+    if (!isRegistryFramed(value)) return value;
+    try {
+      return Buffer.from(JSON.stringify(await registry.decode(value)));
+    } catch (error) {
+      options.log.warn('schema_registry.decode_failed', { error });
+      return value;
+    }
+  };
+  return {
+    ...bus,
+    async publish(records) {
+      const framed = await Promise.all(records.map(frame)).catch((error: unknown) => {
+        throw new BusUnavailableError(`the schema registry did not answer: ${(error as Error).message}`);
+      });
+      await bus.publish(framed);
+    },
+    subscribe(subscribeOptions) {
+      const handler: RecordHandler = async (record, context) => subscribeOptions.handler({ ...record, value: await unframe(record.value) }, context);
+      return bus.subscribe({ ...subscribeOptions, handler });
+    },
+  };
+}

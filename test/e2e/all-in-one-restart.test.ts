@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import { spawnService, type SpawnedService } from '../support/spawn-service.ts';
+
+const KEY = 'restart-test-key-0123456789';
+const main = new URL('../../services/all-in-one/main.ts', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('all-in-one as a process: accepted jobs survive a crash', function () {
+  this.timeout(180_000);
+  let files: TestServer;
+  let dataDir: string;
+  let service: SpawnedService | undefined;
+
+  before(async () => {
+    files = await startTestServer();
+    // Long enough that the kill lands mid-encode on a 2-core machine.
+    await generateClip(join(files.dir, 'input.mp4'), { seconds: 30, width: 1280, height: 720, noise: true });
+    dataDir = await mkdtemp(join(tmpdir(), 'media-restart-'));
+  });
+  after(async () => {
+    await service?.kill();
+    await files.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('a job running when the process is SIGKILLed runs again after the restart and succeeds once', async () => {
+    const port = await freePort();
+    const env = { PORT: String(port), API_KEYS: `${KEY}:org-r`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+    service = spawnService(main, env);
+    await service.waitForLog((r) => r['msg'] === 'ingress.listening', 20_000);
+    const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiKey: KEY, inputUrl: `${files.url}/files/input.mp4`, outputUrl: `${files.url}/files/out.mp4`, encoder: 'h264', container: 'mp4', bitrateKbps: '1000', successUrl: `${files.url}/callbacks/ok` }),
+    });
+    expect(res.status).to.equal(200);
+    const { id } = (await res.json()) as { id: string };
+    // Wait until ffmpeg is really working on it, then crash the whole process.
+    await new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + 60_000;
+      const poll = async (): Promise<void> => {
+        const s = (await (await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })).json()) as { progressPercent?: number };
+        if ((s.progressPercent ?? 0) > 5) return resolve();
+        if (Date.now() > deadline) return reject(new Error('the job never made progress'));
+        setTimeout(() => void poll(), 200);
+      };
+      void poll();
+    });
+    await service.kill();
+    expect(files.callbacks).to.have.length(0);
+
+    service = spawnService(main, env);
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 150_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    const status = (await (await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })).json()) as { status: string };
+    expect(status.status).to.equal('succeeded');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+    expect(await service.stop()).to.equal(0);
+  });
+});

@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/** A service started as its own process, as an operator would (`node services/<x>/main.ts`). */
+export interface SpawnedService {
+  child: ChildProcess;
+  /** Structured log records it wrote so far. */
+  logs: Record<string, unknown>[];
+  waitForLog(predicate: (r: Record<string, unknown>) => boolean, timeoutMs: number): Promise<Record<string, unknown>>;
+  /** SIGTERM and wait for exit (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<number | null>;
+  kill(): Promise<void>;
+}
+
+export function spawnService(main: string, env: Record<string, string>): SpawnedService {
+  const child = spawn(process.execPath, [main], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: Record<string, unknown>[] = [];
+  const waiters = new Set<() => void>();
+  let pending = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        logs.push({ msg: 'unparsed', line });
+      }
+    }
+    waiters.forEach((w) => w());
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-4000);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    logs,
+    waitForLog(predicate, timeoutMs) {
+      return new Promise((resolve, reject) => {
+        const check = (): void => {
+          const found = logs.find(predicate);
+          if (found) {
+            clearTimeout(timer);
+            waiters.delete(check);
+            resolve(found);
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`log record not seen in ${timeoutMs} ms; stderr: ${stderr.slice(-800)}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      });
+    },
+    async stop(graceMs = 10_000) {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}
