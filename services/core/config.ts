@@ -11,6 +11,18 @@ export interface Config {
   apiKeys: ReadonlyMap<string, string>;
   /** Kafka bootstrap servers (KAFKA_BROKERS, comma-separated). Unset: all-in-one on the embedded bus. */
   kafkaBrokers: readonly string[];
+  /** Prepended to every Kafka topic name (KAFKA_TOPIC_PREFIX, default empty). */
+  kafkaTopicPrefix: string;
+  /** Partitions of topics created at start (KAFKA_PARTITIONS, default 6). */
+  kafkaPartitions: number;
+  /** Replicas of topics created at start (KAFKA_REPLICATION_FACTOR, default 1). */
+  kafkaReplicationFactor: number;
+  /** A worker silent this long loses its partitions (KAFKA_SESSION_TIMEOUT_MS, default 30 s). */
+  kafkaSessionTimeoutMs: number;
+  /** Confluent-compatible schema registry; set: events are registry-framed (SCHEMA_REGISTRY_URL). */
+  schemaRegistryUrl: string | undefined;
+  /** Port of /healthz, /readyz, /metrics of a worker process (METRICS_PORT, default 9464; 0: any free port). */
+  metricsPort: number;
   /** Lets caller URLs reach loopback and private networks (ALLOW_PRIVATE_NETWORKS, default false). */
   allowPrivateNetworks: boolean;
   /** Where the embedded bus and generated first-run secrets live (DATA_DIR, default ./.data). */
@@ -103,12 +115,20 @@ const LEVELS = new Set(['debug', 'info', 'warn', 'error', 'silent']);
 export function loadConfig(env: Env): Readonly<Config> {
   const logLevel = env['LOG_LEVEL'] ?? 'info';
   if (!LEVELS.has(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${[...LEVELS].join(', ')}`);
+  const prefix = env['KAFKA_TOPIC_PREFIX'] ?? '';
+  if (!/^[A-Za-z0-9._-]{0,100}$/.test(prefix)) throw new ConfigError('KAFKA_TOPIC_PREFIX may hold only letters, digits, . _ -');
   const brokers = (env['KAFKA_BROKERS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   return Object.freeze({
     port: int(env, 'PORT', 8080, 0, 65535),
     host: env['HOST'] || '127.0.0.1',
     apiKeys: parseApiKeys(env['API_KEYS']),
     kafkaBrokers: Object.freeze(brokers),
+    kafkaTopicPrefix: env['KAFKA_TOPIC_PREFIX'] ?? '',
+    kafkaPartitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 1000),
+    kafkaReplicationFactor: int(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 10),
+    kafkaSessionTimeoutMs: int(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, 6000, 300_000),
+    schemaRegistryUrl: env['SCHEMA_REGISTRY_URL'] || undefined,
+    metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535),
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
     dataDir: env['DATA_DIR'] || '.data',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

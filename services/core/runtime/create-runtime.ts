@@ -1,9 +1,8 @@
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { Config } from '../config.ts';
 import type { EventBus } from '../bus/event-bus.ts';
-import { createEmbeddedBus } from '../bus/embedded-bus.ts';
+import { createBus } from './create-bus.ts';
 import { loadContracts, type Contracts } from '../contracts/load-contracts.ts';
 import { createEventCodec, type EventCodec } from '../events/event-codec.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
@@ -38,7 +37,7 @@ export interface Runtime {
 
 export interface RuntimeOptions {
   service: string;
-  /** The bus; default: Kafka when brokers are configured, else the embedded bus in DATA_DIR. */
+  /** The bus; default: Kafka when KAFKA_BROKERS is set, else the embedded bus in DATA_DIR. */
   bus?: EventBus;
   sealingKeys: readonly SealingKey[];
   log?: Logger;
@@ -49,7 +48,7 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
   const contracts = loadContracts();
   const http = createGuardedHttp({ allowPrivateNetworks: config.allowPrivateNetworks });
   const httpStore = createHttpStore(http);
-  const bus = options.bus ?? createEmbeddedBus({ path: join(config.dataDir, 'bus.sqlite') });
+  const bus = options.bus ?? createBus(config, log, options.service);
   return {
     config,
     bus,

@@ -1,0 +1,182 @@
+import kafkajs, { type Kafka as KafkaClient, type KafkaConfig, type Message, type TopicMessages } from 'kafkajs';
+import { BusUnavailableError, topics, type EventBus, type OutgoingRecord, type SubscribeOptions, type Subscription } from './event-bus.ts';
+import type { Logger } from '../observability/logger.ts';
+import { createProducerSlot } from './kafka-producer.ts';
+import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
+import { asBusUnavailable, kafkaLogCreator, kafkaLogLevel, withDeadline } from './kafka-support.ts';
+import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+
+const { Kafka } = kafkajs;
+
+export type { TopicReport } from './kafka-topics.ts';
+
+export interface KafkaBusOptions {
+  /** Bootstrap brokers, `host:port` each. */
+  brokers: readonly string[];
+  /** Client id the brokers see in their logs and quotas (default `media-service`). */
+  clientId?: string;
+  /**
+   * Prepended to every topic name on the wire (default `''`). Records handed to handlers carry
+   * the name without it, so code keeps using the names in `topics`. Lets tests, or several
+   * environments on one cluster, keep their records apart.
+   */
+  topicPrefix?: string;
+  /** Partitions of each topic that ensureTopics creates (default 6); existing topics are left alone. */
+  numPartitions?: number;
+  /** Replicas of each partition that ensureTopics creates (default 1; 3 on a production cluster). */
+  replicationFactor?: number;
+  /** Where kafkajs's own warnings and errors go, besides the bus's logs. */
+  logger: Logger;
+  /** Time to open a TCP connection to a broker, ms (default 3000). */
+  connectionTimeoutMs?: number;
+  /** Time a broker has to answer one request, ms (default 30000). */
+  requestTimeoutMs?: number;
+  /** publish rejects with BusUnavailableError when the brokers have not acknowledged within this, ms (default 5000). */
+  publishTimeoutMs?: number;
+  /** A consumer that sends no heartbeat for this long loses its partitions, ms (default 30000). */
+  sessionTimeoutMs?: number;
+  /** Least time between two heartbeats, ms (default a third of sessionTimeoutMs, at most 3000). */
+  heartbeatIntervalMs?: number;
+  /**
+   * How long a rebalancing group waits for each member to rejoin, ms (default 60000). A member
+   * rejoins only when its running handlers are done; one still busy when this runs out is
+   * dropped from the group and its records go to other members.
+   */
+  rebalanceTimeoutMs?: number;
+  /** Longest wait of one fetch when there is nothing to read, ms (default 1000); it also delays close. */
+  maxWaitTimeMs?: number;
+  /** Pause before a record whose handler rejected is delivered again, ms (default 1000). */
+  redeliveryDelayMs?: number;
+  /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
+  abortWaitMs?: number;
+}
+
+/** The Kafka event bus, plus the topic set-up that publish and subscribe also run on first use. */
+export interface KafkaBus extends EventBus {
+  /** Creates the bus's topics (`topics` in event-bus.ts, prefixed) that are missing. Idempotent. */
+  ensureTopics(): Promise<TopicReport[]>;
+}
+
+/**
+ * The event bus on Kafka: an idempotent producer with acks=all, and one consumer per
+ * subscription committing by hand after each handled record. Nothing connects until first use
+ * (or `ensureTopics()`, which a service's start should await to fail fast).
+ */
+export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
+  const log = options.logger.child({ component: 'kafka-bus' });
+  const prefix = options.topicPrefix ?? '';
+  const publishTimeoutMs = options.publishTimeoutMs ?? 5000;
+  const consumerSettings = resolveConsumerSettings(options, prefix);
+  const kafka = kafkaClient(options);
+  // The producer's connection attempts give up within a publish's deadline, like its sends.
+  const producers = createProducerSlot(kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }), log, publishTimeoutMs);
+  const ensureTopics = onceSucceeded(() =>
+    ensureKafkaTopics(kafka, Object.values(topics).map((t) => prefix + t), {
+      numPartitions: options.numPartitions ?? 6,
+      replicationFactor: options.replicationFactor ?? 1,
+    }).then(
+      (report) => {
+        const created = report.filter((t) => t.created).map((t) => t.topic);
+        if (created.length > 0) log.info('kafka.topics_created', { topics: created });
+        return report;
+      },
+      (error: unknown) => {
+        throw asBusUnavailable(error, 'ensure topics');
+      },
+    ),
+  );
+  const subscriptions = new Set<Subscription>();
+  let closed = false;
+  const assertOpen = (): void => {
+    if (closed) throw new BusUnavailableError('the Kafka bus is closed');
+  };
+
+  return {
+    ensureTopics,
+
+    async publish(records: readonly OutgoingRecord[]): Promise<void> {
+      assertOpen();
+      if (records.length === 0) return;
+      const deadline = Date.now() + publishTimeoutMs;
+      await withDeadline(ensureTopics(), deadline, 'ensure topics');
+      await producers.send(toTopicMessages(prefix, records), deadline);
+    },
+
+    async subscribe(subscribeOptions: SubscribeOptions): Promise<Subscription> {
+      assertOpen();
+      await ensureTopics();
+      const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
+      const tracked: Subscription = {
+        close: async (graceMs) => {
+          subscriptions.delete(tracked);
+          await sub.close(graceMs);
+        },
+      };
+      subscriptions.add(tracked);
+      return tracked;
+    },
+
+    async isReady(): Promise<boolean> {
+      if (closed) return false;
+      if (producers.healthy()) return true;
+      return producers.connect(Date.now() + publishTimeoutMs).then(
+        () => true,
+        () => false,
+      );
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await Promise.all([...subscriptions].map((s) => s.close(0)));
+      await producers.close();
+    },
+  };
+}
+
+function kafkaClient(options: KafkaBusOptions, retry?: KafkaConfig['retry']): KafkaClient {
+  return new Kafka({
+    clientId: options.clientId ?? 'media-service',
+    brokers: [...options.brokers],
+    connectionTimeout: options.connectionTimeoutMs ?? 3000,
+    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    logLevel: kafkaLogLevel,
+    logCreator: kafkaLogCreator(options.logger.child({ component: 'kafkajs' })),
+    ...(retry ? { retry } : {}),
+  });
+}
+
+/** Runs `task` on first call and shares its promise; after a failure the next call runs it again. */
+function onceSucceeded<T>(task: () => Promise<T>): () => Promise<T> {
+  let running: Promise<T> | undefined;
+  return () =>
+    (running ??= task().catch((error: unknown) => {
+      running = undefined;
+      throw error;
+    }));
+}
+
+function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string): ConsumerSettings {
+  const sessionTimeoutMs = options.sessionTimeoutMs ?? 30_000;
+  return {
+    topicPrefix,
+    sessionTimeoutMs,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(3000, Math.floor(sessionTimeoutMs / 3)),
+    rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
+    maxWaitTimeMs: options.maxWaitTimeMs ?? 1000,
+    redeliveryDelayMs: options.redeliveryDelayMs ?? 1000,
+    abortWaitMs: options.abortWaitMs ?? 5000,
+    requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
+  };
+}
+
+function toTopicMessages(prefix: string, records: readonly OutgoingRecord[]): TopicMessages[] {
+  const byTopic = new Map<string, Message[]>();
+  for (const r of records) {
+    const topic = prefix + r.topic;
+    const messages = byTopic.get(topic) ?? [];
+    messages.push({ key: r.key, value: r.value, headers: { ...r.headers } });
+    byTopic.set(topic, messages);
+  }
+  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+}

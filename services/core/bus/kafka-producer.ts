@@ -1,0 +1,123 @@
+import kafkajs, { type Kafka, type Producer, type TopicMessages } from 'kafkajs';
+import type { Logger } from '../observability/logger.ts';
+import { asBusUnavailable, withDeadline } from './kafka-support.ts';
+
+const { Partitioners } = kafkajs;
+
+/** One idempotent producer at a time; replaced after any failure. */
+export interface ProducerSlot {
+  /** Resolves once the broker acknowledged every message (acks=all), before `deadline` (epoch ms). */
+  send(topicMessages: TopicMessages[], deadline: number): Promise<void>;
+  /** A producer is connected and the last send (or connect) did not fail. */
+  healthy(): boolean;
+  /** Connects a producer (a fresh one after a failure) before `deadline`. */
+  connect(deadline: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+interface Handle {
+  producer: Producer;
+  connected: Promise<void>;
+  isConnected: boolean;
+  /** Operations started on this producer and not settled yet (they may outlive a deadline). */
+  pending: number;
+  discarded: boolean;
+  disposed?: Promise<void>;
+}
+
+/**
+ * Why a failure replaces the producer instead of reusing it: kafkajs rolls an idempotent
+ * producer's sequence numbers back when a request fails, although the broker may have written
+ * the batch; the next batch would then reuse those numbers and be dropped as a duplicate. A
+ * fresh producer gets a fresh producer id. The old one is disconnected once its operations,
+ * which kafkajs keeps retrying for a bounded time, have settled.
+ */
+export function createProducerSlot(kafka: Kafka, log: Logger, publishTimeoutMs: number): ProducerSlot {
+  const handles = new Set<Handle>();
+  let current: Handle | undefined;
+  let failedSinceConnect = false;
+
+  const track = async <T>(handle: Handle, op: () => Promise<T>): Promise<T> => {
+    handle.pending += 1;
+    try {
+      return await op();
+    } finally {
+      handle.pending -= 1;
+      disposeIfIdle(handle);
+    }
+  };
+
+  const disposeIfIdle = (handle: Handle): void => {
+    if (!handle.discarded || handle.pending > 0 || handle.disposed) return;
+    handle.disposed = handle.producer
+      .disconnect()
+      .catch((error: unknown) => log.debug('kafka.producer_disconnect_failed', { error }))
+      .finally(() => handles.delete(handle));
+  };
+
+  const discard = (handle: Handle): void => {
+    handle.discarded = true;
+    if (current === handle) current = undefined;
+    disposeIfIdle(handle);
+  };
+
+  const open = (): Handle => {
+    const producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: producerRetry(publishTimeoutMs),
+    });
+    const handle: Handle = { producer, connected: Promise.resolve(), isConnected: false, pending: 0, discarded: false };
+    handle.connected = track(handle, () => producer.connect()).then(() => {
+      handle.isConnected = true;
+    });
+    // Failures surface through send/connect; this only keeps an unused attempt from being unhandled.
+    handle.connected.catch(() => undefined);
+    handles.add(handle);
+    return handle;
+  };
+
+  const run = async (what: string, deadline: number, op: (handle: Handle) => Promise<void>): Promise<void> => {
+    const handle = (current ??= open());
+    try {
+      await withDeadline(track(handle, () => op(handle)), deadline, what);
+      failedSinceConnect = false;
+    } catch (error) {
+      failedSinceConnect = true;
+      discard(handle);
+      throw asBusUnavailable(error, what);
+    }
+  };
+
+  return {
+    send: (topicMessages, deadline) =>
+      run('publish', deadline, async (handle) => {
+        await handle.connected;
+        await handle.producer.sendBatch({ acks: -1, timeout: publishTimeoutMs, topicMessages });
+      }),
+
+    healthy: () => current?.isConnected === true && !failedSinceConnect,
+
+    connect: (deadline) => run('connect', deadline, (handle) => handle.connected),
+
+    close: async () => {
+      for (const handle of handles) discard(handle);
+      await withDeadline(
+        Promise.all([...handles].flatMap((h) => (h.disposed ? [h.disposed] : []))),
+        Date.now() + publishTimeoutMs,
+        'producer disconnect',
+      ).catch((error: unknown) => log.warn('kafka.producer_close_incomplete', { error }));
+    },
+  };
+}
+
+/**
+ * Retries that roughly fill the publish deadline (100 ms doubling to 1 s between attempts), so a
+ * send the caller has given up on stops shortly after, instead of kafkajs's idempotent default
+ * of retrying forever.
+ */
+function producerRetry(publishTimeoutMs: number): { initialRetryTime: number; maxRetryTime: number; retries: number } {
+  return { initialRetryTime: 100, maxRetryTime: 1000, retries: 4 + Math.max(1, Math.ceil((publishTimeoutMs - 1500) / 1000)) };
+}

@@ -1,0 +1,65 @@
+import kafkajs, { type IHeaders, type logCreator } from 'kafkajs';
+import { BusUnavailableError } from './event-bus.ts';
+import type { Logger } from '../observability/logger.ts';
+
+const { logLevel } = kafkajs;
+
+// kafkajs warns about these on purpose-made choices of ours; they are not operator news.
+const EXPECTED_WARNINGS = [
+  // Publish has a deadline (publishTimeoutMs), so the idempotent producer's retries are bounded
+  // on purpose; a publish that gives up is reported to the caller, who publishes again.
+  'Limiting retries for the idempotent producer',
+];
+
+/** Passes kafkajs's own logs (warn and error only) through the service logger. */
+export function kafkaLogCreator(log: Logger): logCreator {
+  return () =>
+    ({ namespace, level, log: entry }) => {
+      const { message, timestamp: _timestamp, logger: _logger, stack: _stack, ...rest } = entry;
+      const fields = { kafkaNamespace: namespace, kafkaMessage: message, ...(rest as Record<string, unknown>) };
+      if (EXPECTED_WARNINGS.some((w) => message.startsWith(w))) log.debug('kafka.client_log', fields);
+      else if (level === logLevel.ERROR) log.error('kafka.client_log', fields);
+      else if (level === logLevel.WARN) log.warn('kafka.client_log', fields);
+      else log.debug('kafka.client_log', fields);
+    };
+}
+
+export const kafkaLogLevel = logLevel.WARN;
+
+/** Rejects with BusUnavailableError once `deadline` (epoch ms) passes; `work` goes on regardless. */
+export function withDeadline<T>(work: Promise<T>, deadline: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new BusUnavailableError(`${what}: no answer from Kafka in time`)),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The Kafka protocol error type (`REBALANCE_IN_PROGRESS`, ...) of an error or of its causes. */
+export function kafkaErrorType(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 5; depth += 1) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string') return type;
+    e = (e as { cause?: unknown }).cause ?? (e as { originalError?: unknown }).originalError;
+  }
+  return undefined;
+}
+
+export function asBusUnavailable(error: unknown, what: string): BusUnavailableError {
+  if (error instanceof BusUnavailableError) return error;
+  const reason = error instanceof Error ? error.message : String(error);
+  return new BusUnavailableError(`${what}: ${reason}`, { cause: error });
+}
+
+/** Kafka header values arrive as bytes (an array when a name repeats: the last one wins). */
+export function headersToStrings(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last !== undefined) out[name] = Buffer.isBuffer(last) ? last.toString('utf8') : last;
+  }
+  return out;
+}

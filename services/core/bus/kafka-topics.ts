@@ -1,0 +1,40 @@
+import type { Kafka } from 'kafkajs';
+
+export interface TopicReport {
+  /** The full topic name, prefix included. */
+  topic: string;
+  partitions: number;
+  /** True when this call created the topic. */
+  created: boolean;
+}
+
+export interface TopicSettings {
+  numPartitions: number;
+  replicationFactor: number;
+}
+
+/** Creates the topics that are missing (existing ones are left as they are) and reports all. */
+export async function ensureKafkaTopics(kafka: Kafka, names: readonly string[], settings: TopicSettings): Promise<TopicReport[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = names.filter((name) => !existing.has(name));
+    if (missing.length > 0) {
+      // Another process may create the same topics at the same moment; kafkajs then answers
+      // false instead of failing, which is what we want.
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((topic) => ({ topic, ...settings })),
+      });
+    }
+    const { topics } = await admin.fetchTopicMetadata({ topics: [...names] });
+    return names.map((topic) => ({
+      topic,
+      partitions: topics.find((t) => t.name === topic)?.partitions.length ?? 0,
+      created: missing.includes(topic),
+    }));
+  } finally {
+    await admin.disconnect();
+  }
+}
