@@ -53,6 +53,12 @@ export interface Config {
   sealingKeys: readonly SealingKey[];
   /** Time to finish in-flight work after SIGTERM (SHUTDOWN_GRACE_MS, default 30 s). */
   shutdownGraceMs: number;
+  /** S3-compatible endpoint instead of AWS (S3_ENDPOINT, e.g. MinIO); path-style addressing then. */
+  s3Endpoint: string | undefined;
+  /** Azure blob endpoint template, `{accountName}` replaced (AZURE_BLOB_ENDPOINT; default https://{accountName}.blob.core.windows.net). */
+  azureBlobEndpoint: string | undefined;
+  /** Google Cloud Storage API endpoint instead of Google's (GCS_API_ENDPOINT, e.g. fake-gcs-server). */
+  gcsApiEndpoint: string | undefined;
   /** Named watermark images, as <dir>/<orgId>/<imageName> (WATERMARK_IMAGES_DIR; unset: none). */
   watermarkImagesDir: string | undefined;
   ffmpegPath: string;
@@ -83,6 +89,13 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  if (!/^https?:\/\/[^\s]+$/.test(raw)) throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  return raw;
 }
 
 export function parseApiKeys(raw: string | undefined): Map<string, string> {
@@ -144,6 +157,9 @@ export function loadConfig(env: Env): Readonly<Config> {
     callbackSigningSecret: env['CALLBACK_SIGNING_SECRET'] || undefined,
     sealingKeys: Object.freeze(parseSealingKeys(env['CREDENTIALS_KEYS'])),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3600_000),
+    s3Endpoint: url(env, 'S3_ENDPOINT'),
+    azureBlobEndpoint: env['AZURE_BLOB_ENDPOINT'] || undefined,
+    gcsApiEndpoint: url(env, 'GCS_API_ENDPOINT'),
     watermarkImagesDir: env['WATERMARK_IMAGES_DIR'] || undefined,
     ffmpegPath: env['FFMPEG_PATH'] || 'ffmpeg',
     ffprobePath: env['FFPROBE_PATH'] || 'ffprobe',

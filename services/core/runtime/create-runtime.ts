@@ -12,6 +12,9 @@ import { createProber, type Prober } from '../media/probe-media.ts';
 import { createGuardedHttp, type HttpClient } from '../net/guarded-http.ts';
 import { createHttpStore } from '../storage/http-store.ts';
 import { createStoreResolver } from '../storage/resolve-store.ts';
+import { createS3StoreFactory } from '../storage/s3-store.ts';
+import { createAzureStoreFactory } from '../storage/azure-store.ts';
+import { createGcsStoreFactory } from '../storage/gcs-store.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
@@ -60,7 +63,14 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     sealingKeys: options.sealingKeys,
     http,
     httpStore,
-    resolveStore: createStoreResolver({ http: httpStore }),
+    resolveStore: createStoreResolver({
+      http: httpStore,
+      buckets: {
+        s3: createS3StoreFactory(config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {}),
+        azure: createAzureStoreFactory(config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {}),
+        gcp: createGcsStoreFactory(config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {}),
+      },
+    }),
     runFfmpeg: createFfmpegRunner(config.ffmpegPath),
     probe: createProber(config.ffprobePath),
     ffmpegThreads: Math.max(1, Math.floor(availableParallelism() / config.workerConcurrency)),
