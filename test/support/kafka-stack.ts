@@ -1,0 +1,117 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnService, type SpawnedService } from './spawn-service.ts';
+
+export const STACK_KEY = 'kafka-stack-key-0123456789';
+
+export function requireEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the whole suite with \`npm test\`, which starts the real test services`);
+  return value;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const main = (service: string): string => new URL(`../../services/${service}/main.ts`, import.meta.url).pathname;
+
+/** The four services as separate processes on the real broker, with topics of their own. */
+export interface KafkaStack {
+  prefix: string;
+  env: Record<string, string>;
+  ingresses: { url: string; process: SpawnedService }[];
+  workers: Record<'transcoder' | 'summarizer' | 'notifier', SpawnedService[]>;
+  start(service: 'transcoder' | 'summarizer' | 'notifier'): Promise<SpawnedService>;
+  submit(path: string, body: Record<string, unknown>, ingress?: number): Promise<{ status: number; body: Record<string, unknown>; ms: number }>;
+  status(id: string, ingress?: number): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export async function startKafkaStack(options: { ingresses?: number; transcoders?: number; summarizers?: number; notifiers?: number; extraEnv?: Record<string, string> } = {}): Promise<KafkaStack> {
+  const prefix = `t${randomUUID().slice(0, 8)}.`;
+  const dataDir = await mkdtemp(join(tmpdir(), 'media-kafka-stack-'));
+  const env: Record<string, string> = {
+    KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
+    KAFKA_TOPIC_PREFIX: prefix,
+    KAFKA_PARTITIONS: '4',
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    API_KEYS: `${STACK_KEY}:org-k`,
+    CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    METRICS_PORT: '0',
+    DATA_DIR: dataDir,
+    RETRY_BACKOFF_MS: '200',
+    CALLBACK_BACKOFF_MS: '100',
+    SHUTDOWN_GRACE_MS: '3000',
+    LOG_LEVEL: 'info',
+    ...options.extraEnv,
+  };
+  const all: SpawnedService[] = [];
+  const workers: KafkaStack['workers'] = { transcoder: [], summarizer: [], notifier: [] };
+  const start = async (service: 'transcoder' | 'summarizer' | 'notifier'): Promise<SpawnedService> => {
+    const p = spawnService(main(service), env);
+    all.push(p);
+    workers[service].push(p);
+    await p.waitForLog((r) => r['msg'] === `${service}.started`, 60_000);
+    return p;
+  };
+  const ingresses: KafkaStack['ingresses'] = [];
+  try {
+    for (let i = 0; i < (options.ingresses ?? 1); i++) {
+      const port = await freePort();
+      const p = spawnService(main('ingress'), { ...env, PORT: String(port) });
+      all.push(p);
+      await p.waitForLog((r) => r['msg'] === 'ingress.listening', 60_000);
+      ingresses.push({ url: `http://127.0.0.1:${port}`, process: p });
+    }
+    for (let i = 0; i < (options.transcoders ?? 1); i++) await start('transcoder');
+    for (let i = 0; i < (options.summarizers ?? 0); i++) await start('summarizer');
+    for (let i = 0; i < (options.notifiers ?? 1); i++) await start('notifier');
+  } catch (error) {
+    await Promise.all(all.map((p) => p.kill()));
+    throw error;
+  }
+  const base = (i: number): string => {
+    const ingress = ingresses[i];
+    if (!ingress) throw new Error(`no ingress ${i}`);
+    return ingress.url;
+  };
+  return {
+    prefix,
+    env,
+    ingresses,
+    workers,
+    start,
+    async submit(path, body, ingress = 0) {
+      const started = performance.now();
+      const res = await fetch(base(ingress) + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: STACK_KEY, ...body }), signal: AbortSignal.timeout(30_000) });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown>, ms: performance.now() - started };
+    },
+    async status(id, ingress = 0) {
+      const res = await fetch(`${base(ingress)}/jobs/${id}`, { headers: { 'x-api-key': STACK_KEY } });
+      return (await res.json()) as Record<string, unknown>;
+    },
+    async close() {
+      await Promise.all(all.map((p) => p.stop(8000)));
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `check` is true, or fails with `what`. */
+export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
