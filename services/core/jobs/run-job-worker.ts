@@ -75,6 +75,7 @@ async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, reco
   const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
   await publish(deps, 'media.job.processing', { ...identity(job), startedAt: deps.clock.now().toISOString() });
   deps.metrics.jobsStarted.inc({ kind: job.kind });
+  log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
   const run = await runHandler(deps, options, job, delivery, log).finally(() => deps.metrics.jobsInProgress.dec({ kind: job.kind }));

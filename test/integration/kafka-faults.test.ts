@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import { eventually, requireEnv, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
+
+const run = promisify(execFile);
+
+describe('Kafka fault tests: a killed worker, a broker that goes away', function () {
+  this.timeout(300_000);
+  let files: TestServer;
+  let stack: KafkaStack;
+  const kafkaCtl = requireEnv('TEST_KAFKA_CTL');
+  requireEnv('TEST_SERVICES_STATE_DIR');
+
+  const job = (name: string, input = 'short.mp4'): Record<string, unknown> => ({
+    inputUrl: `${files.url}/files/${input}`, outputUrl: `${files.url}/files/${name}`, encoder: 'h264', container: 'mp4', bitrateKbps: '1000', width: 160,
+    successUrl: `${files.url}/callbacks/ok`, failureUrl: `${files.url}/callbacks/fail`,
+  });
+
+  before(async () => {
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'short.mp4'), { seconds: 1, width: 320, height: 240 });
+    await generateClip(join(files.dir, 'long.mp4'), { seconds: 20, width: 1280, height: 720, noise: true });
+    stack = await startKafkaStack({ transcoders: 2, notifiers: 1 });
+  });
+  after(async () => {
+    await run('bash', [kafkaCtl, 'start']).catch(() => undefined);
+    await stack?.close();
+    await files?.close();
+  });
+
+  it('a worker SIGKILLed mid-job: the job is redelivered to the other worker and succeeds once', async () => {
+    const ack = await stack.submit('/transcode', { ...job('killed.mp4', 'long.mp4'), width: 1280 });
+    const id = String(ack.body['id']);
+    await eventually(async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5, 60_000, 'the job to make progress');
+    const owner = stack.workers.transcoder.find((w) => w.logs.some((r) => r['msg'] === 'job.started' && r['jobId'] === id));
+    expect(owner, 'a worker logged job.started').to.not.equal(undefined);
+    await owner?.kill();
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 200_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    const other = stack.workers.transcoder.find((w) => w !== owner);
+    expect(other?.logs.some((r) => r['msg'] === 'job.succeeded' && r['jobId'] === id)).to.equal(true);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+  });
+
+  it('broker stopped and restarted during a burst: outage submissions get 503 quickly, every acknowledged job ends', async () => {
+    const acked: string[] = [];
+    const during: { status: number; ms: number }[] = [];
+    const submitSome = async (n: number, into?: typeof during): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        const res = await stack.submit('/transcode', job(`burst-${acked.length}-${i}.mp4`));
+        if (res.status === 200) acked.push(String(res.body['id']));
+        into?.push({ status: res.status, ms: res.ms });
+      }
+    };
+    await submitSome(5);
+    await run('bash', [kafkaCtl, 'stop']);
+    await submitSome(3, during);
+    await run('bash', [kafkaCtl, 'start']);
+    await eventually(async () => (await stack.submit('/transcode', job('probe.mp4'))).status === 200, 90_000, 'submissions to work again');
+    await submitSome(5);
+    expect(during.map((d) => d.status)).to.deep.equal([503, 503, 503]);
+    for (const d of during) expect(d.ms, 'a 503 must not hang').to.be.below(15_000);
+    await eventually(() => acked.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)), 200_000, 'every acknowledged job to end');
+    for (const id of acked) expect(files.callbacks.filter((c) => c.body['jobId'] === id && c.body['status'] === 'succeeded'), id).to.have.length(1);
+  });
+});
