@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# ffmpeg, ffprobe and the DejaVu font for drawtext, from Debian's packages.
+# Usage: ffmpeg.sh install   (idempotent; prints nothing when all is there)
+#        ffmpeg.sh env       (prints the export lines for the env file)
+set -euo pipefail
+# shellcheck source=scripts/test-services/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+FONT_FILE=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+
+do_install() {
+  local missing=()
+  command -v ffmpeg >/dev/null || missing+=(ffmpeg)
+  command -v ffprobe >/dev/null || missing+=(ffmpeg)
+  [[ -f "$FONT_FILE" ]] || missing+=(fonts-dejavu-core)
+  if ((${#missing[@]} > 0)); then
+    # ffmpeg's recommends are not needed; fonts-dejavu-core is asked for explicitly.
+    ts_with_lock apt ts_apt_install ffmpeg fonts-dejavu-core
+  fi
+  command -v ffmpeg >/dev/null || ts_die "ffmpeg is still missing after apt-get install"
+  command -v ffprobe >/dev/null || ts_die "ffprobe is still missing after apt-get install"
+  [[ -f "$FONT_FILE" ]] || ts_die "font file $FONT_FILE is missing after installing fonts-dejavu-core"
+  ffmpeg -hide_banner -version >/dev/null || ts_die "ffmpeg does not run"
+}
+
+case "${1:-}" in
+  install) do_install ;;
+  env)
+    echo "export TEST_FFMPEG=$(command -v ffmpeg)"
+    echo "export TEST_FFPROBE=$(command -v ffprobe)"
+    echo "export TEST_FONT_FILE=$FONT_FILE"
+    ;;
+  *)
+    echo "usage: $0 install|env" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,59 @@
+// Readiness probe for the test Kafka broker: succeeds once an admin client's
+// describeCluster() answers (an open port alone is not enough).
+// Usage: node kafka-ready.ts BROKERS PID TIMEOUT_SECONDS
+// Exit codes: 0 ready, 1 timed out, 2 the broker process (PID) is gone.
+import kafkajs from 'kafkajs';
+
+const { Kafka, logLevel } = kafkajs;
+
+const [brokersArg, pidArg, timeoutArg] = process.argv.slice(2);
+if (brokersArg === undefined || pidArg === undefined || timeoutArg === undefined) {
+  console.error('usage: node kafka-ready.ts BROKERS PID TIMEOUT_SECONDS');
+  process.exit(64);
+}
+const brokers = brokersArg.split(',');
+const pid = Number(pidArg);
+const deadline = Date.now() + Number(timeoutArg) * 1000;
+
+function alive(p: number): boolean {
+  try {
+    process.kill(p, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function probe(): Promise<boolean> {
+  const kafka = new Kafka({
+    clientId: 'test-services-ready',
+    brokers,
+    connectionTimeout: 1000,
+    requestTimeout: 3000,
+    retry: { retries: 0 },
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    const cluster = await admin.describeCluster();
+    return cluster.brokers.length > 0 && cluster.controller !== null;
+  } catch {
+    return false;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+async function main(): Promise<number> {
+  for (;;) {
+    if (!alive(pid)) return 2;
+    if (await probe()) return 0;
+    if (Date.now() > deadline) return 1;
+    await sleep(250);
+  }
+}
+
+process.exit(await main());
