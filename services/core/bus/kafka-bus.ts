@@ -1,5 +1,17 @@
-import kafkajs, { type Kafka as KafkaClient, type KafkaConfig, type Message, type TopicMessages } from 'kafkajs';
-import { BusUnavailableError, topics, type EventBus, type OutgoingRecord, type SubscribeOptions, type Subscription } from './event-bus.ts';
+import kafkajs, {
+  type Kafka as KafkaClient,
+  type KafkaConfig,
+  type Message,
+  type TopicMessages,
+} from 'kafkajs';
+import {
+  BusUnavailableError,
+  topics,
+  type EventBus,
+  type OutgoingRecord,
+  type SubscribeOptions,
+  type Subscription,
+} from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createProducerSlot } from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
@@ -69,12 +81,20 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   const consumerSettings = resolveConsumerSettings(options, prefix);
   const kafka = kafkaClient(options);
   // The producer's connection attempts give up within a publish's deadline, like its sends.
-  const producers = createProducerSlot(kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }), log, publishTimeoutMs);
+  const producers = createProducerSlot(
+    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }),
+    log,
+    publishTimeoutMs,
+  );
   const ensureTopics = onceSucceeded(() =>
-    ensureKafkaTopics(kafka, Object.values(topics).map((t) => prefix + t), {
-      numPartitions: options.numPartitions ?? 6,
-      replicationFactor: options.replicationFactor ?? 1,
-    }).then(
+    ensureKafkaTopics(
+      kafka,
+      Object.values(topics).map((t) => prefix + t),
+      {
+        numPartitions: options.numPartitions ?? 6,
+        replicationFactor: options.replicationFactor ?? 1,
+      },
+    ).then(
       (report) => {
         const created = report.filter((t) => t.created).map((t) => t.topic);
         if (created.length > 0) log.info('kafka.topics_created', { topics: created });
@@ -106,6 +126,10 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       assertOpen();
       await ensureTopics();
       const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
+      if (closed) {
+        await sub.close(0);
+        throw new BusUnavailableError('the Kafka bus closed while subscribing');
+      }
       const tracked: Subscription = {
         close: async (graceMs) => {
           subscriptions.delete(tracked);
@@ -161,7 +185,8 @@ function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string):
   return {
     topicPrefix,
     sessionTimeoutMs,
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(3000, Math.floor(sessionTimeoutMs / 3)),
+    heartbeatIntervalMs:
+      options.heartbeatIntervalMs ?? Math.min(3000, Math.floor(sessionTimeoutMs / 3)),
     rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
     maxWaitTimeMs: options.maxWaitTimeMs ?? 1000,
     redeliveryDelayMs: options.redeliveryDelayMs ?? 1000,

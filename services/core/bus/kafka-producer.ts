@@ -32,7 +32,11 @@ interface Handle {
  * fresh producer gets a fresh producer id. The old one is disconnected once its operations,
  * which kafkajs keeps retrying for a bounded time, have settled.
  */
-export function createProducerSlot(kafka: Kafka, log: Logger, publishTimeoutMs: number): ProducerSlot {
+export function createProducerSlot(
+  kafka: Kafka,
+  log: Logger,
+  publishTimeoutMs: number,
+): ProducerSlot {
   const handles = new Set<Handle>();
   let current: Handle | undefined;
   let failedSinceConnect = false;
@@ -69,7 +73,13 @@ export function createProducerSlot(kafka: Kafka, log: Logger, publishTimeoutMs: 
       createPartitioner: Partitioners.DefaultPartitioner,
       retry: producerRetry(publishTimeoutMs),
     });
-    const handle: Handle = { producer, connected: Promise.resolve(), isConnected: false, pending: 0, discarded: false };
+    const handle: Handle = {
+      producer,
+      connected: Promise.resolve(),
+      isConnected: false,
+      pending: 0,
+      discarded: false,
+    };
     handle.connected = track(handle, () => producer.connect()).then(() => {
       handle.isConnected = true;
     });
@@ -79,10 +89,18 @@ export function createProducerSlot(kafka: Kafka, log: Logger, publishTimeoutMs: 
     return handle;
   };
 
-  const run = async (what: string, deadline: number, op: (handle: Handle) => Promise<void>): Promise<void> => {
+  const run = async (
+    what: string,
+    deadline: number,
+    op: (handle: Handle) => Promise<void>,
+  ): Promise<void> => {
     const handle = (current ??= open());
     try {
-      await withDeadline(track(handle, () => op(handle)), deadline, what);
+      await withDeadline(
+        track(handle, () => op(handle)),
+        deadline,
+        what,
+      );
       failedSinceConnect = false;
     } catch (error) {
       failedSinceConnect = true;
@@ -118,6 +136,14 @@ export function createProducerSlot(kafka: Kafka, log: Logger, publishTimeoutMs: 
  * send the caller has given up on stops shortly after, instead of kafkajs's idempotent default
  * of retrying forever.
  */
-function producerRetry(publishTimeoutMs: number): { initialRetryTime: number; maxRetryTime: number; retries: number } {
-  return { initialRetryTime: 100, maxRetryTime: 1000, retries: 4 + Math.max(1, Math.ceil((publishTimeoutMs - 1500) / 1000)) };
+function producerRetry(publishTimeoutMs: number): {
+  initialRetryTime: number;
+  maxRetryTime: number;
+  retries: number;
+} {
+  return {
+    initialRetryTime: 100,
+    maxRetryTime: 1000,
+    retries: 4 + Math.max(1, Math.ceil((publishTimeoutMs - 1500) / 1000)),
+  };
 }

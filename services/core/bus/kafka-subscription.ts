@@ -1,7 +1,12 @@
 import type { Consumer, EachMessagePayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { asBusUnavailable, headersToStrings, kafkaErrorType, withDeadline } from './kafka-support.ts';
+import {
+  asBusUnavailable,
+  headersToStrings,
+  kafkaErrorType,
+  withDeadline,
+} from './kafka-support.ts';
 
 export interface ConsumerSettings {
   topicPrefix: string;
@@ -55,7 +60,12 @@ const MEMBERSHIP_LOST = new Set(['UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION', 'FEN
  * handled in order (concurrency is across partitions). It also rejoins a rebalancing group only
  * once the running records are done, which is why a long handler must call `heartbeat()`.
  */
-export async function startKafkaSubscription(kafka: Kafka, log: Logger, settings: ConsumerSettings, options: SubscribeOptions): Promise<Subscription> {
+export async function startKafkaSubscription(
+  kafka: Kafka,
+  log: Logger,
+  settings: ConsumerSettings,
+  options: SubscribeOptions,
+): Promise<Subscription> {
   const consumer = kafka.consumer({
     groupId: options.group,
     sessionTimeout: settings.sessionTimeoutMs,
@@ -79,7 +89,10 @@ export async function startKafkaSubscription(kafka: Kafka, log: Logger, settings
   watchGroup(s);
   try {
     await consumer.connect();
-    await consumer.subscribe({ topics: s.fullTopics, fromBeginning: options.fromBeginning ?? false });
+    await consumer.subscribe({
+      topics: s.fullTopics,
+      fromBeginning: options.fromBeginning ?? false,
+    });
     await consumer.run({
       autoCommit: false,
       partitionsConsumedConcurrently: Math.max(1, options.concurrency ?? 1),
@@ -96,12 +109,21 @@ export async function startKafkaSubscription(kafka: Kafka, log: Logger, settings
 function watchGroup(s: State): void {
   const { consumer, log } = s;
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-    s.assignment = new Map(Object.entries(payload.memberAssignment).map(([t, ps]) => [t, new Set(ps)]));
-    for (const d of s.deliveries) if (!owns(s, d)) d.controller.abort(new Error('partition revoked by a rebalance'));
+    s.assignment = new Map(
+      Object.entries(payload.memberAssignment).map(([t, ps]) => [t, new Set(ps)]),
+    );
+    for (const d of s.deliveries)
+      if (!owns(s, d)) d.controller.abort(new Error('partition revoked by a rebalance'));
     const partitions = [...s.assignment.values()].reduce((n, ps) => n + ps.size, 0);
-    log.info('kafka.group_joined', { memberId: payload.memberId, isLeader: payload.isLeader, partitions });
+    log.info('kafka.group_joined', {
+      memberId: payload.memberId,
+      isLeader: payload.isLeader,
+      partitions,
+    });
   });
-  consumer.on(consumer.events.REBALANCING, ({ payload }) => log.info('kafka.group_rebalancing', { memberId: payload.memberId }));
+  consumer.on(consumer.events.REBALANCING, ({ payload }) =>
+    log.info('kafka.group_rebalancing', { memberId: payload.memberId }),
+  );
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
     s.assignment = new Map();
@@ -113,10 +135,18 @@ async function handleMessage(s: State, payload: EachMessagePayload): Promise<voi
   // Closing: left uncommitted for the partition's next owner.
   if (s.stopping) return;
   const { topic, partition, message } = payload;
-  const d: Delivery = { topic, partition, offset: message.offset, controller: new AbortController(), settled: Promise.resolve() };
+  const d: Delivery = {
+    topic,
+    partition,
+    offset: message.offset,
+    controller: new AbortController(),
+    settled: Promise.resolve(),
+  };
   s.deliveries.add(d);
   try {
-    const outcome = await deliver(s, d, toBusRecord(s.settings.topicPrefix, topic, message), () => payload.heartbeat());
+    const outcome = await deliver(s, d, toBusRecord(s.settings.topicPrefix, topic, message), () =>
+      payload.heartbeat(),
+    );
     if (outcome === 'resolved') await commit(s, d);
     else if (outcome === 'rejected') handBack(s, d);
   } finally {
@@ -126,14 +156,23 @@ async function handleMessage(s: State, payload: EachMessagePayload): Promise<voi
   }
 }
 
-async function deliver(s: State, d: Delivery, record: BusRecord, kafkaHeartbeat: () => Promise<void>): Promise<Outcome> {
-  const context: DeliveryContext = { signal: d.controller.signal, heartbeat: () => heartbeat(s, d, kafkaHeartbeat) };
+async function deliver(
+  s: State,
+  d: Delivery,
+  record: BusRecord,
+  kafkaHeartbeat: () => Promise<void>,
+): Promise<Outcome> {
+  const context: DeliveryContext = {
+    signal: d.controller.signal,
+    heartbeat: () => heartbeat(s, d, kafkaHeartbeat),
+  };
   const handled = Promise.resolve()
     .then(() => s.options.handler(record, context))
     .then(
       () => 'resolved' as const,
       (error: unknown) => {
-        if (!d.controller.signal.aborted) s.log.warn('kafka.record_handed_back', { ...where(d), error });
+        if (!d.controller.signal.aborted)
+          s.log.warn('kafka.record_handed_back', { ...where(d), error });
         return 'rejected' as const;
       },
     );
@@ -146,7 +185,11 @@ async function deliver(s: State, d: Delivery, record: BusRecord, kafkaHeartbeat:
   return d.controller.signal.aborted ? 'aborted' : outcome;
 }
 
-async function heartbeat(s: State, d: Delivery, kafkaHeartbeat: () => Promise<void>): Promise<void> {
+async function heartbeat(
+  s: State,
+  d: Delivery,
+  kafkaHeartbeat: () => Promise<void>,
+): Promise<void> {
   if (d.controller.signal.aborted) return;
   try {
     await kafkaHeartbeat();
@@ -155,20 +198,25 @@ async function heartbeat(s: State, d: Delivery, kafkaHeartbeat: () => Promise<vo
     // The group waits (up to rebalanceTimeoutMs) for this member, which rejoins once its
     // running records are done; until then the partition is still ours.
     if (type === 'REBALANCE_IN_PROGRESS') return;
-    if (type !== undefined && MEMBERSHIP_LOST.has(type)) return loseAll(s, `this member left the group (${type})`);
+    if (type !== undefined && MEMBERSHIP_LOST.has(type))
+      return loseAll(s, `this member left the group (${type})`);
     s.log.debug('kafka.heartbeat_failed', { error });
   }
 }
 
 function loseAll(s: State, reason: string): void {
-  if (s.deliveries.size > 0) s.log.warn('kafka.records_taken_back', { reason, count: s.deliveries.size });
+  if (s.deliveries.size > 0)
+    s.log.warn('kafka.records_taken_back', { reason, count: s.deliveries.size });
   for (const d of s.deliveries) d.controller.abort(new Error(reason));
 }
 
 async function commit(s: State, d: Delivery): Promise<void> {
-  if (!owns(s, d)) return s.log.warn('kafka.commit_skipped', { ...where(d), reason: 'partition not assigned' });
+  if (!owns(s, d))
+    return s.log.warn('kafka.commit_skipped', { ...where(d), reason: 'partition not assigned' });
   try {
-    await s.consumer.commitOffsets([{ topic: d.topic, partition: d.partition, offset: (BigInt(d.offset) + 1n).toString() }]);
+    await s.consumer.commitOffsets([
+      { topic: d.topic, partition: d.partition, offset: (BigInt(d.offset) + 1n).toString() },
+    ]);
   } catch (error) {
     // Left uncommitted, the record comes again (here or to another member): handlers are idempotent.
     s.log.warn('kafka.commit_failed', { ...where(d), error });
@@ -211,9 +259,11 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   const unfinished = [...s.deliveries];
   for (const d of unfinished) d.controller.abort(new Error('the subscription closed'));
   if (unfinished.length > 0) s.log.info('kafka.handlers_aborted', { count: unfinished.length });
-  await withDeadline(s.consumer.disconnect(), Date.now() + s.settings.requestTimeoutMs, 'consumer disconnect').catch(
-    (error: unknown) => s.log.warn('kafka.consumer_disconnect_failed', { error }),
-  );
+  await withDeadline(
+    s.consumer.disconnect(),
+    Date.now() + s.settings.requestTimeoutMs,
+    'consumer disconnect',
+  ).catch((error: unknown) => s.log.warn('kafka.consumer_disconnect_failed', { error }));
   const settled = Promise.allSettled(unfinished.map((d) => d.settled));
   await withDeadline(settled, Date.now() + s.settings.abortWaitMs, 'aborted handlers').catch(() =>
     s.log.warn('kafka.handlers_still_running', { count: unfinished.length }),

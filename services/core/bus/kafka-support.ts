@@ -16,12 +16,26 @@ export function kafkaLogCreator(log: Logger): logCreator {
   return () =>
     ({ namespace, level, log: entry }) => {
       const { message, timestamp: _timestamp, logger: _logger, stack: _stack, ...rest } = entry;
-      const fields = { kafkaNamespace: namespace, kafkaMessage: message, ...(rest as Record<string, unknown>) };
-      if (EXPECTED_WARNINGS.some((w) => message.startsWith(w))) log.debug('kafka.client_log', fields);
-      else if (level === logLevel.ERROR) log.error('kafka.client_log', fields);
-      else if (level === logLevel.WARN) log.warn('kafka.client_log', fields);
+      const fields = {
+        kafkaNamespace: namespace,
+        kafkaMessage: message,
+        ...(rest as Record<string, unknown>),
+      };
+      if (EXPECTED_WARNINGS.some((w) => message.startsWith(w)))
+        log.debug('kafka.client_log', fields);
+      else if (level === logLevel.ERROR && !isRequestError(namespace, message))
+        log.error('kafka.client_log', fields);
+      else if (level <= logLevel.WARN) log.warn('kafka.client_log', fields);
       else log.debug('kafka.client_log', fields);
     };
+}
+
+// kafkajs logs every error answer to a request at error level, although most are retried or
+// handled (not the leader yet, rebalance in progress, coordinator loading). An outcome that
+// matters reaches the bus's own logs (publish failed, commit failed, consumer crashed), so
+// these stay warnings.
+function isRequestError(namespace: string, message: string): boolean {
+  return namespace === 'Connection' && message.startsWith('Response ');
 }
 
 export const kafkaLogLevel = logLevel.WARN;

@@ -14,7 +14,11 @@ export interface TopicSettings {
 }
 
 /** Creates the topics that are missing (existing ones are left as they are) and reports all. */
-export async function ensureKafkaTopics(kafka: Kafka, names: readonly string[], settings: TopicSettings): Promise<TopicReport[]> {
+export async function ensureKafkaTopics(
+  kafka: Kafka,
+  names: readonly string[],
+  settings: TopicSettings,
+): Promise<TopicReport[]> {
   const admin = kafka.admin();
   await admin.connect();
   try {

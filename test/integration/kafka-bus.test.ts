@@ -1,0 +1,401 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import {
+  createKafkaBus,
+  type KafkaBus,
+  type KafkaBusOptions,
+} from '../../services/core/bus/kafka-bus.ts';
+import {
+  BusUnavailableError,
+  topics,
+  type BusRecord,
+  type RecordHandler,
+  type Subscription,
+} from '../../services/core/bus/event-bus.ts';
+import { createLogger } from '../../services/core/observability/logger.ts';
+
+// A real broker (scripts/test-services/start-all.sh writes the env file). Never skipped: a
+// missing broker is a failed run, not a green one.
+const run = promisify(execFile);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const newGroup = (): string => `test-group-${randomUUID()}`;
+const newPrefix = (): string => `test-${randomUUID().slice(0, 8)}.`;
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+function brokers(): string[] {
+  const value = process.env.TEST_KAFKA_BROKERS;
+  if (!value) {
+    throw new Error(
+      'TEST_KAFKA_BROKERS is not set: start a broker with `bash scripts/test-services/start-all.sh /tmp/test.env` and `source /tmp/test.env`',
+    );
+  }
+  return value.split(',');
+}
+
+async function kafkaCtl(command: 'stop' | 'start'): Promise<void> {
+  const ctl = process.env.TEST_KAFKA_CTL;
+  if (!ctl)
+    throw new Error(
+      'TEST_KAFKA_CTL is not set (the env file from scripts/test-services/start-all.sh sets it)',
+    );
+  await run('bash', [ctl, command], { env: process.env, timeout: 180_000 });
+}
+
+describe('Kafka bus (real broker)', function () {
+  let logLines: string[] = [];
+  let closers: Array<() => Promise<void>> = [];
+
+  before(() => {
+    brokers();
+  });
+
+  afterEach(async function () {
+    await Promise.allSettled(closers.reverse().map((close) => close()));
+    closers = [];
+    if (this.currentTest?.state === 'failed') console.error(logLines.slice(-60).join('\n'));
+    logLines = [];
+  });
+
+  const newBus = (options: Partial<KafkaBusOptions> = {}): KafkaBus => {
+    const bus = createKafkaBus({
+      brokers: brokers(),
+      clientId: 'kafka-bus-test',
+      topicPrefix: newPrefix(),
+      logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
+      maxWaitTimeMs: 500,
+      ...options,
+    });
+    closers.push(() => bus.close());
+    return bus;
+  };
+
+  const subscribe = async (
+    bus: KafkaBus,
+    group: string,
+    handler: RecordHandler,
+    extra: { concurrency?: number } = {},
+  ): Promise<Subscription> => {
+    const sub = await bus.subscribe({
+      group,
+      topics: [topics.transcodeRequests],
+      fromBeginning: true,
+      handler,
+      ...extra,
+    });
+    closers.push(() => sub.close(0));
+    return sub;
+  };
+
+  it('publish then subscribe delivers key, value bytes and headers, on topics ensureTopics created', async function () {
+    this.timeout(30_000);
+    const prefix = newPrefix();
+    const bus = newBus({ topicPrefix: prefix });
+    const report = await bus.ensureTopics();
+    expect(report.map((t) => t.topic).sort()).to.deep.equal(
+      Object.values(topics)
+        .map((t) => prefix + t)
+        .sort(),
+    );
+    expect(report.map((t) => [t.created, t.partitions])).to.deep.equal(report.map(() => [true, 6]));
+    const again = await newBus({ topicPrefix: prefix }).ensureTopics();
+    expect(again.map((t) => [t.created, t.partitions])).to.deep.equal(report.map(() => [false, 6]));
+
+    const got: BusRecord[] = [];
+    await subscribe(bus, newGroup(), async (record) => void got.push(record));
+    const value = Buffer.from([0x00, 0x01, 0xfe, 0xff, 0x80]);
+    await bus.publish([
+      {
+        topic: topics.transcodeRequests,
+        key: 'job-1',
+        value,
+        headers: { 'ce-type': 'media.job.requested', note: 'é ✓' },
+      },
+    ]);
+    await until(() => got.length >= 1, 15_000, 'the record');
+    await sleep(500);
+    expect(got).to.have.length(1);
+    expect(got[0]?.topic).to.equal(topics.transcodeRequests);
+    expect(got[0]?.key).to.equal('job-1');
+    expect(Buffer.compare(got[0]?.value ?? Buffer.alloc(0), value)).to.equal(0);
+    expect(got[0]?.headers).to.deep.equal({ 'ce-type': 'media.job.requested', note: 'é ✓' });
+  });
+
+  it('two members of one group share the partitions and handle each record exactly once', async function () {
+    this.timeout(40_000);
+    const prefix = newPrefix();
+    const a = newBus({ topicPrefix: prefix });
+    const b = newBus({ topicPrefix: prefix });
+    const group = newGroup();
+    const handledBy = new Map<string, string[]>();
+    const member =
+      (name: string): RecordHandler =>
+      async (record) => {
+        handledBy.set(record.key, [...(handledBy.get(record.key) ?? []), name]);
+      };
+    await subscribe(a, group, member('a'), { concurrency: 2 });
+    // Resolves once the group has rebalanced onto both members.
+    await subscribe(b, group, member('b'));
+
+    const keys = Array.from({ length: 30 }, (_, i) => `job-${i}`);
+    await a.publish(
+      keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
+    );
+    await until(() => handledBy.size === keys.length, 20_000, 'all 30 records');
+    await sleep(1500);
+
+    expect([...handledBy.keys()].sort()).to.deep.equal([...keys].sort());
+    const twice = [...handledBy].filter(([, members]) => members.length !== 1);
+    expect(twice, 'records handled more than once').to.deep.equal([]);
+    const byMember = [...handledBy.values()].flat();
+    expect(
+      byMember.filter((m) => m === 'a').length,
+      'records handled by member a',
+    ).to.be.greaterThan(0);
+    expect(
+      byMember.filter((m) => m === 'b').length,
+      'records handled by member b',
+    ).to.be.greaterThan(0);
+  });
+
+  it('a rejected record comes again after a pause, in order, and is then committed', async function () {
+    this.timeout(40_000);
+    const bus = newBus({ redeliveryDelayMs: 500 });
+    const group = newGroup();
+    const calls: Array<{ value: string; at: number }> = [];
+    let rejected = false;
+    const sub = await subscribe(bus, group, async (record) => {
+      calls.push({ value: record.value.toString(), at: Date.now() });
+      if (record.value.toString() === 'a' && !rejected) {
+        rejected = true;
+        throw new Error('could not publish the outcome');
+      }
+    });
+    // One key: one partition, so 'b' may only follow the second 'a'.
+    await bus.publish(
+      ['a', 'b'].map((v) => ({
+        topic: topics.transcodeRequests,
+        key: 'job-x',
+        value: Buffer.from(v),
+      })),
+    );
+    await until(() => calls.length >= 3, 20_000, 'a, a again, then b');
+    expect(calls.map((c) => c.value)).to.deep.equal(['a', 'a', 'b']);
+    const [first, second] = calls;
+    expect((second?.at ?? 0) - (first?.at ?? 0), 'pause before redelivery (ms)').to.be.at.least(
+      450,
+    );
+    await sub.close(5000);
+
+    // Same group again: only what was not committed (here: only the new record) arrives.
+    const later: string[] = [];
+    await subscribe(bus, group, async (record) => void later.push(record.value.toString()));
+    await bus.publish([{ topic: topics.transcodeRequests, key: 'job-x', value: Buffer.from('c') }]);
+    await until(() => later.length >= 1, 20_000, 'the new record');
+    await sleep(500);
+    expect(later).to.deep.equal(['c']);
+  });
+
+  it('a handler that heartbeats keeps its partition past the session timeout', async function () {
+    this.timeout(60_000);
+    const sessionTimeoutMs = 6000;
+    const prefix = newPrefix();
+    const a = newBus({ sessionTimeoutMs, topicPrefix: prefix });
+    const b = newBus({ sessionTimeoutMs, topicPrefix: prefix });
+    const group = newGroup();
+    let started = 0;
+    let finished = 0;
+    const aborted: unknown[] = [];
+    const slow: RecordHandler = async (_record, delivery) => {
+      started += 1;
+      for (let second = 0; second < 10; second += 1) {
+        await sleep(1000);
+        await delivery.heartbeat();
+      }
+      if (delivery.signal.aborted) aborted.push(delivery.signal.reason);
+      finished += 1;
+    };
+    await subscribe(a, group, slow);
+    await subscribe(b, group, slow);
+
+    await a.publish([
+      { topic: topics.transcodeRequests, key: 'long-job', value: Buffer.from('x') },
+    ]);
+    await until(() => finished >= 1, 30_000, 'the slow handler to finish');
+    // Had the member been dropped, the other member (or this one, rejoining) would get it again.
+    await sleep(3000);
+    expect(started, 'deliveries of the record').to.equal(1);
+    expect(aborted).to.deep.equal([]);
+  });
+
+  it('a member that misses its session loses the record: its signal aborts and another member handles it', async function () {
+    this.timeout(60_000);
+    const sessionTimeoutMs = 6000;
+    const prefix = newPrefix();
+    const a = newBus({ sessionTimeoutMs, topicPrefix: prefix });
+    const b = newBus({ sessionTimeoutMs, topicPrefix: prefix });
+    const group = newGroup();
+    let deliveries = 0;
+    let staleAborted: boolean | undefined;
+    const handler: RecordHandler = async (_record, delivery) => {
+      deliveries += 1;
+      if (deliveries > 1) return;
+      // Stuck without heartbeats past the session timeout, then it finds out.
+      await sleep(sessionTimeoutMs + 3000);
+      await delivery.heartbeat();
+      staleAborted = delivery.signal.aborted;
+    };
+    await subscribe(a, group, handler);
+    await subscribe(b, group, handler);
+
+    await a.publish([
+      { topic: topics.transcodeRequests, key: 'stuck-job', value: Buffer.from('x') },
+    ]);
+    await until(() => staleAborted !== undefined, 30_000, 'the stuck handler to heartbeat');
+    await until(() => deliveries >= 2, 15_000, 'the record to be handed to the other member');
+    expect(staleAborted, 'signal of the member that lost the record').to.equal(true);
+    // The new owner committed it; the stale member did not commit or hand it out again.
+    await sleep(4000);
+    expect(deliveries).to.equal(2);
+  });
+
+  it('a member joining while a long handler heartbeats waits for it; the record is handled once', async function () {
+    this.timeout(60_000);
+    const prefix = newPrefix();
+    const a = newBus({ sessionTimeoutMs: 6000, topicPrefix: prefix });
+    const b = newBus({ sessionTimeoutMs: 6000, topicPrefix: prefix });
+    const group = newGroup();
+    const handled: string[] = [];
+    let longFinishedAt = 0;
+    let longAborted = false;
+    const handler =
+      (name: string): RecordHandler =>
+      async (record, delivery) => {
+        handled.push(`${name}:${record.key}`);
+        if (record.key !== 'long') return;
+        for (let second = 0; second < 6; second += 1) {
+          await sleep(1000);
+          await delivery.heartbeat();
+        }
+        longAborted = delivery.signal.aborted;
+        longFinishedAt = Date.now();
+      };
+    await subscribe(a, group, handler('a'));
+    await a.publish([{ topic: topics.transcodeRequests, key: 'long', value: Buffer.from('x') }]);
+    await until(() => handled.length === 1, 15_000, 'the long record to start');
+    await sleep(1500);
+    // b's join starts a rebalance while a is busy: a's heartbeats answer "rebalance in progress".
+    await subscribe(b, group, handler('b'));
+    const joinedAt = Date.now();
+    expect(
+      longFinishedAt,
+      'the long handler finished before the group rebalanced',
+    ).to.be.greaterThan(0);
+    expect(joinedAt).to.be.at.least(longFinishedAt);
+    expect(longAborted).to.equal(false);
+
+    const keys = Array.from({ length: 20 }, (_, i) => `after-${i}`);
+    await a.publish(
+      keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
+    );
+    await until(() => handled.length === 21, 20_000, 'the records published after the rebalance');
+    await sleep(1500);
+    expect(handled.filter((h) => h.endsWith(':long'))).to.deep.equal(['a:long']);
+    expect(handled).to.have.length(21);
+    expect(
+      handled.some((h) => h.startsWith('b:')),
+      'member b got partitions',
+    ).to.equal(true);
+  });
+
+  it('close waits up to graceMs for running handlers, then aborts them; only finished records are committed', async function () {
+    this.timeout(40_000);
+    const bus = newBus();
+    const group = newGroup();
+    const publish = (value: string): Promise<void> =>
+      bus.publish([{ topic: topics.transcodeRequests, key: 'job-c', value: Buffer.from(value) }]);
+
+    let slowStarted = false;
+    let slowDone = false;
+    const first = await subscribe(bus, group, async () => {
+      slowStarted = true;
+      await sleep(1000);
+      slowDone = true;
+    });
+    await publish('slow');
+    await until(() => slowStarted, 15_000, 'the slow handler to start');
+    await first.close(5000);
+    expect(slowDone, 'the running handler finished within the grace period').to.equal(true);
+
+    let stuckStarted = false;
+    let stuckAborted = false;
+    const second = await subscribe(bus, group, (_record, { signal }) => {
+      stuckStarted = true;
+      return new Promise((_resolve, reject) =>
+        signal.addEventListener('abort', () => {
+          stuckAborted = true;
+          reject(new Error('aborted'));
+        }),
+      );
+    });
+    await publish('stuck');
+    await until(() => stuckStarted, 15_000, 'the stuck handler to start');
+    const closing = Date.now();
+    await second.close(300);
+    expect(stuckAborted).to.equal(true);
+    expect(Date.now() - closing, 'close time (ms)').to.be.below(5000);
+
+    const later: string[] = [];
+    await subscribe(bus, group, async (record) => void later.push(record.value.toString()));
+    await publish('marker');
+    await until(() => later.includes('marker'), 20_000, 'the marker');
+    expect(later).to.deep.equal(['stuck', 'marker']);
+  });
+
+  it('publish rejects with BusUnavailableError within publishTimeoutMs while the broker is down, and works again after', async function () {
+    this.timeout(120_000);
+    if (!process.env.TEST_KAFKA_CTL)
+      throw new Error(
+        'TEST_KAFKA_CTL is not set (the env file from scripts/test-services/start-all.sh sets it)',
+      );
+    const publishTimeoutMs = 3000;
+    const bus = newBus({ publishTimeoutMs });
+    const record = (v: string): { topic: string; key: string; value: Buffer } => ({
+      topic: topics.transcodeRequests,
+      key: 'job-r',
+      value: Buffer.from(v),
+    });
+    await bus.publish([record('before')]);
+    expect(await bus.isReady()).to.equal(true);
+
+    await kafkaCtl('stop');
+    try {
+      const start = Date.now();
+      const error: unknown = await bus.publish([record('while-down')]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const tookMs = Date.now() - start;
+      expect(error).to.be.instanceOf(BusUnavailableError);
+      expect(tookMs, 'time to reject (ms)').to.be.below(publishTimeoutMs + 1000);
+      expect(await bus.isReady()).to.equal(false);
+    } finally {
+      await kafkaCtl('start');
+    }
+
+    await bus.publish([record('after')]);
+    expect(await bus.isReady()).to.equal(true);
+    const got: string[] = [];
+    await subscribe(bus, newGroup(), async (r) => void got.push(r.value.toString()));
+    await until(() => got.includes('after'), 20_000, 'the record published after the restart');
+    expect(got.filter((v) => v !== 'while-down')).to.deep.equal(['before', 'after']);
+  });
+});
