@@ -19,6 +19,11 @@ export interface Config {
   kafkaReplicationFactor: number;
   /** A worker silent this long loses its partitions (KAFKA_SESSION_TIMEOUT_MS, default 30 s). */
   kafkaSessionTimeoutMs: number;
+  /**
+   * How long a rebalancing group waits for a busy worker to finish its running jobs before it
+   * drops that worker and hands its jobs to others (KAFKA_REBALANCE_TIMEOUT_MS, default 5 min).
+   */
+  kafkaRebalanceTimeoutMs: number;
   /** Confluent-compatible schema registry; set: events are registry-framed (SCHEMA_REGISTRY_URL). */
   schemaRegistryUrl: string | undefined;
   /** Port of /healthz, /readyz, /metrics of a worker process (METRICS_PORT, default 9464; 0: any free port). */
@@ -140,6 +145,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     kafkaPartitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 1000),
     kafkaReplicationFactor: int(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 10),
     kafkaSessionTimeoutMs: int(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, 6000, 300_000),
+    kafkaRebalanceTimeoutMs: int(env, 'KAFKA_REBALANCE_TIMEOUT_MS', 300_000, 10_000, 3600_000),
     schemaRegistryUrl: env['SCHEMA_REGISTRY_URL'] || undefined,
     metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535),
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),

@@ -20,28 +20,30 @@ const KEY = 'bucket-jobs-key-0123456789';
 
 describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-request credentials', function () {
   this.timeout(180_000);
-  const s3Endpoint = requireEnv('TEST_S3_ENDPOINT');
-  const azureEndpoint = requireEnv('TEST_AZURE_BLOB_ENDPOINT');
-  const azureAccount = requireEnv('TEST_AZURE_ACCOUNT');
-  const azureKey = requireEnv('TEST_AZURE_KEY');
-  const gcsEndpoint = requireEnv('TEST_GCS_ENDPOINT');
+  // Read in before(): a missing variable then fails this suite, not the whole run.
+  let s3Endpoint: string, azureEndpoint: string, azureAccount: string, azureKey: string, gcsEndpoint: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const s3Bucket = `in-${suffix}`;
   const container = `out-${suffix}`;
   const gcsBucket = `gcs-${suffix}`;
   const awsCreds = { region: 'us-east-1', accessKeyId: 'test', secretAccessKey: 'test-secret-value' };
-  const azureCreds = { accountName: azureAccount, accountKey: azureKey };
+  let azureCreds: { accountName: string; accountKey: string };
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const gcpCreds = { type: 'service_account', project_id: 'test-project', private_key_id: 'k', private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), client_email: 'svc@test-project.iam.gserviceaccount.com' };
   let files: TestServer;
   let app: AllInOne;
   let dataDir: string;
   let workDir: string;
-  const s3 = new S3Client({ endpoint: s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-  const blobs = new BlobServiceClient(azureEndpoint, new StorageSharedKeyCredential(azureAccount, azureKey));
-  const gcs = new Storage({ apiEndpoint: gcsEndpoint, projectId: 'test-project' });
+  let s3: S3Client;
+  let blobs: BlobServiceClient;
+  let gcs: Storage;
 
   before(async () => {
+    [s3Endpoint, azureEndpoint, azureAccount, azureKey, gcsEndpoint] = ['TEST_S3_ENDPOINT', 'TEST_AZURE_BLOB_ENDPOINT', 'TEST_AZURE_ACCOUNT', 'TEST_AZURE_KEY', 'TEST_GCS_ENDPOINT'].map(requireEnv) as [string, string, string, string, string];
+    azureCreds = { accountName: azureAccount, accountKey: azureKey };
+    s3 = new S3Client({ endpoint: s3Endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    blobs = new BlobServiceClient(azureEndpoint, new StorageSharedKeyCredential(azureAccount, azureKey));
+    gcs = new Storage({ apiEndpoint: gcsEndpoint, projectId: 'test-project' });
     files = await startTestServer();
     workDir = await mkdtemp(join(tmpdir(), 'media-buckets-'));
     dataDir = join(workDir, 'data');
@@ -60,7 +62,7 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
   after(async () => {
     await app?.close();
     await files?.close();
-    await blobs.getContainerClient(container).deleteIfExists().catch(() => undefined);
+    await blobs?.getContainerClient(container).deleteIfExists().catch(() => undefined);
     await rm(workDir, { recursive: true, force: true });
   });
 

@@ -23,9 +23,10 @@ describe('Kafka: the services as separate processes on a real broker', function 
   this.timeout(240_000);
   let files: TestServer;
   let stack: KafkaStack;
-  const brokers = requireEnv('TEST_KAFKA_BROKERS');
+  let brokers: string;
 
   before(async () => {
+    brokers = requireEnv('TEST_KAFKA_BROKERS');
     files = await startTestServer();
     await generateClip(join(files.dir, 'input.mp4'), { seconds: 2, width: 320, height: 240, audio: true });
     stack = await startKafkaStack({ ingresses: 2, transcoders: 2, summarizers: 1, notifiers: 1 });

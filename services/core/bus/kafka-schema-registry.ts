@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { BusUnavailableError, type EventBus, type OutgoingRecord, type RecordHandler } from './event-bus.ts';
+import { BusUnavailableError, topics, type EventBus, type OutgoingRecord, type RecordHandler } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import type * as Registry from '@kafkajs/confluent-schema-registry';
 
@@ -18,6 +18,8 @@ export interface SchemaRegistryOptions {
   /** e.g. http://registry:8081 (Confluent) or http://apicurio:8080/apis/ccompat/v7. */
   url: string;
   log: Logger;
+  /** The bus's topic prefix, so that subjects name the topics as they are on the wire. */
+  topicPrefix?: string;
   /** The envelope schema registered for every topic (default: schemas/events/envelope.v1). */
   envelopeSchemaPath?: string;
 }
@@ -39,13 +41,16 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
   const idFor = (topic: string): Promise<number> => {
     let id = ids.get(topic);
     if (!id) {
-      id = registry.register({ type: SchemaType.JSON, schema: JSON.stringify(schema) }, { subject: `${topic}-value` }).then((r) => r.id);
+      const subject = `${options.topicPrefix ?? ''}${topic}-value`;
+      id = registry.register({ type: SchemaType.JSON, schema: JSON.stringify(schema) }, { subject }).then((r) => r.id);
       id.catch(() => ids.delete(topic));
       ids.set(topic, id);
     }
     return id;
   };
   const frame = async (record: OutgoingRecord): Promise<OutgoingRecord> => {
+    // Dead letters are not events: they stay plain JSON, framed by nothing.
+    if (record.topic === topics.deadLetter) return record;
     const id = await idFor(record.topic);
     return { ...record, value: await registry.encode(id, JSON.parse(record.value.toString('utf8')) as unknown) };
   };

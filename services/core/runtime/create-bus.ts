@@ -16,7 +16,8 @@ export function createBus(config: Readonly<Config>, log: Logger, service: string
     numPartitions: config.kafkaPartitions,
     replicationFactor: config.kafkaReplicationFactor,
     sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+    rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
     logger: log,
   });
-  return config.schemaRegistryUrl ? withSchemaRegistry(kafka, { url: config.schemaRegistryUrl, log }) : kafka;
+  return config.schemaRegistryUrl ? withSchemaRegistry(kafka, { url: config.schemaRegistryUrl, log, topicPrefix: config.kafkaTopicPrefix }) : kafka;
 }
