@@ -28,3 +28,17 @@ describe('README matches the code', () => {
     for (const name of read) expect(readme, name).to.match(new RegExp(`^\\| ${name} \\|`, 'm'));
   });
 });
+
+describe('Grafana dashboard matches the metrics', () => {
+  it('every metric a panel queries is one the services register', async () => {
+    const { Registry } = await import('prom-client');
+    const { createMetrics } = await import('../services/core/observability/metrics.ts');
+    const registry = new Registry();
+    createMetrics(registry, { defaultMetrics: false });
+    const known = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
+    const dashboard = JSON.parse(readFileSync(new URL('../deploy/grafana/dashboards/media-service.json', import.meta.url), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+    const used = dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b(media_[a-z_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, ''))));
+    expect(used.length).to.be.greaterThan(5);
+    for (const name of used) expect(known.has(name), name).to.equal(true);
+  });
+});
