@@ -56,9 +56,11 @@ bash "$HERE/azurite.sh" start &
 JOBS[azurite]=$!
 bash "$HERE/ffmpeg.sh" install &
 JOBS[ffmpeg]=$!
+bash "$HERE/schema-registry.sh" start &
+JOBS[schema-registry]=$!
 
 failed=()
-for name in kafka s3 gcs azurite ffmpeg; do
+for name in kafka s3 gcs azurite ffmpeg schema-registry; do
   if ! wait "${JOBS[$name]}"; then
     failed+=("$name")
   fi
@@ -81,6 +83,7 @@ tmp_env="$ENV_FILE.tmp.$$"
   bash "$HERE/azurite.sh" env
   bash "$HERE/gcs.sh" env
   bash "$HERE/ffmpeg.sh" env
+  bash "$HERE/schema-registry.sh" env
 } >"$tmp_env"
 mv "$tmp_env" "$ENV_FILE"
 cp "$ENV_FILE" "$STATE/env"

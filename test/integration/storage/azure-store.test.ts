@@ -62,17 +62,22 @@ async function azureHarness(
   };
 }
 
-describeMediaStore('azure (Azurite), fixed blob endpoint, single-request uploads', () =>
-  azureHarness((blobEndpoint) => ({ blobEndpoint })),
+describeMediaStore(
+  'azure (Azurite), fixed blob endpoint, single-request uploads',
+  () => azureHarness((blobEndpoint) => ({ blobEndpoint })),
+  { checksCredentials: true },
 );
 
-describeMediaStore('azure (Azurite), endpoint template, block uploads', () =>
-  azureHarness((blobEndpoint, accountName) => ({
-    // Azurite addresses accounts by path; the template stands in for https://{accountName}.blob.core.windows.net.
-    endpointTemplate: blobEndpoint.replace(new RegExp(`/${accountName}$`), '/{accountName}'),
-    singleUploadMaxBytes: 1024 * 1024,
-    blockSizeBytes: 1024 * 1024,
-  })),
+describeMediaStore(
+  'azure (Azurite), endpoint template, block uploads',
+  () =>
+    azureHarness((blobEndpoint, accountName) => ({
+      // Azurite addresses accounts by path; the template stands in for https://{accountName}.blob.core.windows.net.
+      endpointTemplate: blobEndpoint.replace(new RegExp(`/${accountName}$`), '/{accountName}'),
+      singleUploadMaxBytes: 1024 * 1024,
+      blockSizeBytes: 1024 * 1024,
+    })),
+  { checksCredentials: true },
 );
 
 describe('azure store specifics', () => {
