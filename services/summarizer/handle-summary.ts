@@ -1,29 +1,14 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobResult } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import type { JobHandler } from '../core/jobs/run-job-worker.ts';
 import { prepareWatermark } from '../core/media/prepare-watermark.ts';
-import type { Prober } from '../core/media/probe-media.ts';
-import type { FfmpegRunner } from '../core/media/run-ffmpeg.ts';
-import type { Metrics } from '../core/observability/metrics.ts';
-import type { MediaStore, StoreResolver } from '../core/storage/media-store.ts';
+import { deliverOutput, fetchInput, inWorkDir, type MediaJobDeps } from '../core/jobs/media-job.ts';
 import { buildSummaryArgs, DEFAULT_GIF_WIDTH } from './build-summary-args.ts';
 import { planSegments } from './plan-segments.ts';
 
-export interface SummarizerDeps {
-  resolveStore: StoreResolver;
-  httpStore: MediaStore;
-  runFfmpeg: FfmpegRunner;
-  probe: Prober;
-  metrics: Metrics;
-  maxInputBytes: number;
-  stallTimeoutMs: number;
-  threads: number;
-  fontFile: string;
-  watermarkImagesDir: string | undefined;
-}
+export type SummarizerDeps = MediaJobDeps;
 
 const even = (n: number): number => Math.max(2, Math.floor(n / 2) * 2);
 
@@ -32,12 +17,9 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
   return async (job, ctx) => {
     const spec = job.summary;
     if (!spec) throw new MediaError('internal', 'a summary job without summary options');
-    const workDir = await mkdtemp(join(tmpdir(), 'media-summary-'));
-    try {
+    return inWorkDir('summary', async (workDir) => {
       const inputPath = join(workDir, 'input');
-      const inStore = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
-      const got = await inStore.download(job.input.url, inputPath, { signal: ctx.signal, maxBytes: deps.maxInputBytes, onProgress: () => ctx.progress(0, 'download') });
-      deps.metrics.bytesTransferred.inc({ direction: 'in' }, got.bytes);
+      await fetchInput(deps, job, ctx, inputPath);
       const input = await deps.probe(inputPath);
       if (!input.video || input.durationSeconds <= 0) throw new MediaError('input_unsupported', 'the input has no video stream with a known duration');
       const segments = planSegments(input.durationSeconds);
@@ -53,9 +35,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
       const expectedCodec = spec.format === 'gif' ? 'gif' : 'h264';
       if (out.video?.codec !== expectedCodec || out.video.width !== width || Math.abs(out.durationSeconds - total) > Math.max(0.5, total * 0.1))
         throw new MediaError('output_invalid', `the summary failed verification (${out.video?.codec ?? 'no video'} ${out.video?.width ?? 0}px ${out.durationSeconds}s)`);
-      const outStore = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
-      const put = await outStore.upload(outputPath, job.output.url, { signal: ctx.signal, contentType: spec.format === 'gif' ? 'image/gif' : 'video/mp4', onProgress: () => ctx.progress(96, 'upload') });
-      deps.metrics.bytesTransferred.inc({ direction: 'out' }, put.bytes);
+      await deliverOutput(deps, job, ctx, outputPath, spec.format === 'gif' ? 'image/gif' : 'video/mp4');
       const result: JobResult = {
         outputUrl: job.output.url,
         format: spec.format,
@@ -67,8 +47,6 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
         segments,
       };
       return result;
-    } finally {
-      await rm(workDir, { recursive: true, force: true });
-    }
+    });
   };
 }

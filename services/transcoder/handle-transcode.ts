@@ -1,31 +1,15 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobRequested, JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
+import type { JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import type { MediaInfo, Prober } from '../core/media/probe-media.ts';
-import type { FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-watermark.ts';
-import type { MediaStore, StoreResolver } from '../core/storage/media-store.ts';
-import type { Metrics } from '../core/observability/metrics.ts';
+import { deliverOutput, fetchInput, inWorkDir, type MediaJobDeps } from '../core/jobs/media-job.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { buildTranscodeArgs, needsRemux, outputSize, type OutputSize } from './build-transcode-args.ts';
 
-export interface TranscoderDeps {
-  resolveStore: StoreResolver;
-  /** The http(s) store, for watermark images. */
-  httpStore: MediaStore;
-  runFfmpeg: FfmpegRunner;
-  probe: Prober;
-  metrics: Metrics;
-  maxInputBytes: number;
-  stallTimeoutMs: number;
-  /** Threads given to one ffmpeg (its share of the cores). */
-  threads: number;
-  fontFile: string;
-  watermarkImagesDir: string | undefined;
-}
+export type TranscoderDeps = MediaJobDeps;
 
 const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp8: 'vp8', vp9: 'vp9' } as const;
 const CONTENT_TYPE = { mp4: 'video/mp4', webm: 'video/webm' } as const;
@@ -35,8 +19,7 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
   return async (job, ctx) => {
     const spec = job.transcode;
     if (!spec) throw new MediaError('internal', 'a transcode job without transcode options');
-    const workDir = await mkdtemp(join(tmpdir(), 'media-transcode-'));
-    try {
+    return inWorkDir('transcode', async (workDir) => {
       const inputPath = join(workDir, 'input');
       await fetchInput(deps, job, ctx, inputPath);
       const input = await deps.probe(inputPath);
@@ -50,20 +33,8 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       const result = await verify(deps.probe, outputPath, spec, size, input, job.output.url);
       await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
       return result;
-    } finally {
-      await rm(workDir, { recursive: true, force: true });
-    }
+    });
   };
-}
-
-async function fetchInput(deps: TranscoderDeps, job: JobRequested, ctx: JobContext, path: string): Promise<void> {
-  const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
-  const { bytes } = await store.download(job.input.url, path, {
-    signal: ctx.signal,
-    maxBytes: deps.maxInputBytes,
-    onProgress: () => ctx.progress(0, 'download'),
-  });
-  deps.metrics.bytesTransferred.inc({ direction: 'in' }, bytes);
 }
 
 async function encode(
@@ -102,10 +73,4 @@ async function verify(probe: Prober, path: string, spec: TranscodeSpec, size: Ou
     sizeBytes,
     ...(out.bitRate ? { bitrateKbps: Math.round(out.bitRate / 100) / 10 } : {}),
   };
-}
-
-async function deliverOutput(deps: TranscoderDeps, job: JobRequested, ctx: JobContext, path: string, contentType: string): Promise<void> {
-  const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
-  const { bytes } = await store.upload(path, job.output.url, { signal: ctx.signal, contentType, onProgress: () => ctx.progress(96, 'upload') });
-  deps.metrics.bytesTransferred.inc({ direction: 'out' }, bytes);
 }
