@@ -18,6 +18,7 @@ import { generateClip } from '../test/support/generate-clip.ts';
 const run = promisify(execFile);
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 10);
+const only = process.argv[4];
 const KEY = 'bench-key-0123456789abcdef';
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
@@ -62,12 +63,15 @@ const specs: TranscodeSpec[] = [
 console.log(`clip: ${seconds}s 1280x720 with temporal noise and audio; ${rounds} rounds, interleaved; 2 cores`);
 console.log('| encoder/container | bare ffmpeg (s, median) | service job (s, median) | service / bare | video kbps vs target |');
 console.log('|---|---|---|---|---|');
-for (const spec of specs) {
+for (const spec of specs.filter((s) => !only || s.encoder === only)) {
   const b: number[] = [];
   const s: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    b.push(await bare(spec, join(dataDir, `bare.${spec.container}`)));
-    s.push(await viaService(spec, `svc-${spec.encoder}-${i}.${spec.container}`));
+    // Alternate which goes first, so neither always runs on a warmer machine.
+    const runBare = async (): Promise<void> => void b.push(await bare(spec, join(dataDir, `bare.${spec.container}`)));
+    const runService = async (): Promise<void> => void s.push(await viaService(spec, `svc-${spec.encoder}-${i}.${spec.container}`));
+    if (i % 2 === 0) await runBare().then(runService);
+    else await runService().then(runBare);
   }
   const kbps = await videoKbps(join(files.dir, `svc-${spec.encoder}-0.${spec.container}`));
   const target = Number(spec.bitrateKbps);

@@ -48,6 +48,24 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
   });
 
+  it('a worker stopped with SIGTERM mid-job hands the job back within its grace period; it succeeds once elsewhere', async () => {
+    await stack.start('transcoder');
+    const ack = await stack.submit('/transcode', { ...job('termed.mp4', 'long.mp4'), width: 1280 });
+    const id = String(ack.body['id']);
+    await eventually(async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5, 60_000, 'the job to make progress');
+    const owner = stack.workers.transcoder.find((w) => w.child.exitCode === null && w.logs.some((r) => r['msg'] === 'job.started' && r['jobId'] === id));
+    expect(owner, 'a live worker logged job.started').to.not.equal(undefined);
+    const stopped = performance.now();
+    expect(await owner?.stop(20_000), 'exit code after SIGTERM').to.equal(0);
+    // SHUTDOWN_GRACE_MS is 3 s in the stack: the 20 s encode cannot finish, so it is handed back.
+    expect(performance.now() - stopped).to.be.below(15_000);
+    expect(owner?.logs.some((r) => r['msg'] === 'job.handed_back' && r['jobId'] === id)).to.equal(true);
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 200_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+  });
+
   it('broker stopped and restarted during a burst: outage submissions get 503 quickly, every acknowledged job ends', async () => {
     const acked: string[] = [];
     const during: { status: number; ms: number }[] = [];
