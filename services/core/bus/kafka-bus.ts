@@ -78,7 +78,15 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   const log = options.logger.child({ component: 'kafka-bus' });
   const prefix = options.topicPrefix ?? '';
   const publishTimeoutMs = options.publishTimeoutMs ?? 5000;
-  const consumerSettings = resolveConsumerSettings(options, prefix);
+  // A consumer kafkajs gave up on takes no more records: the process is no longer ready, so
+  // /readyz says 503 and a supervisor restarts it.
+  let consumerDown = false;
+  const consumerSettings = {
+    ...resolveConsumerSettings(options, prefix),
+    onConsumerDown: () => {
+      consumerDown = true;
+    },
+  };
   const kafka = kafkaClient(options);
   // The producer's connection attempts give up within a publish's deadline, like its sends.
   const producers = createProducerSlot(
@@ -141,7 +149,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     },
 
     async isReady(): Promise<boolean> {
-      if (closed) return false;
+      if (closed || consumerDown) return false;
       if (producers.healthy()) return true;
       return producers.connect(Date.now() + publishTimeoutMs).then(
         () => true,

@@ -18,6 +18,8 @@ export interface ConsumerSettings {
   abortWaitMs: number;
   /** Bounds the consumer's disconnect in close. */
   requestTimeoutMs: number;
+  /** Called when kafkajs gives a consumer up (a crash it does not restart from). */
+  onConsumerDown?: () => void;
 }
 
 /** One record being handled: its position, and the signal that takes it back from the handler. */
@@ -128,6 +130,7 @@ function watchGroup(s: State): void {
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
     s.assignment = new Map();
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
+    if (!payload.restart) s.settings.onConsumerDown?.();
   });
 }
 
