@@ -2,6 +2,8 @@
 // other (the all-in-one launcher composes them), core imports no service, and only the bus and
 // storage modules import kafkajs and the cloud SDKs.
 import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 const services = ['ingress', 'transcoder', 'summarizer', 'notifier', 'all-in-one'];
 const otherServices = (self) =>
@@ -14,6 +16,12 @@ const sdks = [
 export default tseslint.config(
   { ignores: ['node_modules/', 'services/core/contracts/types.generated.ts', '.data/', 'test/support/*.cjs'] },
   ...tseslint.configs.recommendedTypeChecked,
+  {
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver()] },
+    rules: { 'import-x/no-cycle': 'error' },
+  },
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
