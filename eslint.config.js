@@ -19,7 +19,11 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     plugins: { 'import-x': importX },
-    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver()] },
+    settings: {
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/extensions': ['.ts'],
+    },
     rules: { 'import-x/no-cycle': 'error' },
   },
   {
