@@ -30,31 +30,17 @@ do_start() {
   state_paths
   ts_require_node_modules azurite
   [[ -f "$AZURITE_MAIN" ]] || ts_die "azurite: $AZURITE_MAIN not found (azurite layout changed?)"
-  local pid port started rc=0
-  pid="$(ts_read_pid "$PIDFILE")"
-  if ts_pid_alive "$pid"; then
-    ts_log "azurite: already running (pid $pid)"
-    return 0
-  fi
+  local port started
+  ts_already_running azurite "$PIDFILE" && return 0
   mkdir -p "$ADIR/workdir"
-  if [[ ! -f "$ADIR/port" ]]; then
-    echo "${AZURITE_PORT:-$(ts_free_ports 1)}" >"$ADIR/port"
-  fi
-  port="$(cat "$ADIR/port")"
+  port="$(ts_service_port "$ADIR" "${AZURITE_PORT:-}")"
   started=$SECONDS
   # Run with the project's Node (>= 22), not whatever `node` is first on PATH.
   (cd "$ADIR/workdir" && ts_spawn "$PIDFILE" "$LOGFILE" "$(ts_node)" "$AZURITE_MAIN" \
     --blobHost 127.0.0.1 --blobPort "$port" \
     --inMemoryPersistence --loose --disableTelemetry --skipApiVersionCheck)
-  pid="$(ts_read_pid "$PIDFILE")"
   # Any HTTP answer means it serves; unauthenticated calls get an error status.
-  ts_wait_http "http://127.0.0.1:$port/devstoreaccount1?comp=list" "$pid" "$AZURITE_READY_TIMEOUT" || rc=$?
-  if ((rc != 0)); then
-    ts_log_tail "$LOGFILE"
-    ts_stop_pidfile "$PIDFILE" 5
-    ts_die "azurite: not ready (rc=$rc)"
-  fi
-  ts_log "azurite: ready on 127.0.0.1:$port (pid $pid) in $((SECONDS - started))s"
+  ts_await_ready azurite "$PIDFILE" "$LOGFILE" "http://127.0.0.1:$port/devstoreaccount1?comp=list" "$AZURITE_READY_TIMEOUT" "$started"
 }
 
 case "${1:-}" in

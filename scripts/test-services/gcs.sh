@@ -45,29 +45,14 @@ do_start() {
   ts_ensure_state_dir
   state_paths
   do_install
-  local pid port started rc=0
-  pid="$(ts_read_pid "$PIDFILE")"
-  if ts_pid_alive "$pid"; then
-    ts_log "gcs: already running (pid $pid)"
-    return 0
-  fi
-  mkdir -p "$GDIR"
-  if [[ ! -f "$GDIR/port" ]]; then
-    echo "${GCS_PORT:-$(ts_free_ports 1)}" >"$GDIR/port"
-  fi
-  port="$(cat "$GDIR/port")"
+  local port started
+  ts_already_running gcs "$PIDFILE" && return 0
+  port="$(ts_service_port "$GDIR" "${GCS_PORT:-}")"
   started=$SECONDS
   # -external-url: without it, resumable upload sessions point at 0.0.0.0.
   (cd "$GDIR" && ts_spawn "$PIDFILE" "$LOGFILE" "$FAKE_GCS_BIN" -backend memory -scheme http \
     -host 127.0.0.1 -port "$port" -external-url "http://127.0.0.1:$port" -log-level info)
-  pid="$(ts_read_pid "$PIDFILE")"
-  ts_wait_http "http://127.0.0.1:$port/_internal/healthcheck" "$pid" "$GCS_READY_TIMEOUT" 200 || rc=$?
-  if ((rc != 0)); then
-    ts_log_tail "$LOGFILE"
-    ts_stop_pidfile "$PIDFILE" 5
-    ts_die "gcs: fake-gcs-server not ready (rc=$rc)"
-  fi
-  ts_log "gcs: fake-gcs-server ready on 127.0.0.1:$port (pid $pid) in $((SECONDS - started))s"
+  ts_await_ready gcs "$PIDFILE" "$LOGFILE" "http://127.0.0.1:$port/_internal/healthcheck" "$GCS_READY_TIMEOUT" "$started" 200
 }
 
 case "${1:-}" in

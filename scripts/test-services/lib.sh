@@ -199,3 +199,36 @@ ts_with_lock() {
     "$@"
   ) 9>"$MEDIA_TEST_CACHE/locks/$name.lock"
 }
+
+# True, and says so, when the process of a service's pid file is running.
+# Usage: ts_already_running NAME PIDFILE
+ts_already_running() {
+  local pid
+  pid="$(ts_read_pid "$2")"
+  ts_pid_alive "$pid" || return 1
+  ts_log "$1: already running (pid $pid)"
+}
+
+# The service's port: picked once (WANTED, or a free one) and kept in DIR/port, so a restart
+# comes back on the same port. Usage: ts_service_port DIR [WANTED]
+ts_service_port() {
+  local dir="$1" wanted="${2:-}"
+  mkdir -p "$dir"
+  [[ -f "$dir/port" ]] || echo "${wanted:-$(ts_free_ports 1)}" >"$dir/port"
+  cat "$dir/port"
+}
+
+# Waits for a just-spawned service to answer over HTTP; on failure prints its log tail, stops
+# it and dies. Usage: ts_await_ready NAME PIDFILE LOGFILE URL TIMEOUT STARTED [STATUS]
+ts_await_ready() {
+  local name="$1" pidfile="$2" logfile="$3" url="$4" timeout="$5" started="$6" expect="${7:-}"
+  local pid rc=0
+  pid="$(ts_read_pid "$pidfile")"
+  ts_wait_http "$url" "$pid" "$timeout" "$expect" || rc=$?
+  if ((rc != 0)); then
+    ts_log_tail "$logfile"
+    ts_stop_pidfile "$pidfile" 5
+    ts_die "$name: not ready at $url (rc=$rc)"
+  fi
+  ts_log "$name: ready at $url (pid $pid) in $((SECONDS - started))s"
+}

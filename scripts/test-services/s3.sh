@@ -44,29 +44,14 @@ do_start() {
   ts_ensure_state_dir
   state_paths
   do_install
-  local pid port started rc=0
-  pid="$(ts_read_pid "$PIDFILE")"
-  if ts_pid_alive "$pid"; then
-    ts_log "s3: already running (pid $pid)"
-    return 0
-  fi
-  mkdir -p "$SDIR"
-  if [[ ! -f "$SDIR/port" ]]; then
-    echo "${S3_PORT:-$(ts_free_ports 1)}" >"$SDIR/port"
-  fi
-  port="$(cat "$SDIR/port")"
+  local port started
+  ts_already_running s3 "$PIDFILE" && return 0
+  port="$(ts_service_port "$SDIR" "${S3_PORT:-}")"
   started=$SECONDS
   (cd "$SDIR" && ts_spawn "$PIDFILE" "$LOGFILE" "$MOTO_VENV/bin/python" -m moto.server \
     -H 127.0.0.1 -p "$port")
-  pid="$(ts_read_pid "$PIDFILE")"
   # GET / is S3 ListBuckets; 200 once moto serves.
-  ts_wait_http "http://127.0.0.1:$port/" "$pid" "$S3_READY_TIMEOUT" 200 || rc=$?
-  if ((rc != 0)); then
-    ts_log_tail "$LOGFILE"
-    ts_stop_pidfile "$PIDFILE" 5
-    ts_die "s3: moto not ready (rc=$rc)"
-  fi
-  ts_log "s3: moto ready on 127.0.0.1:$port (pid $pid) in $((SECONDS - started))s"
+  ts_await_ready s3 "$PIDFILE" "$LOGFILE" "http://127.0.0.1:$port/" "$S3_READY_TIMEOUT" "$started" 200
 }
 
 case "${1:-}" in

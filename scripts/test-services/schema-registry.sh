@@ -51,27 +51,14 @@ do_start() {
   ts_ensure_state_dir
   state_paths
   do_install
-  local pid port started rc=0
-  pid="$(ts_read_pid "$PIDFILE")"
-  if ts_pid_alive "$pid"; then
-    ts_log "schema-registry: already running (pid $pid)"
-    return 0
-  fi
-  mkdir -p "$RDIR"
-  [[ -f "$RDIR/port" ]] || echo "${SCHEMA_REGISTRY_PORT:-$(ts_free_ports 1)}" >"$RDIR/port"
-  port="$(cat "$RDIR/port")"
+  local port started
+  ts_already_running schema-registry "$PIDFILE" && return 0
+  port="$(ts_service_port "$RDIR" "${SCHEMA_REGISTRY_PORT:-}")"
   started=$SECONDS
   (cd "$RDIR" && ts_spawn "$PIDFILE" "$LOGFILE" java -Xms128m -Xmx384m -XX:+UseSerialGC \
     -XX:TieredStopAtLevel=1 -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" \
     -jar "$APICURIO_HOME/apicurio-registry-app-$APICURIO_VERSION-runner.jar")
-  pid="$(ts_read_pid "$PIDFILE")"
-  ts_wait_http "http://127.0.0.1:$port/apis/ccompat/v7/subjects" "$pid" "$REGISTRY_READY_TIMEOUT" 200 || rc=$?
-  if ((rc != 0)); then
-    ts_log_tail "$LOGFILE"
-    ts_stop_pidfile "$PIDFILE" 5
-    ts_die "schema-registry: not ready (rc=$rc)"
-  fi
-  ts_log "schema-registry: Apicurio ready on 127.0.0.1:$port (pid $pid) in $((SECONDS - started))s"
+  ts_await_ready schema-registry "$PIDFILE" "$LOGFILE" "http://127.0.0.1:$port/apis/ccompat/v7/subjects" "$REGISTRY_READY_TIMEOUT" "$started" 200
 }
 
 case "${1:-}" in
