@@ -69,6 +69,19 @@ describe('Kafka: the services as separate processes on a real broker', function 
     expect(doneBy(b), 'second transcoder did some').to.be.greaterThan(0);
   });
 
+  it('each worker process serves /healthz, /readyz and /metrics with its job counts', async () => {
+    const worker = stack.workers.transcoder[0];
+    const started = worker?.logs.find((r) => r['msg'] === 'transcoder.started');
+    const port = Number(started?.['metricsPort']);
+    expect(port).to.be.greaterThan(0);
+    expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).to.deep.equal({ status: 'ok' });
+    expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).to.deep.equal({ status: 'ready' });
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).to.match(/^media_jobs_started_total\{kind="transcode"\} [1-9]/m);
+    expect(metrics).to.match(/^media_job_duration_seconds_count\{kind="transcode",outcome="succeeded"\} [1-9]/m);
+    expect((await fetch(`http://127.0.0.1:${port}/nope`)).status).to.equal(404);
+  });
+
   it('a summary job runs on the summarizer', async () => {
     const ack = await stack.submit('/summary/mp4', { inputUrl: `${files.url}/files/input.mp4`, outputUrl: `${files.url}/files/sum.mp4`, removeAudio: true, successUrl: `${files.url}/callbacks/ok` });
     const id = String(ack.body['id']);
