@@ -47,7 +47,7 @@ export function throttledProgress(onProgress: ((bytes: number) => void) | undefi
 }
 
 /** Counts bytes passing through; fails with input_too_large past maxBytes. */
-function byteCounter(onBytes: (total: number) => void, maxBytes: number): Transform {
+export function byteCounter(onBytes: (total: number) => void, maxBytes: number): Transform {
   let total = 0;
   return new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -144,7 +144,7 @@ export function failureToMediaError(service: string, side: Side, facts: FailureF
       unreachable,
       `could not reach ${service}${facts.networkCode ? ` (${facts.networkCode})` : ''}`,
     );
-  if (status === 404 && side === 'input')
+  if ((status === 404 || status === 410) && side === 'input')
     return new MediaError(
       'input_not_found',
       `the input object does not exist (${service} answered ${answer})`,
