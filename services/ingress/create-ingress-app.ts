@@ -86,8 +86,7 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
     deps.log.warn('job.not_queued', { kind: job.kind, reason: error.message });
     throw new MediaError('bus_unavailable', 'the job could not be queued because the event bus is unavailable; nothing was queued, try again');
   }
-  const decoded = deps.codec.decode(record);
-  if (decoded.ok) deps.statusView.apply(decoded.event);
+  deps.statusView.applyRequested(job, createdAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
   deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
   deps.log.info('job.queued', { jobId: job.jobId, type, orgId });

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { HttpClient } from '../core/net/guarded-http.ts';
+import { ForbiddenUrlError, type HttpClient } from '../core/net/guarded-http.ts';
 import { sleep } from '../core/time.ts';
 
 export interface CallbackRequest {
@@ -62,8 +62,9 @@ export async function deliverCallback(
       if (permanent(status)) return { delivered: false, attempts: attempt, reason };
     } catch (error) {
       options.onAttempt?.(false, (performance.now() - started) / 1000);
-      reason = (error as Error).name === 'ForbiddenUrlError' ? (error as Error).message : `not reachable: ${(error as Error).message}`;
-      if ((error as Error).name === 'ForbiddenUrlError') return { delivered: false, attempts: attempt, reason };
+      // A refused address will be refused again: no retry.
+      if (error instanceof ForbiddenUrlError) return { delivered: false, attempts: attempt, reason: error.message };
+      reason = `not reachable: ${(error as Error).message}`;
     }
     if (attempt < policy.maxAttempts) {
       await sleep(policy.backoffMs * 2 ** (attempt - 1), options.signal);

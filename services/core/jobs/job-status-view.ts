@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type EventBus, type Subscription } from '../bus/event-bus.ts';
 import type { EventCodec, JobEvent } from '../events/event-codec.ts';
-import type { JobStatus } from '../contracts/types.generated.ts';
+import type { JobRequested, JobStatus } from '../contracts/types.generated.ts';
 
 interface Entry extends JobStatus {
   orgId: string;
@@ -17,8 +17,10 @@ const rank: Record<JobStatus['status'], number> = { queued: 0, processing: 1, su
 export interface JobStatusView {
   /** The job as its organisation may see it; undefined when unknown or someone else's. */
   get(jobId: string, orgId: string): JobStatus | undefined;
-  /** Applies an event seen on the bus (or just published by this ingress). */
+  /** Applies an event seen on the bus. */
   apply(event: JobEvent): void;
+  /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
+  applyRequested(job: JobRequested, time: string): void;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -44,21 +46,22 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
       return status;
     },
 
+    applyRequested(data, time) {
+      const current = jobs.get(data.jobId);
+      const type = data.kind === 'transcode' ? 'transcode' : data.summary?.format === 'gif' ? 'summary/gif' : 'summary/mp4';
+      if (!current) {
+        touch(data.jobId, { id: data.jobId, orgId: data.orgId, type, status: 'queued', createdAt: data.submittedAt, updatedAt: time, attempt: data.attempt });
+        return;
+      }
+      const known: Entry = { ...current, type, createdAt: data.submittedAt };
+      if (data.attempt > (current.attempt ?? 1)) touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: time });
+      else jobs.set(data.jobId, known);
+    },
+
     apply(event) {
       const data = event.data;
       const current = jobs.get(data.jobId);
-      if (event.type === 'media.job.requested') {
-        const data = event.data;
-        const type = data.kind === 'transcode' ? 'transcode' : data.summary?.format === 'gif' ? 'summary/gif' : 'summary/mp4';
-        if (!current) {
-          touch(data.jobId, { id: data.jobId, orgId: data.orgId, type, status: 'queued', createdAt: data.submittedAt, updatedAt: event.time, attempt: data.attempt });
-          return;
-        }
-        const known: Entry = { ...current, type, createdAt: data.submittedAt };
-        if (data.attempt > (current.attempt ?? 1)) touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: event.time });
-        else jobs.set(data.jobId, known);
-        return;
-      }
+      if (event.type === 'media.job.requested') return view.applyRequested(event.data, event.time);
       // Events of a job can arrive before its request (different topics); keep what is known.
       const entry: Entry = current ?? { id: data.jobId, orgId: data.orgId, type: 'transcode', status: 'queued', createdAt: event.time, updatedAt: event.time, attempt: data.attempt };
       const attempt = entry.attempt ?? 1;

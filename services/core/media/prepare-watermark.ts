@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
@@ -60,7 +60,6 @@ export async function prepareWatermark(watermark: Watermark, orgId: string, work
     });
   } else {
     if (!deps.imagesDir) throw new MediaError('watermark_unavailable', `named watermark images are not set up on this service (imageName "${watermark.imageName}")`);
-    const { copyFile } = await import('node:fs/promises');
     await copyFile(join(deps.imagesDir, orgId, watermark.imageName), image).catch(() => {
       throw new MediaError('watermark_unavailable', `no watermark image named "${watermark.imageName}" for this organisation`);
     });
