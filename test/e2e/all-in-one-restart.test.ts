@@ -1,23 +1,13 @@
 import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { spawnService, type SpawnedService } from '../support/spawn-service.ts';
+import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
 
 const KEY = 'restart-test-key-0123456789';
 const main = new URL('../../services/all-in-one/main.ts', import.meta.url).pathname;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('all-in-one as a process: accepted jobs survive a crash', function () {
   this.timeout(180_000);

@@ -1,9 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnService, type SpawnedService } from './spawn-service.ts';
+import { freePort, spawnService, type SpawnedService } from './spawn-service.ts';
 
 export const STACK_KEY = 'kafka-stack-key-0123456789';
 
@@ -11,15 +10,6 @@ export function requireEnv(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: run the whole suite with \`npm test\`, which starts the real test services`);
   return value;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const main = (service: string): string => new URL(`../../services/${service}/main.ts`, import.meta.url).pathname;

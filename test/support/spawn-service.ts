@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 
 /** A service started as its own process, as an operator would (`node services/<x>/main.ts`). */
 export interface SpawnedService {
@@ -70,4 +71,14 @@ export function spawnService(main: string, env: Record<string, string>): Spawned
       }
     },
   };
+}
+
+/** A TCP port free on 127.0.0.1 now, for a service about to be started. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
