@@ -11,7 +11,16 @@ export interface BusRecord {
   headers: Readonly<Record<string, string>>;
 }
 
-export type OutgoingRecord = Omit<BusRecord, 'headers'> & { headers?: Record<string, string> };
+export type OutgoingRecord = Omit<BusRecord, 'headers'> & {
+  headers?: Record<string, string>;
+  /**
+   * Epoch ms before which the record is not delivered (default: at once). Waiting is the bus's
+   * job: a scheduled record holds no partition, window or handler slot while it waits. Records
+   * of one key published with a due time may be overtaken by later records of that key that
+   * are due sooner (it is published, in effect, at its due time).
+   */
+  notBefore?: number;
+};
 
 export interface DeliveryContext {
   /** Aborted when the subscription closes or this member loses the record's partition. */
