@@ -103,6 +103,9 @@ function url(env: Env, name: string): string | undefined {
   return raw;
 }
 
+/** The organisation id rule of schemas/common/org-id.v1.schema.json: it names a folder, so no leading dot. */
+const ORG_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
+
 export function parseApiKeys(raw: string | undefined): Map<string, string> {
   const keys = new Map<string, string>();
   if (!raw) return keys;
@@ -110,7 +113,7 @@ export function parseApiKeys(raw: string | undefined): Map<string, string> {
     const at = pair.lastIndexOf(':');
     const key = pair.slice(0, at);
     const org = pair.slice(at + 1);
-    if (at <= 0 || !/^[A-Za-z0-9._-]{1,64}$/.test(org)) throw new ConfigError('API_KEYS must look like "key1:org1,key2:org2" (org: letters, digits, . _ -)');
+    if (at <= 0 || !ORG_ID.test(org)) throw new ConfigError('API_KEYS must look like "key1:org1,key2:org2" (org: 1-64 letters, digits, . _ -, not starting with .)');
     if (key.length < 16) throw new ConfigError('every key in API_KEYS must be at least 16 characters');
     keys.set(key, org);
   }

@@ -32,6 +32,8 @@ export interface IngressDeps {
 }
 
 const JOB_ROUTES: Record<string, JobType> = { '/transcode': 'transcode', '/summary/gif': 'summary/gif', '/summary/mp4': 'summary/mp4' };
+/** Connection failures a client causes: resets, early ends, requests the parser cannot read. */
+const CLIENT_SIDE_CODES = /^(ECONNRESET|EPIPE|ECONNABORTED|ERR_STREAM_PREMATURE_CLOSE|HPE_[A-Z_]+)$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The HTTP API as a Koa app; `app.callback()` serves it. */
@@ -53,6 +55,13 @@ export function createIngressApp(deps: IngressDeps): Koa {
     ctx.body = await deps.metrics.registry.metrics();
   });
 
+  // Koa reports here what happens to a connection after the handlers (a client resetting it, a
+  // body cut short); its default prints to stderr, outside the structured log.
+  app.on('error', (error: unknown) => {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && CLIENT_SIDE_CODES.test(code)) deps.log.info('http.connection_closed_by_client', { code });
+    else deps.log.error('http.connection_error', { error });
+  });
   app.use(countRequests(deps.metrics));
   app.use(handleErrors(deps.log));
   app.use(router.routes());

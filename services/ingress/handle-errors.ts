@@ -1,6 +1,10 @@
 import type { Context, Next } from 'koa';
 import { MediaError } from '../core/errors.ts';
 import type { Logger } from '../core/observability/logger.ts';
+import { ClientClosedRequest } from './read-json-body.ts';
+
+/** nginx's status for a request its client abandoned: counted apart from both 4xx and 5xx. */
+const CLIENT_CLOSED_REQUEST = 499;
 
 /** Koa's own HTTP errors (e.g. a client that aborts) carry a status. */
 function httpStatusOf(error: unknown): number | undefined {
@@ -18,6 +22,11 @@ export function handleErrors(log: Logger) {
         ctx.status = error.status;
         ctx.body = { error: error.message };
         if (error.status >= 500) log.error('http.error', { code: error.code, path: ctx.path });
+        return;
+      }
+      if (error instanceof ClientClosedRequest) {
+        ctx.status = CLIENT_CLOSED_REQUEST;
+        log.info('http.client_closed_request', { path: ctx.path });
         return;
       }
       const status = httpStatusOf(error);

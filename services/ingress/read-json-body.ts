@@ -1,6 +1,11 @@
 import type { Context } from 'koa';
 import { MediaError } from '../core/errors.ts';
 
+/** The caller went away: nobody is left to answer, and it is not this service's fault. */
+export class ClientClosedRequest extends Error {
+  override name = 'ClientClosedRequest';
+}
+
 /** Reads the request body as JSON: 415 unless JSON, 413 past `maxBytes`, 400 unless an object. */
 export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Record<string, unknown>> {
   if (!ctx.is('application/json', 'application/*+json'))
@@ -9,13 +14,19 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Reco
   if (declared > maxBytes) throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) {
-      ctx.req.resume();
-      throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
+  try {
+    for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        ctx.req.resume();
+        throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (error) {
+    if (error instanceof MediaError) throw error;
+    // The only way reading a request body fails: the client closed the connection mid-body.
+    throw new ClientClosedRequest('the client closed the connection before sending the whole body', { cause: error });
   }
   let body: unknown;
   try {

@@ -4,7 +4,7 @@ import { BusUnavailableError, type EventBus } from '../../services/core/bus/even
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import { createEventCodec } from '../../services/core/events/event-codec.ts';
 import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
+import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { systemClock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
@@ -27,7 +27,7 @@ export function downBus(): EventBus {
   };
 }
 
-export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number } = {}) {
+export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number; log?: Logger } = {}) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
   const codec = createEventCodec(contracts, 'test');
   const statusView = createJobStatusView({ bus, codec }, { maxJobs: 100 });
@@ -39,7 +39,7 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     authenticate: createAuthenticator(new Map([[KEY_A, 'org-a'], [KEY_B, 'org-b']])),
     statusView,
     metrics,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
     clock: systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,

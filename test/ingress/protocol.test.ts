@@ -1,5 +1,9 @@
 import { expect } from 'chai';
 import request from 'supertest';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { createLogger } from '../../services/core/observability/logger.ts';
 import { topics } from '../../services/core/bus/event-bus.ts';
 import { KEY_A, KEY_B, awsCreds, downBus, makeIngress, validTranscode } from './ingress-fixture.ts';
 
@@ -115,4 +119,38 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       expect(Object.keys(res.body as object)).to.deep.equal(['error']);
     }
   });
+
+  it('a client that goes away mid-body is neither a 5xx nor an error log, and the next request is served', async () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: 'debug', write: (l) => lines.push(l) });
+    const { server, metrics } = await makeIngress({ log });
+    const http = createServer((req, res) => void server(req, res));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    const { port } = http.address() as AddressInfo;
+    try {
+      const socket = connect(port, '127.0.0.1');
+      const requested = once(http, 'request');
+      await once(socket, 'connect');
+      socket.write('POST /transcode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"apiKey":');
+      await requested;
+      socket.destroy();
+      await eventually(() => lines.some((l) => l.includes('http.client_closed_request')), 5000);
+      const counted = (await metrics.registry.getSingleMetric('media_http_requests_total')?.get())?.values ?? [];
+      expect(counted.filter((v) => String(v.labels['status']).startsWith('5'))).to.deep.equal([]);
+      expect(lines.filter((l) => (JSON.parse(l) as { level: string }).level === 'error')).to.deep.equal([]);
+      const next = await request(http).post('/transcode').send(validTranscode);
+      expect(next.status).to.equal(200);
+    } finally {
+      http.close();
+    }
+  });
 });
+
+async function eventually(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+

@@ -39,6 +39,11 @@ export interface GcpCredentials {
   [k: string]: string | "service_account";
 }
 // from schemas/common/locations.v1.schema.json
+// from schemas/common/org-id.v1.schema.json
+/**
+ * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
+ */
+export type OrgId = string;
 // from schemas/common/url.v1.schema.json
 /**
  * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
@@ -94,7 +99,7 @@ export interface EventEnvelope {
 export interface JobFailed {
   jobId: string;
   kind: "transcode" | "summary";
-  orgId: string;
+  orgId: OrgId;
   attempt: number;
   finishedAt: string;
   callbacks?: {
@@ -112,7 +117,7 @@ export interface JobError {
 export interface JobProcessing {
   jobId: string;
   kind: "transcode" | "summary";
-  orgId: string;
+  orgId: OrgId;
   attempt: number;
   startedAt: string;
 }
@@ -120,7 +125,7 @@ export interface JobProcessing {
 export interface JobProgress {
   jobId: string;
   kind: "transcode" | "summary";
-  orgId: string;
+  orgId: OrgId;
   attempt: number;
   percent: number;
   stage?: "download" | "encode" | "upload";
@@ -132,7 +137,7 @@ export interface JobProgress {
 export type JobRequested = {
   jobId: string;
   kind: "transcode" | "summary";
-  orgId: string;
+  orgId: OrgId;
   attempt: number;
   submittedAt: string;
   input: JobLocation;
@@ -149,7 +154,7 @@ export type JobRequested = {
   notBefore?: string;
 };
 /**
- * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
+ * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
  */
 export interface JobLocation {
   url: UrlString;
@@ -189,7 +194,7 @@ export interface SummarySpec {
 export interface JobSucceeded {
   jobId: string;
   kind: "transcode" | "summary";
-  orgId: string;
+  orgId: OrgId;
   attempt: number;
   finishedAt: string;
   callbacks?: {

@@ -1,39 +1,54 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-// Loopback, private, link-local (cloud metadata lives at 169.254.169.254 and fd00:ec2::254),
-// carrier-grade NAT, benchmarking, documentation, multicast and reserved ranges.
-const blocked = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
-] as const) blocked.addSubnet(net, prefix, 'ipv6');
+// Only global unicast is reachable. ipaddr.js classifies every special-purpose range the IANA
+// registries list (loopback, private, link-local where cloud metadata lives, carrier-grade
+// NAT, benchmarking, documentation, multicast, reserved, 6to4, Teredo, ORCHID, ...), so the
+// policy is an allow-list of one class rather than a hand-kept block list that misses ranges.
 
-/** The IPv4 address inside an IPv4-mapped or NAT64 IPv6 address, if any. */
-function embeddedIPv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (!hex) return undefined;
-  const hi = parseInt(hex[1] ?? '0', 16);
-  const lo = parseInt(hex[2] ?? '0', 16);
-  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+/** IPv4 address inside IPv6 forms that carry one and are routed to it. */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const range = address.range();
+  if (range === 'ipv4Mapped') return address.toIPv4Address();
+  // NAT64 well-known prefix 64:ff9b::/96: the gateway forwards to the embedded address. The
+  // local-use prefix 64:ff9b:1::/48 (same range name) points into an operator's own network.
+  const parts = address.parts;
+  if (
+    range === 'rfc6052' &&
+    parts[0] === 0x64 &&
+    parts[1] === 0xff9b &&
+    parts.slice(2, 6).every((p) => p === 0)
+  )
+    return ipaddr.fromByteArray(address.toByteArray().slice(12)) as ipaddr.IPv4;
+  return undefined;
+}
+
+/**
+ * An IPv6 address with a dotted IPv4 tail in hex groups: ipaddr.js reads any `::a.b.c.d` as
+ * IPv4-mapped (`::ffff:a.b.c.d`), while the socket layer reads it as IPv4-compatible.
+ */
+function hexTail(address: string): string {
+  return address.replace(
+    /:(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/,
+    (_m, a: string, b: string, c: string, d: string) => {
+      const hex = (hi: string, lo: string): string => ((Number(hi) << 8) | Number(lo)).toString(16);
+      return `:${hex(a, b)}:${hex(c, d)}`;
+    },
+  );
 }
 
 /** True when a caller-given URL must not reach this address (SSRF guard). */
 export function isForbiddenAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIPv4(address);
-    if (v4) return blocked.check(v4, 'ipv4');
-    return blocked.check(address, 'ipv6');
-  }
-  return true;
+  if (family === 0) return true;
+  const parsed = ipaddr.parse(family === 6 ? hexTail(address) : address);
+  if (parsed.kind() === 'ipv4') return parsed.range() !== 'unicast';
+  const v6 = parsed as ipaddr.IPv6;
+  const v4 = embeddedIPv4(v6);
+  if (v4) return v4.range() !== 'unicast';
+  // IPv4-compatible ::/96 (deprecated; some stacks still route it to the IPv4 address).
+  if (v6.parts.slice(0, 6).every((p) => p === 0)) return true;
+  return v6.range() !== 'unicast';
 }
 
 /** Hostnames that name this machine whatever DNS says. */

@@ -17,13 +17,24 @@ export function redact(value: unknown, depth = 0): unknown {
   if (depth > 6) return '[deep]';
   if (typeof value === 'string') return redactUrl(value);
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
-  if (value instanceof Error) return { name: value.name, message: redactUrl(value.message) };
+  if (value instanceof Error) return redactError(value, depth);
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? '[redacted]' : redact(v, depth + 1);
     return out;
   }
   return value;
+}
+
+/** An error as log fields: name, message, code, stack and its cause chain, URLs redacted. */
+function redactError(error: Error, depth: number): Record<string, unknown> {
+  const out: Record<string, unknown> = { name: error.name, message: redactUrl(error.message) };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') out['code'] = code;
+  if (error.stack) out['stack'] = redactUrl(error.stack);
+  if (error.cause !== undefined) out['cause'] = redact(error.cause, depth + 1);
+  if (error instanceof AggregateError) out['errors'] = redact(error.errors, depth + 1);
+  return out;
 }
 
 function redactUrl(text: string): string {

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
-import { onShutdown } from './on-shutdown.ts';
+import { exitOnFatalError, onShutdown } from './on-shutdown.ts';
 
 /**
  * The body of every main.ts: load and check the config, start, stop on SIGTERM/SIGINT.
@@ -10,6 +10,7 @@ export async function runService(service: string, start: (config: Readonly<Confi
   try {
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel, base: { service } });
+    exitOnFatalError(log);
     const stop = await start(config, log);
     onShutdown(log, stop);
   } catch (error) {

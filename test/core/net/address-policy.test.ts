@@ -3,8 +3,10 @@ import { isForbiddenAddress, isLocalHostname, literalAddress } from '../../../se
 import { createGuardedHttp } from '../../../services/core/net/guarded-http.ts';
 
 describe('address policy (SSRF guard)', () => {
-  const forbidden = ['127.0.0.1', '127.8.9.1', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::5', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', 'not-an-ip'];
-  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8'];
+  const forbidden = ['127.0.0.1', '127.8.9.1', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::5', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', 'not-an-ip',
+    // IPv4-compatible, 6to4, local-use NAT64, Teredo, documentation, benchmarking, site-local.
+    '::7f00:1', '::a9fe:a9fe', '::8.8.8.8', '2002:7f00:1::1', '2002:808:808::1', '64:ff9b:1::a00:1', '64:ff9b:1::808:808', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001:db8::1', '2001:2::1', 'fec0::1', '198.18.0.1', '192.0.2.1', '255.255.255.255'];
+  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2a00:1450:4001:80b::200e'];
   for (const a of forbidden) it(`refuses ${a}`, () => expect(isForbiddenAddress(a)).to.equal(true));
   for (const a of allowed) it(`allows ${a}`, () => expect(isForbiddenAddress(a)).to.equal(false));
 

@@ -25,4 +25,18 @@ describe('logger', () => {
     for (const secret of ['k-123', '"S"', '"A"', '"P"', 'pw@', 'abc', 'zzz', 't1']) expect(out).not.to.contain(secret);
     expect(out).to.contain('host.example.com/a.mp4');
   });
+
+  it('logs an error with its stack and cause chain, secrets in them redacted', () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: 'info', write: (l) => lines.push(l) });
+    const root = Object.assign(new Error('connect ECONNREFUSED https://h.example.com/x?sig=s3cr3t'), { code: 'ECONNREFUSED' });
+    log.error('job.internal_error', { error: new Error('upload failed', { cause: root }) });
+    const record = JSON.parse(lines[0] ?? '') as { error: { message: string; stack: string; cause: { code: string; stack: string; message: string } } };
+    expect(record.error.message).to.equal('upload failed');
+    expect(record.error.stack).to.contain('logger.test.ts');
+    expect(record.error.cause.code).to.equal('ECONNREFUSED');
+    expect(record.error.cause.stack).to.contain('logger.test.ts');
+    expect(lines[0]).not.to.contain('s3cr3t');
+  });
 });
+
