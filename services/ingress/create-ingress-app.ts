@@ -92,7 +92,7 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
     await deps.bus.publish([record]);
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
-    deps.log.warn('job.not_queued', { kind: job.kind, reason: error.message });
+    deps.log.warn('job.not_queued', { kind: job.kind, error });
     throw new MediaError('bus_unavailable', 'the job could not be queued because the event bus is unavailable; nothing was queued, try again');
   }
   deps.statusView.applyRequested(job, createdAt);

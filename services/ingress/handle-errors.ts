@@ -21,7 +21,7 @@ export function handleErrors(log: Logger) {
       if (error instanceof MediaError) {
         ctx.status = error.status;
         ctx.body = { error: error.message };
-        if (error.status >= 500) log.error('http.error', { code: error.code, path: ctx.path });
+        if (error.status >= 500) log.error('http.error', { code: error.code, path: ctx.path, error });
         return;
       }
       if (error instanceof ClientClosedRequest) {
