@@ -1,6 +1,8 @@
 import type { Context } from 'koa';
 import { MediaError } from '../core/errors.ts';
 
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** The caller went away: nobody is left to answer, and it is not this service's fault. */
 export class ClientClosedRequest extends Error {
   override name = 'ClientClosedRequest';
@@ -28,9 +30,16 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Reco
     // The only way reading a request body fails: the client closed the connection mid-body.
     throw new ClientClosedRequest('the client closed the connection before sending the whole body', { cause: error });
   }
+  let text: string;
+  try {
+    // The contract's strings are text: bytes that are not UTF-8 are refused, not replaced.
+    text = strictUtf8.decode(Buffer.concat(chunks));
+  } catch {
+    throw new MediaError('invalid_json', 'the body is not valid UTF-8');
+  }
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    body = JSON.parse(text);
   } catch {
     throw new MediaError('invalid_json', 'the body is not valid JSON');
   }

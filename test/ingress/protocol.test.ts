@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { createLogger } from '../../services/core/observability/logger.ts';
+import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { topics } from '../../services/core/bus/event-bus.ts';
 import { KEY_A, KEY_B, awsCreds, downBus, makeIngress, validTranscode } from './ingress-fixture.ts';
 
@@ -46,6 +47,21 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('{"apiKey": '), 400, /not valid JSON/);
     expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('[1,2]'), 400, /must be a JSON object/);
     expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('null'), 400, /must be a JSON object/);
+  });
+
+  it('400 for a body that is not valid UTF-8, and nothing is queued', async () => {
+    const inner = createEmbeddedBus({ path: ':memory:' });
+    let published = 0;
+    const bus = { ...inner, publish: async (records: Parameters<typeof inner.publish>[0]) => { published += records.length; await inner.publish(records); } };
+    const { server } = await makeIngress({ bus });
+    const json = Buffer.from(JSON.stringify({ ...validTranscode, watermark: { text: 'AB', fontSize: 20 } }));
+    const at = json.indexOf('AB');
+    const body = Buffer.concat([json.subarray(0, at), Buffer.from([0xff, 0xfe, 0xc3]), json.subarray(at + 2)]);
+    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').serialize((b: Buffer) => b).send(body), 400, /not valid UTF-8/);
+    expect(published).to.equal(0);
+    // The same body with real text is taken.
+    expect((await request(server).post('/transcode').set('content-type', 'application/json').serialize((b: Buffer) => b).send(json)).status).to.equal(200);
+    expect(published).to.equal(1);
   });
 
   it('503 when the bus does not take the job, and nothing is acknowledged', async () => {
