@@ -1,5 +1,6 @@
 import type { LogLevel } from './observability/logger.ts';
 import type { SealingKey } from './crypto/secret-box.ts';
+import { isAddressOrRange } from './net/address-policy.ts';
 
 /** The service's settings, read once from the environment at start, validated and frozen. */
 export interface Config {
@@ -28,8 +29,13 @@ export interface Config {
   schemaRegistryUrl: string | undefined;
   /** Port of /healthz, /readyz, /metrics of a worker process (METRICS_PORT, default 9464; 0: any free port). */
   metricsPort: number;
-  /** Lets caller URLs reach loopback and private networks (ALLOW_PRIVATE_NETWORKS, default false). */
+  /**
+   * Lets caller URLs reach loopback and private networks (ALLOW_PRIVATE_NETWORKS, default false).
+   * Link-local and cloud metadata addresses stay refused whatever it says.
+   */
   allowPrivateNetworks: boolean;
+  /** Addresses or CIDR ranges caller URLs may reach whatever their class, metadata included (ADDRESS_ALLOW_LIST, comma-separated; default none). */
+  addressAllowList: readonly string[];
   /** Where the embedded bus and generated first-run secrets live (DATA_DIR, default ./.data). */
   dataDir: string;
   /** Largest request body accepted, in bytes (MAX_BODY_BYTES, default 1 MiB). */
@@ -106,6 +112,13 @@ function url(env: Env, name: string): string | undefined {
 /** The organisation id rule of schemas/common/org-id.v1.schema.json: it names a folder, so no leading dot. */
 const ORG_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 
+function addressList(env: Env, name: string): string[] {
+  const entries = (env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = entries.find((e) => !isAddressOrRange(e));
+  if (bad !== undefined) throw new ConfigError(`${name} must list IP addresses or CIDR ranges (e.g. "169.254.10.5,10.1.0.0/16"), got "${bad}"`);
+  return entries;
+}
+
 export function parseApiKeys(raw: string | undefined): Map<string, string> {
   const keys = new Map<string, string>();
   if (!raw) return keys;
@@ -152,6 +165,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     schemaRegistryUrl: env['SCHEMA_REGISTRY_URL'] || undefined,
     metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535),
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),
+    addressAllowList: Object.freeze(addressList(env, 'ADDRESS_ALLOW_LIST')),
     dataDir: env['DATA_DIR'] || '.data',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxInputBytes: int(env, 'MAX_INPUT_BYTES', 4 * 1024 ** 3, 1024, 1024 ** 4),

@@ -1,7 +1,7 @@
 import type { JobRequested, SummaryRequest, TranscodeRequest } from '../core/contracts/types.generated.ts';
 import { seal, type SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
-import { isForbiddenAddress, isLocalHostname, literalAddress } from '../core/net/address-policy.ts';
+import type { AddressPolicy } from '../core/net/address-policy.ts';
 
 export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4';
 
@@ -46,7 +46,7 @@ export function buildJobRequest(
  * Early refusal of URLs that name this machine or a private network literally. Names that
  * resolve there are caught again when the worker connects.
  */
-export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest): void {
+export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest, policy: AddressPolicy): void {
   const urls: [string, string | undefined][] = [
     ['inputUrl', body.inputUrl],
     ['outputUrl', body.outputUrl],
@@ -62,8 +62,7 @@ export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest): void {
     } catch {
       throw new MediaError('invalid_request', `${field} is not a valid URL`);
     }
-    const literal = literalAddress(host);
-    if (isLocalHostname(host) || (literal !== undefined && isForbiddenAddress(literal)))
-      throw new MediaError('url_forbidden', `${field} points at a loopback, private or link-local address, which this service does not reach`);
+    const refusal = policy.hostRefusal(host);
+    if (refusal) throw new MediaError('url_forbidden', `${field} points at ${refusal}, which this service does not reach`);
   }
 }

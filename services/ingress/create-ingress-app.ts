@@ -9,6 +9,7 @@ import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
 import type { JobStatusView } from '../core/jobs/job-status-view.ts';
 import type { Logger } from '../core/observability/logger.ts';
+import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
 import type { Authenticator } from './authenticate.ts';
@@ -28,7 +29,8 @@ export interface IngressDeps {
   sealingKey: SealingKey;
   /** Largest body accepted, in bytes. */
   maxBodyBytes: number;
-  allowPrivateNetworks: boolean;
+  /** Which addresses caller URLs may name (refused early here, again at connect time by workers). */
+  addressPolicy: AddressPolicy;
 }
 
 const JOB_ROUTES: Record<string, JobType> = { '/transcode': 'transcode', '/summary/gif': 'summary/gif', '/summary/mp4': 'summary/mp4' };
@@ -83,7 +85,7 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   const checked = type === 'transcode' ? deps.contracts.transcodeRequest(body) : deps.contracts.summaryRequest(body);
   if (!checked.ok) throw new MediaError('invalid_request', checked.message);
   const request = checked.value;
-  if (!deps.allowPrivateNetworks) refuseLocalUrls(request);
+  refuseLocalUrls(request, deps.addressPolicy);
 
   const createdAt = nowIsoMicros(deps.clock);
   const job = buildJobRequest(type, request, { jobId: randomUUID(), orgId, submittedAt: createdAt }, deps.sealingKey);

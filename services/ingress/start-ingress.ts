@@ -1,3 +1,4 @@
+import { createAddressPolicy } from '../core/net/address-policy.ts';
 import type { Server } from 'node:http';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { createJobStatusView } from '../core/jobs/job-status-view.ts';
@@ -29,7 +30,7 @@ export async function startIngress(rt: Runtime, options: { apiKeys: ReadonlyMap<
     clock: rt.clock,
     sealingKey: options.sealingKey,
     maxBodyBytes: rt.config.maxBodyBytes,
-    allowPrivateNetworks: rt.config.allowPrivateNetworks,
+    addressPolicy: createAddressPolicy({ allowPrivateNetworks: rt.config.allowPrivateNetworks, allowList: rt.config.addressAllowList }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(rt.config.port, rt.config.host, () => resolve(s));

@@ -3,6 +3,7 @@ import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { BusUnavailableError, type EventBus } from '../../services/core/bus/event-bus.ts';
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import { createEventCodec } from '../../services/core/events/event-codec.ts';
+import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts';
 import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
@@ -43,7 +44,7 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     clock: systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
-    allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    addressPolicy: createAddressPolicy({ allowPrivateNetworks: options.allowPrivateNetworks ?? false }),
   });
   return { app, bus, codec, metrics, server: app.callback() };
 }

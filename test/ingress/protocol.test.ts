@@ -8,6 +8,9 @@ import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { topics } from '../../services/core/bus/event-bus.ts';
 import { KEY_A, KEY_B, awsCreds, downBus, makeIngress, validTranscode } from './ingress-fixture.ts';
 
+// superagent types its serializer as returning a string; it sends a Buffer as given, byte for byte.
+const asIs = (body: Buffer): string => body as unknown as string;
+
 function expectErrorBody(res: request.Response, status: number, message: RegExp): void {
   expect(res.status).to.equal(status);
   expect(res.headers['content-type']).to.match(/^application\/json/);
@@ -57,10 +60,10 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     const json = Buffer.from(JSON.stringify({ ...validTranscode, watermark: { text: 'AB', fontSize: 20 } }));
     const at = json.indexOf('AB');
     const body = Buffer.concat([json.subarray(0, at), Buffer.from([0xff, 0xfe, 0xc3]), json.subarray(at + 2)]);
-    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').serialize((b: Buffer) => b).send(body), 400, /not valid UTF-8/);
+    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').serialize(asIs).send(body), 400, /not valid UTF-8/);
     expect(published).to.equal(0);
     // The same body with real text is taken.
-    expect((await request(server).post('/transcode').set('content-type', 'application/json').serialize((b: Buffer) => b).send(json)).status).to.equal(200);
+    expect((await request(server).post('/transcode').set('content-type', 'application/json').serialize(asIs).send(json)).status).to.equal(200);
     expect(published).to.equal(1);
   });
 

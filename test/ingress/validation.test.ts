@@ -88,10 +88,10 @@ const rejected: Case[] = [
   ['missing apiKey', '/transcode', without(validTranscode, 'apiKey'), 401, /^apiKey is required$/],
   ['wrong apiKey', '/transcode', t({ apiKey: 'not-a-key-0123456789' }), 401, /^apiKey is not valid$/],
   ['apiKey not a string', '/summary/gif', s({ apiKey: 12345 }), 401, /^apiKey is not valid$/],
-  ['loopback input', '/transcode', t({ inputUrl: 'http://127.0.0.1/a.mp4' }), 400, /^inputUrl points at a loopback, private or link-local address/],
-  ['metadata output', '/transcode', t({ outputUrl: 'http://169.254.169.254/latest' }), 400, /^outputUrl points at a loopback/],
+  ['loopback input', '/transcode', t({ inputUrl: 'http://127.0.0.1/a.mp4' }), 400, /^inputUrl points at a loopback, private or reserved address/],
+  ['metadata output', '/transcode', t({ outputUrl: 'http://169.254.169.254/latest' }), 400, /^outputUrl points at a link-local or cloud metadata address/],
   ['private callback', '/transcode', t({ successUrl: 'http://10.1.2.3/hook' }), 400, /^successUrl points at a loopback/],
-  ['localhost watermark', '/transcode', wm({ imageUrl: 'http://localhost/l.png', height: 10, width: 10 }), 400, /^watermark\.imageUrl points at a loopback/],
+  ['localhost watermark', '/transcode', wm({ imageUrl: 'http://localhost/l.png', height: 10, width: 10 }), 400, /^watermark\.imageUrl points at a name of this machine/],
   ['ipv6 loopback input', '/summary/mp4', s({ inputUrl: 'http://[::1]/a.mp4' }), 400, /^inputUrl points at a loopback/],
   ['ipv4-mapped ipv6', '/summary/mp4', s({ inputUrl: 'http://[::ffff:7f00:1]/a.mp4' }), 400, /^inputUrl points at a loopback/],
 ];
@@ -123,4 +123,26 @@ describe('ingress: every field rule, through the HTTP app', () => {
       expect(res.body.error).to.match(message);
     });
   }
+});
+
+describe('ingress: ALLOW_PRIVATE_NETWORKS opens private networks, never metadata', () => {
+  const metadataUrls: [string, Record<string, unknown>][] = [
+    ['inputUrl', t({ inputUrl: 'http://169.254.169.254/latest/meta-data/' })],
+    ['outputUrl', t({ outputUrl: 'http://[fd00:ec2::254]/latest' })],
+    ['successUrl', t({ successUrl: 'http://metadata.google.internal/computeMetadata/v1/' })],
+    ['failureUrl', t({ failureUrl: 'http://[::ffff:169.254.169.254]/x' })],
+    ['watermark.imageUrl', wm({ imageUrl: 'http://[fe80::1]/l.png', height: 10, width: 10 })],
+  ];
+  for (const [field, body] of metadataUrls)
+    it(`refuses a metadata ${field} with 400`, async () => {
+      const { server } = await makeIngress({ allowPrivateNetworks: true });
+      const res = await request(server).post('/transcode').send(body);
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.match(new RegExp(`^${field.replace('.', '\\.')} points at a (link-local or cloud metadata address|cloud metadata host name)`));
+    });
+
+  it('takes a loopback file server', async () => {
+    const { server } = await makeIngress({ allowPrivateNetworks: true });
+    expect((await request(server).post('/transcode').send(t({ inputUrl: 'http://127.0.0.1:8081/a.mp4' }))).status).to.equal(200);
+  });
 });

@@ -37,24 +37,119 @@ function hexTail(address: string): string {
   );
 }
 
-/** True when a caller-given URL must not reach this address (SSRF guard). */
-export function isForbiddenAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return true;
-  const parsed = ipaddr.parse(family === 6 ? hexTail(address) : address);
-  if (parsed.kind() === 'ipv4') return parsed.range() !== 'unicast';
-  const v6 = parsed as ipaddr.IPv6;
-  const v4 = embeddedIPv4(v6);
-  if (v4) return v4.range() !== 'unicast';
-  // IPv4-compatible ::/96 (deprecated; some stacks still route it to the IPv4 address).
-  if (v6.parts.slice(0, 6).every((p) => p === 0)) return true;
-  return v6.range() !== 'unicast';
+type AddressClass = 'public' | 'private' | 'metadata';
+
+// Where clouds serve instance credentials: all of link-local (169.254.169.254 on AWS, GCP,
+// Azure, Oracle; fe80::/10), AWS's IPv6 endpoint, Alibaba Cloud's (inside carrier-grade NAT).
+const METADATA_ADDRESSES = ['fd00:ec2::254', '100.100.100.200'];
+const METADATA_HOSTNAMES = new Set([
+  'metadata.google.internal',
+  'metadata',
+  'instance-data.ec2.internal',
+  'metadata.azure.internal',
+]);
+
+function classOf(address: ipaddr.IPv4 | ipaddr.IPv6): AddressClass {
+  if (
+    METADATA_ADDRESSES.some(
+      (m) => ipaddr.parse(m).toNormalizedString() === address.toNormalizedString(),
+    )
+  )
+    return 'metadata';
+  const range = address.range();
+  if (range === 'linkLocal') return 'metadata';
+  return range === 'unicast' ? 'public' : 'private';
 }
 
-/** Hostnames that name this machine whatever DNS says. */
+/** An address as it is routed: IPv4 inside the IPv6 forms that carry one, else itself. */
+function routed(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const family = isIP(address);
+  if (family === 0) return undefined;
+  const parsed = ipaddr.parse(family === 6 ? hexTail(address) : address);
+  if (parsed.kind() === 'ipv4') return parsed;
+  return embeddedIPv4(parsed as ipaddr.IPv6) ?? parsed;
+}
+
+function addressClass(address: string): AddressClass | undefined {
+  const ip = routed(address);
+  if (!ip) return undefined;
+  // IPv4-compatible ::/96 (deprecated; some stacks still route it to the IPv4 address).
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) {
+    const v4 = ipaddr.fromByteArray((ip as ipaddr.IPv6).toByteArray().slice(12)) as ipaddr.IPv4;
+    return classOf(v4) === 'metadata' ? 'metadata' : 'private';
+  }
+  return classOf(ip);
+}
+
+export interface AddressPolicyOptions {
+  /**
+   * Lets caller URLs reach loopback and private networks (a file server on one's own machine).
+   * Never opens link-local and cloud metadata addresses: only `allowList` can name one of those.
+   */
+  allowPrivateNetworks: boolean;
+  /** Addresses or CIDR ranges reached whatever their class (default none). */
+  allowList?: readonly string[];
+}
+
+/** Which addresses and host names caller-given URLs may reach (the SSRF guard's rule). */
+export interface AddressPolicy {
+  /** Why this address may not be reached, or undefined when it may. */
+  refusal(address: string): string | undefined;
+  /** Why this URL host (a name or a literal address) may not be reached, or undefined. */
+  hostRefusal(hostname: string): string | undefined;
+}
+
+export function createAddressPolicy(options: AddressPolicyOptions): AddressPolicy {
+  const allowed = (options.allowList ?? []).map((entry) =>
+    entry.includes('/')
+      ? ipaddr.parseCIDR(entry)
+      : ipaddr.parseCIDR(`${entry}/${isIP(entry) === 6 ? 128 : 32}`),
+  );
+  const inAllowList = (address: string): boolean => {
+    const ip = routed(address);
+    return (
+      ip !== undefined &&
+      allowed.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits))
+    );
+  };
+  const refusal = (address: string): string | undefined => {
+    if (inAllowList(address)) return undefined;
+    const cls = addressClass(address);
+    if (cls === undefined) return 'not an IP address';
+    if (cls === 'metadata') return 'a link-local or cloud metadata address';
+    if (cls === 'private' && !options.allowPrivateNetworks)
+      return 'a loopback, private or reserved address';
+    return undefined;
+  };
+  return {
+    refusal,
+    hostRefusal(hostname) {
+      const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+      if (isIP(bare)) return refusal(bare);
+      const name = bare.toLowerCase().replace(/\.$/, '');
+      if (METADATA_HOSTNAMES.has(name)) return 'a cloud metadata host name';
+      if ((name === 'localhost' || name.endsWith('.localhost')) && !options.allowPrivateNetworks)
+        return 'a name of this machine';
+      return undefined;
+    },
+  };
+}
+
+/** Validates an allow-list entry (an address or a CIDR range) for the configuration. */
+export function isAddressOrRange(entry: string): boolean {
+  return ipaddr.isValidCIDR(entry) ? isIP(entry.split('/')[0] ?? '') !== 0 : isIP(entry) !== 0;
+}
+
+const strict = createAddressPolicy({ allowPrivateNetworks: false });
+
+/** True when a caller-given URL must not reach this address under the default policy. */
+export function isForbiddenAddress(address: string): boolean {
+  return strict.refusal(address) !== undefined;
+}
+
+/** Hostnames that name this machine, or a metadata service, whatever DNS says. */
 export function isLocalHostname(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/\.$/, '');
-  return h === 'localhost' || h.endsWith('.localhost') || h === 'metadata.google.internal';
+  return !isIP(hostname) && strict.hostRefusal(hostname) !== undefined;
 }
 
 /** A literal IP in a URL host, without IPv6 brackets; undefined for names. */

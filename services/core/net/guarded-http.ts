@@ -3,7 +3,7 @@ import https from 'node:https';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { isForbiddenAddress, isLocalHostname, literalAddress } from './address-policy.ts';
+import { createAddressPolicy, type AddressPolicyOptions } from './address-policy.ts';
 
 export class ForbiddenUrlError extends Error {
   override name = 'ForbiddenUrlError';
@@ -32,16 +32,18 @@ export interface HttpClient {
 }
 
 /**
- * HTTP(S) for caller-given URLs. Unless private networks are allowed, every address a name
- * resolves to is checked at connect time (so a DNS answer cannot change between check and use).
+ * HTTP(S) for caller-given URLs. Every address a name resolves to is checked against the
+ * address policy at connect time (so a DNS answer cannot change between check and use), at
+ * every redirect hop.
  */
-export function createGuardedHttp(options: { allowPrivateNetworks: boolean; resolve?: Resolver }): HttpClient {
+export function createGuardedHttp(options: AddressPolicyOptions & { resolve?: Resolver }): HttpClient {
   const resolve = options.resolve ?? systemResolver;
+  const policy = createAddressPolicy(options);
   const lookup: LookupFunction = (hostname, opts, callback) => {
     resolve(hostname, (error, list) => {
       if (error) return callback(error, '', 4);
-      const bad = !options.allowPrivateNetworks && list.find((a) => isForbiddenAddress(a.address));
-      if (bad) return callback(new ForbiddenUrlError(`${hostname} resolves to a forbidden address`), '', 4);
+      const bad = list.find((a) => policy.refusal(a.address) !== undefined);
+      if (bad) return callback(new ForbiddenUrlError(`${hostname} resolves to ${policy.refusal(bad.address) ?? 'a forbidden address'}`), '', 4);
       if (opts.all) return callback(null, list);
       const first = list[0];
       if (!first) return callback(new Error(`${hostname} has no address`), '', 4);
@@ -52,10 +54,8 @@ export function createGuardedHttp(options: { allowPrivateNetworks: boolean; reso
   const checkUrl = (url: URL): void => {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ForbiddenUrlError(`${url.protocol} URLs are not fetched`);
     if (url.username || url.password) throw new ForbiddenUrlError('URLs with user info are not fetched');
-    if (options.allowPrivateNetworks) return;
-    const literal = literalAddress(url.hostname);
-    if ((literal && isForbiddenAddress(literal)) || isLocalHostname(url.hostname))
-      throw new ForbiddenUrlError(`${url.hostname} is a loopback, private or link-local address`);
+    const refusal = policy.hostRefusal(url.hostname);
+    if (refusal) throw new ForbiddenUrlError(`${url.hostname} is ${refusal}`);
   };
 
   const once = (url: URL, req: GuardedRequest): Promise<http.IncomingMessage> =>

@@ -49,7 +49,7 @@ export interface RuntimeOptions {
 export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
   const log = options.log ?? createLogger({ level: config.logLevel, base: { service: options.service } });
   const contracts = loadContracts();
-  const http = createGuardedHttp({ allowPrivateNetworks: config.allowPrivateNetworks });
+  const http = createGuardedHttp({ allowPrivateNetworks: config.allowPrivateNetworks, allowList: config.addressAllowList });
   const httpStore = createHttpStore(http);
   const bus = options.bus ?? createBus(config, log, options.service);
   return {

@@ -1,5 +1,9 @@
 import { expect } from 'chai';
-import { isForbiddenAddress, isLocalHostname, literalAddress } from '../../../services/core/net/address-policy.ts';
+import { once } from 'node:events';
+import { lookup } from 'node:dns';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createAddressPolicy, isForbiddenAddress, isLocalHostname, literalAddress } from '../../../services/core/net/address-policy.ts';
 import { createGuardedHttp } from '../../../services/core/net/guarded-http.ts';
 
 describe('address policy (SSRF guard)', () => {
@@ -36,4 +40,55 @@ describe('address policy (SSRF guard)', () => {
     const refused = await open.request('http://127.0.0.1:9/x', { method: 'GET' }).catch((e: Error) => e);
     expect((refused as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED');
   });
+
+  describe('with ALLOW_PRIVATE_NETWORKS=true', () => {
+    const open = createAddressPolicy({ allowPrivateNetworks: true });
+    const metadata = ['169.254.169.254', '169.254.0.1', 'fe80::1', 'fd00:ec2::254', '100.100.100.200', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '64:ff9b::a9fe:a9fe', '::169.254.169.254'];
+    for (const a of metadata) it(`still refuses the link-local / metadata address ${a}`, () => expect(open.refusal(a)).to.match(/link-local or cloud metadata/));
+    for (const a of ['127.0.0.1', '10.0.0.7', '192.168.1.20', '::1', 'fd12::5', '8.8.8.8'])
+      it(`reaches ${a}`, () => expect(open.refusal(a)).to.equal(undefined));
+    it('still refuses metadata host names, and reaches localhost', () => {
+      expect(open.hostRefusal('metadata.google.internal')).to.match(/metadata/);
+      expect(open.hostRefusal('[fe80::1]')).to.match(/link-local/);
+      expect(open.hostRefusal('localhost')).to.equal(undefined);
+    });
+    it('an explicit allow-list opens exactly what it names', () => {
+      const listed = createAddressPolicy({ allowPrivateNetworks: false, allowList: ['169.254.10.5', '10.1.0.0/16'] });
+      expect(listed.refusal('169.254.10.5')).to.equal(undefined);
+      expect(listed.refusal('169.254.169.254')).to.match(/metadata/);
+      expect(listed.refusal('10.1.200.3')).to.equal(undefined);
+      expect(listed.refusal('10.2.0.1')).to.match(/private/);
+    });
+
+    it('a redirect from an allowed private file server to the metadata address is refused, by literal or by name', async () => {
+      const server = createServer((req, res) => {
+        const to = req.url === '/by-name' ? 'http://instance.example.com/latest/meta-data/' : 'http://169.254.169.254/latest/meta-data/';
+        res.writeHead(302, { location: to }).end();
+      });
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      const { port } = server.address() as AddressInfo;
+      const resolved: string[] = [];
+      const client = createGuardedHttp({
+        allowPrivateNetworks: true,
+        // The name answers with the metadata address; the lookup is refused before any socket opens.
+        resolve: (hostname, cb) => {
+          resolved.push(hostname);
+          if (hostname === 'instance.example.com') return cb(null, [{ address: '169.254.169.254', family: 4 }]);
+          lookup(hostname, { all: true }, (e, list) => cb(e, list ?? []));
+        },
+      });
+      try {
+        for (const path of ['/by-literal', '/by-name']) {
+          const error = await client.request(`http://127.0.0.1:${port}${path}`, { method: 'GET' }).then(() => undefined, (e: Error) => e);
+          expect(error?.name, path).to.equal('ForbiddenUrlError');
+          expect(error?.message).to.match(/link-local or cloud metadata/);
+        }
+        expect(resolved).to.include('instance.example.com');
+      } finally {
+        server.close();
+      }
+    });
+  });
 });
+
