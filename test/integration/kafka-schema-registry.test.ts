@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
@@ -44,6 +45,24 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     const schema = (await (await fetch(`${registryUrl}/schemas/ids/${schemaId}`)).json()) as { schemaType?: string; schema: string };
     expect(schema.schemaType).to.equal('JSON');
     expect(JSON.parse(schema.schema)).to.have.nested.property('properties.specversion');
+  });
+
+  it('a stock serializer with auto-registration off finds the shipped schema file by lookup, under every subject', async () => {
+    // What the service registers must be byte-for-byte the file it ships (README): a Confluent
+    // serializer that does not own the schema looks its text up under <topic>-value.
+    const shipped = await readFile(new URL('../../schemas/events/envelope.v1.schema.json', import.meta.url), 'utf8');
+    const subjects = ((await (await fetch(`${registryUrl}/subjects`)).json()) as string[]).filter((s) => s.startsWith(stack.prefix));
+    expect(subjects).to.have.length.greaterThanOrEqual(2);
+    for (const subject of subjects) {
+      const res = await fetch(`${registryUrl}/subjects/${encodeURIComponent(subject)}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+        body: JSON.stringify({ schemaType: 'JSON', schema: shipped }),
+      });
+      expect(res.status, `${subject}: ${await res.clone().text()}`).to.equal(200);
+      const found = (await res.json()) as { id: number; schema: string };
+      expect(found.schema).to.equal(shipped);
+    }
   });
 
   it('consumers still read plain JSON events produced by systems that do not use the registry', async () => {

@@ -32,17 +32,20 @@ export interface SchemaRegistryOptions {
  */
 export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions): EventBus {
   const schemaPath = options.envelopeSchemaPath ?? new URL('../../../schemas/events/envelope.v1.schema.json', import.meta.url).pathname;
-  const { $id: _id, ...schema } = JSON.parse(readFileSync(schemaPath, 'utf8')) as Record<string, unknown>;
+  // Registered exactly as shipped, so a producer that looks the file up (auto-registration off)
+  // finds it. The client compiles the schema once per id; without addUsedSchema: false, ajv
+  // would refuse the second compile of a schema with the same $id.
+  const schema = readFileSync(schemaPath, 'utf8');
   const registry = new SchemaRegistry(
     { host: options.url, clientId: 'media-service' },
-    { [SchemaType.JSON]: { ajvInstance: new Ajv2020({ strict: false, validateFormats: false }) } },
+    { [SchemaType.JSON]: { ajvInstance: new Ajv2020({ strict: false, validateFormats: false, addUsedSchema: false }) } },
   );
   const ids = new Map<string, Promise<number>>();
   const idFor = (topic: string): Promise<number> => {
     let id = ids.get(topic);
     if (!id) {
       const subject = `${options.topicPrefix ?? ''}${topic}-value`;
-      id = registry.register({ type: SchemaType.JSON, schema: JSON.stringify(schema) }, { subject }).then((r) => r.id);
+      id = registry.register({ type: SchemaType.JSON, schema }, { subject }).then((r) => r.id);
       id.catch(() => ids.delete(topic));
       ids.set(topic, id);
     }
