@@ -6,7 +6,7 @@
 //
 //   KAFKA_BROKERS=127.0.0.1:9092 ORG_ID=acme \
 //   INPUT_URL=https://files.example.com/in.mp4 OUTPUT_URL=https://files.example.com/out.webm \
-//   SUCCESS_URL=https://hooks.example.com/ok node examples/produce-transcode-job.ts
+//   SUCCESS_URL=https://hooks.example.com/ok npm run --silent example:produce
 //
 // It prints the job id; GET /jobs/<id> (with a key of the same organisation) then shows it.
 import { randomUUID } from 'node:crypto';

@@ -1,0 +1,200 @@
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readTopic } from './support/kafka-raw.ts';
+import { requireEnv } from './support/kafka-stack.ts';
+
+// Every command the README shows must work as written on a fresh machine after its first line,
+// whatever `node` the machine has (Debian's is Node 20, which cannot run our .ts files): so
+// each goes through npm, whose scripts find Node 24 in node_modules/.bin. The commands run here
+// with a PATH that holds the machine's own tools only.
+const root = new URL('..', import.meta.url).pathname;
+const machinePath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Commands in the README: lines of its sh blocks (continuations joined) and inline npm/node spans. */
+function readmeCommands(readme: string): string[] {
+  const commands = new Set<string>();
+  for (const block of readme.matchAll(/```sh\n([\s\S]*?)```/g)) {
+    const joined = (block[1] ?? '').replace(/\\\n/g, ' ');
+    for (const line of joined.split('\n')) {
+      const command = line.replace(/\s+#.*$/, '').trim();
+      if (command && !command.startsWith('#') && !/^[\s"'}]/.test(line) && !command.startsWith('}'))
+        commands.add(command.replace(/\s+/g, ' '));
+    }
+  }
+  for (const span of readme.matchAll(/`((?:npm|node|npx) [^`]+)`/g))
+    commands.add((span[1] ?? '').trim());
+  return [...commands];
+}
+
+/** The command without leading VAR=value assignments. */
+const program = (command: string): string => command.replace(/^(?:[A-Z_]+=\S+ )+/, '');
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], env: Record<string, string>, timeoutMs: number): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npm', args, {
+      cwd: root,
+      env: { PATH: machinePath, HOME: process.env['HOME'] ?? '/root', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts a long-running npm script, waits for a log line, then stops its whole process group. */
+async function serveUntil(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  timeoutMs: number,
+): Promise<{ output: string }> {
+  const child: ChildProcess = spawn('npm', args, {
+    cwd: root,
+    env: { PATH: machinePath, HOME: process.env['HOME'] ?? '/root', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  const seen = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    const check = (c: Buffer): void => {
+      output += c.toString();
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    };
+    child.stdout?.on('data', check);
+    child.stderr?.on('data', check);
+    void exited.then(() => resolve(false));
+  });
+  const ok = await seen;
+  if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGTERM');
+  await exited;
+  expect(ok, `${args.join(' ')} never logged ${String(ready)}:\n${output.slice(-2000)}`).to.equal(
+    true,
+  );
+  return { output };
+}
+
+describe('README commands, run as written with the machine’s own node on PATH', function () {
+  this.timeout(300_000);
+  let commands: string[];
+  let dataDir: string;
+
+  before(async () => {
+    commands = readmeCommands(await readFile(join(root, 'README.md'), 'utf8'));
+    dataDir = await mkdtemp(join(tmpdir(), 'readme-commands-'));
+  });
+  after(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('no command runs a .ts file with whatever node the machine has: all go through npm', () => {
+    expect(commands.length).to.be.greaterThan(5);
+    const direct = commands.filter(
+      (c) => /^(node|npx) /.test(program(c)) || / node [^ ]+\.ts/.test(c),
+    );
+    expect(direct).to.deep.equal([]);
+  });
+
+  it('every command is one this test runs, or says why not', () => {
+    const known = [
+      /^npm install && npm (start|test)$/, // the two first lines: npm start is run below; npm test is this suite
+      /^npm start$/,
+      /^npm test$/, // this suite
+      /^npm run test:unit$/, // part of this suite
+      /^npm run generate:types$/,
+      /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
+      /^npm run bench:transcode -- /,
+      /^npm run --silent example:produce$/,
+      /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
+      /^export [A-Z_]+=/, // settings for the commands that follow
+      /^curl /, // HTTP calls to the running service: the API tests make the same calls
+    ];
+    const unknown = commands.filter((c) => !known.some((k) => k.test(program(c)) || k.test(c)));
+    expect(unknown, 'README commands this test does not cover').to.deep.equal([]);
+  });
+
+  it('npm run generate:types', async () => {
+    const ran = await run(['run', 'generate:types'], {}, 60_000);
+    expect(ran.code, ran.stderr).to.equal(0);
+  });
+
+  it('npm run bench:transcode -- 1 1 h264 (short arguments)', async () => {
+    const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| h264\/mp4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
+  });
+
+  it('npm run --silent example:produce (against the test broker)', async () => {
+    const brokers = requireEnv('TEST_KAFKA_BROKERS');
+    const prefix = `readme-${randomUUID().slice(0, 8)}.`;
+    const ran = await run(
+      ['run', '--silent', 'example:produce'],
+      {
+        KAFKA_BROKERS: brokers,
+        TOPIC_PREFIX: prefix,
+        ORG_ID: 'acme',
+        INPUT_URL: 'https://files.example.com/in.mp4',
+        OUTPUT_URL: 'https://files.example.com/out.webm',
+        SUCCESS_URL: 'https://hooks.example.com/ok',
+      },
+      60_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    const id = ran.stdout.trim();
+    expect(id).to.match(/^[0-9a-f-]{36}$/);
+    const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
+      minRecords: 1,
+      timeoutMs: 15_000,
+    });
+    expect(records.map((r) => r.key)).to.include(id);
+  });
+
+  it('npm start (all-in-one) serves, and stops on SIGTERM', async () => {
+    const { output } = await serveUntil(
+      ['start'],
+      { PORT: '0', DATA_DIR: join(dataDir, 'all-in-one'), METRICS_PORT: '0' },
+      /"msg":"ingress.listening"/,
+      120_000,
+    );
+    expect(output).to.contain('"msg":"service.stopping"');
+  });
+
+  for (const service of ['ingress', 'transcoder', 'summarizer', 'notifier'] as const)
+    it(`npm run start:${service} (on the test broker)`, async () => {
+      const env = {
+        KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
+        KAFKA_TOPIC_PREFIX: `readme-${randomUUID().slice(0, 8)}.`,
+        CREDENTIALS_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
+        API_KEYS: 'readme-test-key-0123456789:acme',
+        PORT: '0',
+        METRICS_PORT: '0',
+      };
+      const ready =
+        service === 'ingress'
+          ? /"msg":"ingress.listening"/
+          : new RegExp(`"msg":"${service}.started"`);
+      await serveUntil(['run', `start:${service}`], env, ready, 120_000);
+    });
+});
