@@ -12,7 +12,7 @@ import type { Logger } from '../core/observability/logger.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
 import type { Authenticator } from './authenticate.ts';
-import { buildJobRequest, refuseLocalUrls, type JobType } from './build-job-request.ts';
+import { buildJobRequest, refuseLocalUrls, refuseOverPixelBudget, type JobType } from './build-job-request.ts';
 import { handleErrors } from './handle-errors.ts';
 import { readJsonBody } from './read-json-body.ts';
 
@@ -28,6 +28,8 @@ export interface IngressDeps {
   sealingKey: SealingKey;
   /** Largest body accepted, in bytes. */
   maxBodyBytes: number;
+  /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
+  maxPixels: number;
   allowPrivateNetworks: boolean;
 }
 
@@ -74,6 +76,7 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   const checked = type === 'transcode' ? deps.contracts.transcodeRequest(body) : deps.contracts.summaryRequest(body);
   if (!checked.ok) throw new MediaError('invalid_request', checked.message);
   const request = checked.value;
+  refuseOverPixelBudget(request, deps.maxPixels);
   if (!deps.allowPrivateNetworks) refuseLocalUrls(request);
 
   const createdAt = nowIsoMicros(deps.clock);

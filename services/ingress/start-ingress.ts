@@ -29,6 +29,7 @@ export async function startIngress(rt: Runtime, options: { apiKeys: ReadonlyMap<
     clock: rt.clock,
     sealingKey: options.sealingKey,
     maxBodyBytes: rt.config.maxBodyBytes,
+    maxPixels: rt.config.maxPixels,
     allowPrivateNetworks: rt.config.allowPrivateNetworks,
   });
   const server = await new Promise<Server>((resolve, reject) => {

@@ -27,7 +27,7 @@ export function downBus(): EventBus {
   };
 }
 
-export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number } = {}) {
+export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number; maxPixels?: number } = {}) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
   const codec = createEventCodec(contracts, 'test');
   const statusView = createJobStatusView({ bus, codec }, { maxJobs: 100 });
@@ -43,6 +43,7 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     clock: systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+    maxPixels: options.maxPixels ?? 7680 * 4320,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
   });
   return { app, bus, codec, metrics, server: app.callback() };

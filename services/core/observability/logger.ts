@@ -17,7 +17,13 @@ export function redact(value: unknown, depth = 0): unknown {
   if (depth > 6) return '[deep]';
   if (typeof value === 'string') return redactUrl(value);
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
-  if (value instanceof Error) return { name: value.name, message: redactUrl(value.message) };
+  if (value instanceof Error) {
+    // Stack and cause are what make a failure debuggable from the log (the caller gets neither).
+    const cause = value.cause === undefined ? {} : { cause: redact(value.cause, depth + 1) };
+    const rawCode = (value as Error & { code?: unknown }).code;
+    const code = typeof rawCode === 'string' ? { code: rawCode } : {};
+    return { name: value.name, message: redactUrl(value.message), ...code, ...(value.stack ? { stack: redactUrl(value.stack) } : {}), ...cause };
+  }
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? '[redacted]' : redact(v, depth + 1);
