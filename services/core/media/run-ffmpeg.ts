@@ -84,6 +84,8 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
 /** A caller-facing error for a failed ffmpeg; its stderr goes only into the cause (for the log). */
 function ffmpegFailure(code: number | null, stderr: string, bounds: CommandBounds): MediaError {
   const cause = new Error(`ffmpeg exited with ${code ?? 'a signal'}: ${stderr.trim() || 'no error output'}`);
+  // 126/127: setpriv or prlimit could not exec ffmpeg (missing, not executable).
+  if (code === 126 || code === 127) return new MediaError('internal', 'ffmpeg could not start', { cause });
   if (looksOutOfMemory(stderr))
     return new MediaError('memory_limit_exceeded', `the job needed more memory than the limit of ${bounds.memoryLimitBytes} bytes`, { cause });
   return new MediaError('transcode_failed', 'ffmpeg could not process this input', { cause });
