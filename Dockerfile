@@ -1,7 +1,8 @@
 # One image for the four services; the command picks the service.
 FROM node:24-bookworm-slim
+# util-linux (setpriv, prlimit) bounds every ffmpeg; it is essential in Debian, named so it stays.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ffmpeg fonts-dejavu-core ca-certificates \
+ && apt-get install -y --no-install-recommends ffmpeg fonts-dejavu-core ca-certificates util-linux \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ffmpeg, ffprobe and the DejaVu font for drawtext, from Debian's packages.
+# ffmpeg, ffprobe, the DejaVu font for drawtext, and setpriv + prlimit (util-linux, which
+# bound every ffmpeg the workers start), from Debian's packages.
 # Usage: ffmpeg.sh install   (idempotent; prints nothing when all is there)
 #        ffmpeg.sh env       (prints the export lines for the env file)
 set -euo pipefail
@@ -13,14 +14,20 @@ do_install() {
   command -v ffmpeg >/dev/null || missing+=(ffmpeg)
   command -v ffprobe >/dev/null || missing+=(ffmpeg)
   [[ -f "$FONT_FILE" ]] || missing+=(fonts-dejavu-core)
+  command -v setpriv >/dev/null || missing+=(util-linux)
+  command -v prlimit >/dev/null || missing+=(util-linux)
   if ((${#missing[@]} > 0)); then
     # ffmpeg's recommends are not needed; fonts-dejavu-core is asked for explicitly.
-    ts_with_lock apt ts_apt_install ffmpeg fonts-dejavu-core
+    ts_with_lock apt ts_apt_install ffmpeg fonts-dejavu-core util-linux
   fi
   command -v ffmpeg >/dev/null || ts_die "ffmpeg is still missing after apt-get install"
   command -v ffprobe >/dev/null || ts_die "ffprobe is still missing after apt-get install"
   [[ -f "$FONT_FILE" ]] || ts_die "font file $FONT_FILE is missing after installing fonts-dejavu-core"
   ffmpeg -hide_banner -version >/dev/null || ts_die "ffmpeg does not run"
+  command -v setpriv >/dev/null || ts_die "setpriv is still missing after installing util-linux"
+  command -v prlimit >/dev/null || ts_die "prlimit is still missing after installing util-linux"
+  setpriv --pdeathsig KILL -- prlimit --data=2147483648 -- ffmpeg -hide_banner -version >/dev/null ||
+    ts_die "ffmpeg does not run under setpriv --pdeathsig KILL -- prlimit --data=N"
 }
 
 case "${1:-}" in

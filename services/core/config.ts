@@ -46,8 +46,23 @@ export interface Config {
   jobTimeoutMs: number;
   /** ffmpeg with no progress for this long is killed (STALL_TIMEOUT_MS, default 60 s). */
   stallTimeoutMs: number;
-  /** Jobs one worker process runs at once (WORKER_CONCURRENCY, default 1). */
+  /** ffmpeg (CPU) slots of one worker process: jobs encoding at once (WORKER_CONCURRENCY, default 1). */
   workerConcurrency: number;
+  /**
+   * Downloads and uploads one worker process runs at once, apart from the CPU slots
+   * (TRANSFER_CONCURRENCY, default 2). A worker takes up to WORKER_CONCURRENCY + this many jobs.
+   */
+  transferConcurrency: number;
+  /** Largest frame area, in pixels, of an input or an output (MAX_PIXELS, default 7680×4320 = 33 177 600, 8K UHD). */
+  maxPixels: number;
+  /** RLIMIT_DATA of every ffmpeg and ffprobe, in bytes (FFMPEG_MEMORY_LIMIT_BYTES, default 2 GiB). */
+  ffmpegMemoryLimitBytes: number;
+  /** A transfer slower than this over one window is cut, bytes/s (MIN_TRANSFER_BYTES_PER_SECOND, default 16 384; 0: no floor). */
+  minTransferBytesPerSecond: number;
+  /** The window over which the transfer rate floor is measured (TRANSFER_RATE_WINDOW_MS, default 30 s). */
+  transferRateWindowMs: number;
+  /** Root of the job work directories; unset: `<os tmpdir>/media-service/<service>` (WORK_DIR). */
+  workDir: string | undefined;
   /** Attempts of a job whose failure is retryable (MAX_JOB_ATTEMPTS, default 3). */
   maxJobAttempts: number;
   /** Backoff before the 2nd attempt, doubled each time (RETRY_BACKOFF_MS, default 5 s). */
@@ -172,6 +187,12 @@ export function loadConfig(env: Env): Readonly<Config> {
     jobTimeoutMs: int(env, 'JOB_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3600_000),
     stallTimeoutMs: int(env, 'STALL_TIMEOUT_MS', 60_000, 1000, 3600_000),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 1, 1, 64),
+    transferConcurrency: int(env, 'TRANSFER_CONCURRENCY', 2, 1, 64),
+    maxPixels: int(env, 'MAX_PIXELS', 7680 * 4320, 64 * 64, 16384 * 16384),
+    ffmpegMemoryLimitBytes: int(env, 'FFMPEG_MEMORY_LIMIT_BYTES', 2 * 1024 ** 3, 64 * 1024 ** 2, 1024 ** 4),
+    minTransferBytesPerSecond: int(env, 'MIN_TRANSFER_BYTES_PER_SECOND', 16_384, 0, 1024 ** 3),
+    transferRateWindowMs: int(env, 'TRANSFER_RATE_WINDOW_MS', 30_000, 100, 3600_000),
+    workDir: env['WORK_DIR'] || undefined,
     maxJobAttempts: int(env, 'MAX_JOB_ATTEMPTS', 3, 1, 20),
     retryBackoffMs: int(env, 'RETRY_BACKOFF_MS', 5000, 0, 3600_000),
     callbackMaxAttempts: int(env, 'CALLBACK_MAX_ATTEMPTS', 6, 1, 50),

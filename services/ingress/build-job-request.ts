@@ -66,3 +66,14 @@ export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest, policy:
     if (refusal) throw new MediaError('url_forbidden', `${field} points at ${refusal}, which this service does not reach`);
   }
 }
+
+/**
+ * The one cross-field rule the schemas cannot hold, since its limit is configuration: an output
+ * whose requested width × height is over the pixel budget. (A single side is checked by the
+ * worker, once the input's aspect ratio is known.)
+ */
+export function refuseOverPixelBudget(body: TranscodeRequest | SummaryRequest, maxPixels: number): void {
+  const { width, height } = body as Partial<TranscodeRequest>;
+  if (typeof width !== 'number' || typeof height !== 'number' || width * height <= maxPixels) return;
+  throw new MediaError('invalid_request', `width × height (${width}×${height} = ${width * height} pixels) must be at most ${maxPixels} pixels`);
+}

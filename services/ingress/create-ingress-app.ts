@@ -13,7 +13,7 @@ import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
 import type { Authenticator } from './authenticate.ts';
-import { buildJobRequest, refuseLocalUrls, type JobType } from './build-job-request.ts';
+import { buildJobRequest, refuseLocalUrls, refuseOverPixelBudget, type JobType } from './build-job-request.ts';
 import { handleErrors } from './handle-errors.ts';
 import { readJsonBody } from './read-json-body.ts';
 
@@ -31,6 +31,8 @@ export interface IngressDeps {
   maxBodyBytes: number;
   /** Which addresses caller URLs may name (refused early here, again at connect time by workers). */
   addressPolicy: AddressPolicy;
+  /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
+  maxPixels: number;
 }
 
 const JOB_ROUTES: Record<string, JobType> = { '/transcode': 'transcode', '/summary/gif': 'summary/gif', '/summary/mp4': 'summary/mp4' };
@@ -85,6 +87,7 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   const checked = type === 'transcode' ? deps.contracts.transcodeRequest(body) : deps.contracts.summaryRequest(body);
   if (!checked.ok) throw new MediaError('invalid_request', checked.message);
   const request = checked.value;
+  refuseOverPixelBudget(request, deps.maxPixels);
   refuseLocalUrls(request, deps.addressPolicy);
 
   const createdAt = nowIsoMicros(deps.clock);

@@ -30,6 +30,7 @@ export async function startIngress(rt: Runtime, options: { apiKeys: ReadonlyMap<
     clock: rt.clock,
     sealingKey: options.sealingKey,
     maxBodyBytes: rt.config.maxBodyBytes,
+    maxPixels: rt.config.maxPixels,
     addressPolicy: createAddressPolicy({ allowPrivateNetworks: rt.config.allowPrivateNetworks, allowList: rt.config.addressAllowList }),
   });
   const server = await new Promise<Server>((resolve, reject) => {

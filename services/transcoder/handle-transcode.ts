@@ -5,7 +5,8 @@ import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import type { MediaInfo, Prober } from '../core/media/probe-media.ts';
 import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-watermark.ts';
-import { deliverOutput, fetchInput, inWorkDir, type MediaJobDeps } from '../core/jobs/media-job.ts';
+import { deliverOutput, fetchInput, inWorkDir, withCpuSlot, type MediaJobDeps } from '../core/jobs/media-job.ts';
+import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { buildTranscodeArgs, needsRemux, outputSize, type OutputSize } from './build-transcode-args.ts';
 
@@ -14,23 +15,30 @@ export type TranscoderDeps = MediaJobDeps;
 const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp8: 'vp8', vp9: 'vp9' } as const;
 const CONTENT_TYPE = { mp4: 'video/mp4', webm: 'video/webm' } as const;
 
-/** fetch input → probe → ffmpeg → verify with ffprobe → upload. Same job id → same output. */
+/**
+ * fetch input (transfer slot) → probe, ffmpeg, verify (CPU slot) → upload (transfer slot).
+ * Same job id → same output.
+ */
 export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
   return async (job, ctx) => {
     const spec = job.transcode;
     if (!spec) throw new MediaError('internal', 'a transcode job without transcode options');
-    return inWorkDir('transcode', async (workDir) => {
+    return inWorkDir(deps, ctx, async (workDir) => {
       const inputPath = join(workDir, 'input');
-      await fetchInput(deps, job, ctx, inputPath);
-      const input = await deps.probe(inputPath);
-      if (!input.video) throw new MediaError('input_unsupported', 'the input has no video stream');
-      const size = outputSize(spec, input.video);
-      const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
       const outputPath = join(workDir, `output.${spec.container}`);
-      const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
-      await encode(deps, ctx, { spec, inputPath, outputPath: encodedPath, size, input, watermark });
-      if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
-      const result = await verify(deps.probe, outputPath, spec, size, input, job.output.url);
+      await fetchInput(deps, job, ctx, inputPath);
+      const result = await withCpuSlot(deps, ctx, async () => {
+        const input = await deps.probe(inputPath);
+        if (!input.video) throw new MediaError('input_unsupported', 'the input has no video stream');
+        checkInputPixels(input.video, deps.maxPixels);
+        const size = outputSize(spec, input.video);
+        checkOutputPixels(size, deps.maxPixels);
+        const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
+        const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
+        await encode(deps, ctx, { spec, inputPath, outputPath: encodedPath, size, input, watermark });
+        if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
+        return verify(deps.probe, outputPath, spec, size, input, job.output.url);
+      });
       await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
       return result;
     });
@@ -52,8 +60,8 @@ async function encode(
 }
 
 async function verify(probe: Prober, path: string, spec: TranscodeSpec, size: OutputSize, input: MediaInfo, outputUrl: string): Promise<JobResult> {
-  const out = await probe(path).catch(() => {
-    throw new MediaError('output_invalid', 'the output could not be read back');
+  const out = await probe(path).catch((cause: unknown) => {
+    throw new MediaError('output_invalid', 'the output could not be read back', { cause });
   });
   const problems: string[] = [];
   if (!out.formatName.split(',').includes(spec.container)) problems.push(`container ${out.formatName}`);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
@@ -13,6 +13,7 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
   this.timeout(180_000);
   let files: TestServer;
   let dataDir: string;
+  let workDir: string;
   let service: SpawnedService | undefined;
 
   before(async () => {
@@ -20,16 +21,18 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     // Long enough that the kill lands mid-encode on a 2-core machine.
     await generateClip(join(files.dir, 'input.mp4'), { seconds: 30, width: 1280, height: 720, noise: true });
     dataDir = await mkdtemp(join(tmpdir(), 'media-restart-'));
+    workDir = await mkdtemp(join(tmpdir(), 'media-restart-work-'));
   });
   after(async () => {
     await service?.kill();
     await files.close();
     await rm(dataDir, { recursive: true, force: true });
+    await rm(workDir, { recursive: true, force: true });
   });
 
   it('a job running when the process is SIGKILLed runs again after the restart and succeeds once', async () => {
     const port = await freePort();
-    const env = { PORT: String(port), API_KEYS: `${KEY}:org-r`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+    const env = { PORT: String(port), API_KEYS: `${KEY}:org-r`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, WORK_DIR: workDir, LOG_LEVEL: 'info' };
     service = spawnService(main, env);
     await service.waitForLog((r) => r['msg'] === 'ingress.listening', 20_000);
     const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
@@ -50,8 +53,14 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
       };
       void poll();
     });
+    const [jobDir] = await readdir(workDir);
+    expect(jobDir, 'the job has a work dir').to.be.a('string');
+    expect(await processesUsing(workDir), 'ffmpeg runs in the job dir').to.not.deep.equal([]);
     await service.kill();
     expect(files.callbacks).to.have.length(0);
+    // pdeathsig: the kernel kills ffmpeg with its worker, also on kill -9.
+    expect(await gone(() => processesUsing(workDir), 3000), 'no ffmpeg of the killed worker is left').to.equal(true);
+    expect(await readdir(workDir), 'the dead process left its dir behind').to.deep.equal([jobDir]);
 
     service = spawnService(main, env);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 150_000);
@@ -60,6 +69,27 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     expect(status.status).to.equal('succeeded');
     await new Promise((r) => setTimeout(r, 500));
     expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+    expect(await readdir(workDir), 'the start swept the dead process\'s dir, and the rerun removed its own').to.deep.equal([]);
     expect(await service.stop()).to.equal(0);
   });
 });
+
+/** Pids whose command line names `path` (ffmpeg gets its job dir's files as arguments). */
+async function processesUsing(path: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(path)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+async function gone(find: () => Promise<number[]>, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (Date.now() < deadline) {
+    if ((await find()).length === 0) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return (await find()).length === 0;
+}

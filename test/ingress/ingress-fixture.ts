@@ -28,7 +28,7 @@ export function downBus(): EventBus {
   };
 }
 
-export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number; log?: Logger } = {}) {
+export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number; maxPixels?: number; log?: Logger } = {}) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
   const codec = createEventCodec(contracts, 'test');
   const statusView = createJobStatusView({ bus, codec }, { maxJobs: 100 });
@@ -44,6 +44,7 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     clock: systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+    maxPixels: options.maxPixels ?? 7680 * 4320,
     addressPolicy: createAddressPolicy({ allowPrivateNetworks: options.allowPrivateNetworks ?? false }),
   });
   return { app, bus, codec, metrics, server: app.callback() };

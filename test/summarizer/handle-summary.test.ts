@@ -2,29 +2,18 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Registry } from 'prom-client';
 import type { JobRequested, SummarySpec } from '../../services/core/contracts/types.generated.ts';
 import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
-import { createProber } from '../../services/core/media/probe-media.ts';
-import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
-import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
-import { createMetrics } from '../../services/core/observability/metrics.ts';
-import { createHttpStore } from '../../services/core/storage/http-store.ts';
-import { createStoreResolver } from '../../services/core/storage/resolve-store.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
+import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
 describe('summary handler with real ffmpeg', function () {
   this.timeout(120_000);
   let files: TestServer;
-  const httpStore = createHttpStore(createGuardedHttp({ allowPrivateNetworks: true }));
-  const handler = createSummaryHandler({
-    resolveStore: createStoreResolver({ http: httpStore }), httpStore, runFfmpeg: createFfmpegRunner('ffmpeg'), probe: createProber('ffprobe'),
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }), maxInputBytes: 50 * 1024 * 1024, stallTimeoutMs: 30_000, threads: 2,
-    fontFile: process.env['TEST_FONT_FILE'] ?? '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf', watermarkImagesDir: undefined,
-  });
+  const handler = createSummaryHandler(testMediaJobDeps());
   const ctx: JobContext = { signal: new AbortController().signal, attempt: 1, log: silentLogger, progress: () => {}, openSecret: () => undefined };
   const job = (summary: SummarySpec, output: string): JobRequested => ({
     jobId: '00000000-0000-4000-8000-000000000002', kind: 'summary', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),

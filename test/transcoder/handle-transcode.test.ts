@@ -3,39 +3,21 @@ import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Registry } from 'prom-client';
 import type { JobRequested, TranscodeSpec } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
 import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
-import { createProber } from '../../services/core/media/probe-media.ts';
-import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
-import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
-import { createMetrics } from '../../services/core/observability/metrics.ts';
-import { createHttpStore } from '../../services/core/storage/http-store.ts';
-import { createStoreResolver } from '../../services/core/storage/resolve-store.ts';
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
+import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
 
 describe('transcode handler with real ffmpeg', function () {
   this.timeout(120_000);
   let files: TestServer;
-  const httpStore = createHttpStore(createGuardedHttp({ allowPrivateNetworks: true }));
-  const handler = createTranscodeHandler({
-    resolveStore: createStoreResolver({ http: httpStore }),
-    httpStore,
-    runFfmpeg: createFfmpegRunner('ffmpeg'),
-    probe: createProber('ffprobe'),
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    maxInputBytes: 50 * 1024 * 1024,
-    stallTimeoutMs: 30_000,
-    threads: 2,
-    fontFile: process.env['TEST_FONT_FILE'] ?? '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf',
-    watermarkImagesDir: undefined,
-  });
+  const handler = createTranscodeHandler(testMediaJobDeps());
   const progress: number[] = [];
   const ctx: JobContext = { signal: new AbortController().signal, attempt: 1, log: silentLogger, progress: (p) => void progress.push(p), openSecret: () => undefined };
   const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested => ({
@@ -100,7 +82,7 @@ describe('transcode handler with real ffmpeg', function () {
   });
 
   it('fails an input larger than the limit as input_too_large', async () => {
-    const small = createTranscodeHandler({ resolveStore: createStoreResolver({ http: httpStore }), httpStore, runFfmpeg: createFfmpegRunner('ffmpeg'), probe: createProber('ffprobe'), metrics: createMetrics(new Registry(), { defaultMetrics: false }), maxInputBytes: 1024, stallTimeoutMs: 1000, threads: 1, fontFile: '', watermarkImagesDir: undefined });
+    const small = createTranscodeHandler(testMediaJobDeps({ maxInputBytes: 1024, stallTimeoutMs: 1000, threads: 1, fontFile: '' }));
     const error = await small(job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }), ctx).catch((e: unknown) => e);
     expect((error as MediaError).code).to.equal('input_too_large');
   });

@@ -1,12 +1,14 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { JobRequested } from '../contracts/types.generated.ts';
+import { MediaError } from '../errors.ts';
 import type { Prober } from '../media/probe-media.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
+import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
 import type { JobContext } from './run-job-worker.ts';
+import type { Semaphore } from './semaphore.ts';
+import { makeJobDir } from './work-dirs.ts';
 
 /** What a media job handler (transcoder, summarizer) is built from. */
 export interface MediaJobDeps {
@@ -18,39 +20,76 @@ export interface MediaJobDeps {
   metrics: Metrics;
   /** Largest input downloaded, in bytes. */
   maxInputBytes: number;
+  /** Largest frame area of an input or an output, in pixels (default 8K UHD, 33 177 600). */
+  maxPixels: number;
   /** ffmpeg without progress for this long is killed, ms. */
   stallTimeoutMs: number;
-  /** Threads given to one ffmpeg (its share of the cores). */
+  /** Threads given to one ffmpeg (its share of the cores per CPU slot). */
   threads: number;
   fontFile: string;
   /** Named watermark images, `<dir>/<orgId>/<imageName>`. */
   watermarkImagesDir: string | undefined;
+  /** Root of the job work directories (swept at start; see sweepJobDirs). */
+  workRoot: string;
+  /** Slots shared by every job of the process: `cpu` for probe/ffmpeg/verify, `transfer` for downloads and uploads. */
+  slots: { cpu: Semaphore; transfer: Semaphore };
+  /** Downloads and uploads slower than this are cut. */
+  rateFloor: RateFloor;
 }
 
-/** Runs `work` in a temp directory of its own, removed afterwards whatever happens. */
-export async function inWorkDir<T>(prefix: string, work: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), `media-${prefix}-`));
+/**
+ * Runs `work` in a job directory of its own, removed afterwards whatever happens. A failure's
+ * cause (ffmpeg's stderr, local paths) is logged here; the caller sees only its message.
+ */
+export async function inWorkDir<T>(deps: MediaJobDeps, ctx: JobContext, work: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await makeJobDir(deps.workRoot);
   try {
     return await work(dir);
+  } catch (error) {
+    if (error instanceof MediaError && error.cause !== undefined) ctx.log.warn('job.failure_detail', { code: error.code, error });
+    throw error;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-/** Streams the job's input to `path` with the input credentials (opened only here). */
+/** Runs the probe/ffmpeg/verify part of a job in a CPU slot (waiting for one if all are busy). */
+export function withCpuSlot<T>(deps: MediaJobDeps, ctx: JobContext, work: () => Promise<T>): Promise<T> {
+  return deps.slots.cpu.use(ctx.signal, work);
+}
+
+/** Streams the job's input to `path` with the input credentials (opened only here), in a transfer slot. */
 export async function fetchInput(deps: MediaJobDeps, job: JobRequested, ctx: JobContext, path: string): Promise<void> {
   const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
-  const { bytes } = await store.download(job.input.url, path, {
-    signal: ctx.signal,
-    maxBytes: deps.maxInputBytes,
-    onProgress: () => ctx.progress(0, 'download'),
-  });
+  const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
+    withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>
+      store.download(job.input.url, path, {
+        signal,
+        maxBytes: deps.maxInputBytes,
+        onProgress: (n) => {
+          onBytes(n);
+          ctx.progress(0, 'download');
+        },
+      }),
+    ),
+  );
   deps.metrics.bytesTransferred.inc({ direction: 'in' }, bytes);
 }
 
-/** Uploads `path` to the job's output with the output credentials; same job, same object. */
+/** Uploads `path` to the job's output with the output credentials, in a transfer slot; same job, same object. */
 export async function deliverOutput(deps: MediaJobDeps, job: JobRequested, ctx: JobContext, path: string, contentType: string): Promise<void> {
   const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
-  const { bytes } = await store.upload(path, job.output.url, { signal: ctx.signal, contentType, onProgress: () => ctx.progress(96, 'upload') });
+  const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
+    withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>
+      store.upload(path, job.output.url, {
+        signal,
+        contentType,
+        onProgress: (n) => {
+          onBytes(n);
+          ctx.progress(96, 'upload');
+        },
+      }),
+    ),
+  );
   deps.metrics.bytesTransferred.inc({ direction: 'out' }, bytes);
 }

@@ -56,17 +56,20 @@ export async function prepareWatermark(watermark: Watermark, orgId: string, work
   const image = join(workDir, 'watermark-image');
   if ('imageUrl' in watermark) {
     await deps.http.download(watermark.imageUrl, image, { signal: deps.signal, maxBytes: IMAGE_MAX_BYTES }).catch((error: unknown) => {
-      throw new MediaError('watermark_unavailable', `the watermark image could not be fetched: ${(error as Error).message}`);
+      // Only a MediaError's message is written for callers; anything else may name local paths.
+      const why = error instanceof MediaError ? `: ${error.message}` : '';
+      throw new MediaError('watermark_unavailable', `the watermark image could not be fetched${why}`, { cause: error });
     });
   } else {
     if (!deps.imagesDir) throw new MediaError('watermark_unavailable', `named watermark images are not set up on this service (imageName "${watermark.imageName}")`);
-    await copyFile(join(deps.imagesDir, orgId, watermark.imageName), image).catch(() => {
-      throw new MediaError('watermark_unavailable', `no watermark image named "${watermark.imageName}" for this organisation`);
+    await copyFile(join(deps.imagesDir, orgId, watermark.imageName), image).catch((cause: unknown) => {
+      throw new MediaError('watermark_unavailable', `no watermark image named "${watermark.imageName}" for this organisation`, { cause });
     });
   }
-  const info = await deps.probe(image).catch(() => undefined);
+  let probeError: unknown;
+  const info = await deps.probe(image).catch((error: unknown) => void (probeError = error));
   if (!info || !IMAGE_FORMATS.has(info.formatName) || !info.video || !['png', 'mjpeg', 'webp'].includes(info.video.codec))
-    throw new MediaError('watermark_unavailable', 'the watermark image must be a png, jpeg or webp image');
+    throw new MediaError('watermark_unavailable', 'the watermark image must be a png, jpeg or webp image', probeError === undefined ? undefined : { cause: probeError });
   const at = corner(position, 'main_w-overlay_w', 'main_h-overlay_h');
   return {
     inputs: [safePath(image)],

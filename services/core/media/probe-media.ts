@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { MediaError } from '../errors.ts';
+import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
 import { INPUT_FORMATS, PROTOCOLS } from './run-ffmpeg.ts';
 
 export interface MediaInfo {
@@ -20,15 +21,22 @@ interface ProbeJson {
   streams?: { codec_type?: string; codec_name?: string; codec_tag_string?: string; width?: number; height?: number; nb_frames?: string; nb_read_packets?: string; pix_fmt?: string }[];
 }
 
-/** ffprobe with the same demuxer and protocol allow-lists as ffmpeg. */
-export function createProber(ffprobePath: string): Prober {
+/** ffprobe with the same demuxer and protocol allow-lists and the same bounds as ffmpeg. */
+export function createProber(ffprobePath: string, bounds: CommandBounds): Prober {
   return (path, options = {}) =>
     new Promise((resolve, reject) => {
       const args = ['-v', 'error', '-format_whitelist', INPUT_FORMATS, '-protocol_whitelist', PROTOCOLS, '-print_format', 'json', '-show_format', '-show_streams'];
       if (options.countPackets) args.push('-count_packets');
-      execFile(ffprobePath, [...args, path], { maxBuffer: 4 * 1024 * 1024, timeout: 60_000 }, (error, stdout, stderr) => {
-        if (error) return reject(new MediaError('input_unsupported', `not a readable video: ${stderr.trim().split('\n').at(-1)?.slice(0, 200) ?? 'ffprobe failed'}`));
-        const json = JSON.parse(stdout) as ProbeJson;
+      const [command, commandArgs] = boundedCommand(ffprobePath, [...args, path], bounds);
+      execFile(command, commandArgs, { maxBuffer: 4 * 1024 * 1024, timeout: 60_000 }, (error, stdout, stderr) => {
+        // ffprobe's stderr names the local path; it goes to the log through the cause only.
+        if (error) return reject(probeFailure(error, stderr, bounds));
+        let json: ProbeJson;
+        try {
+          json = JSON.parse(stdout) as ProbeJson;
+        } catch (cause) {
+          return reject(new MediaError('input_unsupported', 'the input is not a readable video', { cause }));
+        }
         const video = json.streams?.find((s) => s.codec_type === 'video');
         const audio = json.streams?.find((s) => s.codec_type === 'audio');
         const frames = Number(video?.nb_read_packets ?? video?.nb_frames ?? NaN);
@@ -44,4 +52,11 @@ export function createProber(ffprobePath: string): Prober {
         });
       });
     });
+}
+
+function probeFailure(error: Error, stderr: string, bounds: CommandBounds): MediaError {
+  const cause = new Error(`ffprobe failed: ${stderr.trim() || error.message}`, { cause: error });
+  if (looksOutOfMemory(stderr))
+    return new MediaError('memory_limit_exceeded', `reading the input needed more memory than the limit of ${bounds.memoryLimitBytes} bytes`, { cause });
+  return new MediaError('input_unsupported', 'the input is not a readable video', { cause });
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { MediaError } from '../errors.ts';
+import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
 
 /** Demuxers an input may be opened with: video containers only, never playlists (HLS, concat). */
 export const INPUT_FORMATS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,image2,png_pipe,jpeg_pipe,webp_pipe,gif';
@@ -24,16 +25,16 @@ export interface RunFfmpegOptions {
 export type FfmpegRunner = (args: readonly string[], options: RunFfmpegOptions) => Promise<void>;
 
 /**
- * ffmpeg with `-progress pipe:1`: progress blocks on stdout, errors on stderr (last 4 KiB
- * kept for the message). Killed on abort or stall; never left running.
+ * ffmpeg with `-progress pipe:1`: progress blocks on stdout, errors on stderr (last 4 KiB kept
+ * for the log, never for the caller: it names local paths). Bounded in memory and killed with
+ * its worker (see boundedCommand); killed on abort or stall; never left running.
  */
-export function createFfmpegRunner(ffmpegPath: string): FfmpegRunner {
+export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): FfmpegRunner {
   return (args, { signal, stallTimeoutMs, onProgress }) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
-      const child = spawn(ffmpegPath, ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-progress', 'pipe:1', ...args], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const [command, commandArgs] = boundedCommand(ffmpegPath, ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-progress', 'pipe:1', ...args], bounds);
+      const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       let stalled = false;
       let pending = '';
@@ -67,7 +68,7 @@ export function createFfmpegRunner(ffmpegPath: string): FfmpegRunner {
       child.on('error', (error) => {
         clearTimeout(stallTimer);
         signal.removeEventListener('abort', onAbort);
-        reject(new MediaError('internal', `ffmpeg could not start: ${error.message}`, { cause: error }));
+        reject(new MediaError('internal', 'ffmpeg could not start', { cause: error }));
       });
       child.on('close', (code) => {
         clearTimeout(stallTimer);
@@ -75,14 +76,19 @@ export function createFfmpegRunner(ffmpegPath: string): FfmpegRunner {
         if (code === 0) return resolve();
         if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
         if (stalled) return reject(new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`));
-        reject(new MediaError('transcode_failed', `ffmpeg failed: ${lastLine(stderr)}`));
+        reject(ffmpegFailure(code, stderr, bounds));
       });
     });
 }
 
-function lastLine(text: string): string {
-  const lines = text.trim().split('\n').map((l) => l.trim()).filter(Boolean);
-  return (lines.at(-1) ?? 'no error output').slice(0, 300);
+/** A caller-facing error for a failed ffmpeg; its stderr goes only into the cause (for the log). */
+function ffmpegFailure(code: number | null, stderr: string, bounds: CommandBounds): MediaError {
+  const cause = new Error(`ffmpeg exited with ${code ?? 'a signal'}: ${stderr.trim() || 'no error output'}`);
+  // 126/127: setpriv or prlimit could not exec ffmpeg (missing, not executable).
+  if (code === 126 || code === 127) return new MediaError('internal', 'ffmpeg could not start', { cause });
+  if (looksOutOfMemory(stderr))
+    return new MediaError('memory_limit_exceeded', `the job needed more memory than the limit of ${bounds.memoryLimitBytes} bytes`, { cause });
+  return new MediaError('transcode_failed', 'ffmpeg could not process this input', { cause });
 }
 
 /** `-i path` with the demuxer and protocol allow-lists, for every input of every command. */

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { createAddressPolicy, type AddressPolicyOptions } from './address-policy.ts';
 
 export class ForbiddenUrlError extends Error {
@@ -67,10 +67,9 @@ export function createGuardedHttp(options: AddressPolicyOptions & { resolve?: Re
       clientRequest.on('error', reject);
       if (!req.body) clientRequest.end();
       else if (Buffer.isBuffer(req.body)) clientRequest.end(req.body);
-      else {
-        req.body.on('error', (e) => clientRequest.destroy(e));
-        req.body.pipe(clientRequest);
-      }
+      // pipeline, not pipe: a body that fails (an aborted upload) must settle the request, not
+      // emit an 'error' nobody listens to, which would end the process.
+      else pipeline(req.body, clientRequest, (error) => error && reject(error));
     });
 
   return {

@@ -1,4 +1,5 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { Config } from '../config.ts';
 import type { EventBus } from '../bus/event-bus.ts';
@@ -18,6 +19,7 @@ import { createGcsStoreFactory } from '../storage/gcs-store.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
+import { createSemaphore, type Semaphore } from '../jobs/semaphore.ts';
 
 /** What every service is built from; made once in a main.ts. */
 export interface Runtime {
@@ -34,8 +36,12 @@ export interface Runtime {
   resolveStore: StoreResolver;
   runFfmpeg: FfmpegRunner;
   probe: Prober;
-  /** Threads for one ffmpeg: the cores shared among the jobs a worker runs at once. */
+  /** Threads for one ffmpeg: the cores shared among the CPU slots of the process. */
   ffmpegThreads: number;
+  /** Slots shared by all the media workers of the process (both in all-in-one mode). */
+  slots: { cpu: Semaphore; transfer: Semaphore };
+  /** Root of the job work directories: WORK_DIR, or `<os tmpdir>/media-service/<service>`. */
+  workRoot: string;
 }
 
 export interface RuntimeOptions {
@@ -71,8 +77,10 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
         gcp: createGcsStoreFactory(config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {}),
       },
     }),
-    runFfmpeg: createFfmpegRunner(config.ffmpegPath),
-    probe: createProber(config.ffprobePath),
+    runFfmpeg: createFfmpegRunner(config.ffmpegPath, { memoryLimitBytes: config.ffmpegMemoryLimitBytes }),
+    probe: createProber(config.ffprobePath, { memoryLimitBytes: config.ffmpegMemoryLimitBytes }),
     ffmpegThreads: Math.max(1, Math.floor(availableParallelism() / config.workerConcurrency)),
+    slots: { cpu: createSemaphore(config.workerConcurrency), transfer: createSemaphore(config.transferConcurrency) },
+    workRoot: config.workDir ?? join(tmpdir(), 'media-service', options.service),
   };
 }

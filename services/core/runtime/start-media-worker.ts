@@ -1,6 +1,9 @@
 import type { Subscription } from '../bus/event-bus.ts';
+import { ConfigError } from '../config.ts';
 import type { MediaJobDeps } from '../jobs/media-job.ts';
 import { startJobWorker, type JobHandler, type JobKind } from '../jobs/run-job-worker.ts';
+import { sweepJobDirs } from '../jobs/work-dirs.ts';
+import { checkBoundedTools, MissingToolError } from '../media/bounded-command.ts';
 import type { Runtime } from './create-runtime.ts';
 
 /** The handler deps every media worker gets from the runtime. */
@@ -13,20 +16,50 @@ export function mediaJobDeps(rt: Runtime): MediaJobDeps {
     probe: rt.probe,
     metrics: rt.metrics,
     maxInputBytes: config.maxInputBytes,
+    maxPixels: config.maxPixels,
     stallTimeoutMs: config.stallTimeoutMs,
     threads: rt.ffmpegThreads,
     fontFile: config.fontFile,
     watermarkImagesDir: config.watermarkImagesDir,
+    workRoot: rt.workRoot,
+    slots: rt.slots,
+    rateFloor: { minBytesPerSecond: config.minTransferBytesPerSecond, windowMs: config.transferRateWindowMs },
   };
 }
 
-/** Subscribes a worker service (consumer group = service name) with the configured limits. */
-export function startMediaWorker(rt: Runtime, kind: JobKind, group: string, makeHandler: (deps: MediaJobDeps) => JobHandler): Promise<Subscription> {
+// Once per runtime: in all-in-one mode two workers share one root, and a second sweep could
+// remove a dir the first worker's job just made.
+const prepared = new WeakMap<Runtime, Promise<void>>();
+
+/** Checks that ffmpeg can be started bounded and sweeps the work root of dead processes' dirs. */
+function prepareMediaWork(rt: Runtime): Promise<void> {
+  let once = prepared.get(rt);
+  if (!once) {
+    once = (async () => {
+      const bounds = { memoryLimitBytes: rt.config.ffmpegMemoryLimitBytes };
+      await checkBoundedTools([rt.config.ffmpegPath, rt.config.ffprobePath], bounds).catch((error: unknown) => {
+        if (error instanceof MissingToolError) throw new ConfigError(error.message, { cause: error });
+        throw error;
+      });
+      await sweepJobDirs(rt.workRoot, rt.log);
+    })();
+    prepared.set(rt, once);
+  }
+  return once;
+}
+
+/**
+ * Subscribes a worker service (consumer group = service name) with the configured limits. The
+ * bus hands it up to WORKER_CONCURRENCY + TRANSFER_CONCURRENCY jobs, so transfers can run
+ * while every CPU slot encodes; the slots inside the handler keep each kind of work bounded.
+ */
+export async function startMediaWorker(rt: Runtime, kind: JobKind, group: string, makeHandler: (deps: MediaJobDeps) => JobHandler): Promise<Subscription> {
   const { config } = rt;
+  await prepareMediaWork(rt);
   return startJobWorker(rt, {
     kind,
     group,
-    concurrency: config.workerConcurrency,
+    concurrency: config.workerConcurrency + config.transferConcurrency,
     maxAttempts: config.maxJobAttempts,
     retryBackoffMs: config.retryBackoffMs,
     jobTimeoutMs: config.jobTimeoutMs,

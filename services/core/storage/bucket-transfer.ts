@@ -1,6 +1,6 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { Transform, type Readable } from 'node:stream';
+import { pipeline as pipelineCallback, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MediaError } from '../errors.ts';
 
@@ -105,6 +105,23 @@ export async function bodyToFile(
     await rm(destPath, { force: true });
     throw error;
   }
+}
+
+/**
+ * fileSource through a byte counter, joined with `pipeline`: an error or abort on either side
+ * destroys the returned stream with that error, so the reader (an SDK, an HTTP request) sees
+ * it and no stream is left erroring without a listener.
+ */
+export function countedFileSource(
+  srcPath: string,
+  signal: AbortSignal,
+  side: Side,
+  onBytes: (total: number) => void,
+): Readable {
+  const counter = byteCounter(onBytes, Infinity);
+  // The error is the reader's to handle: it arrives through the counter, destroyed with it.
+  pipelineCallback(fileSource(srcPath, signal, side), counter, () => undefined);
+  return counter;
 }
 
 /** A read stream of srcPath that fails (so whoever reads it stops) when the signal aborts. */

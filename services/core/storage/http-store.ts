@@ -4,10 +4,9 @@ import { MediaError } from '../errors.ts';
 import { ForbiddenUrlError, type GuardedRequest, type HttpClient } from '../net/guarded-http.ts';
 import {
   bodyToFile,
-  byteCounter,
   checkDeclaredSize,
+  countedFileSource,
   failureToMediaError,
-  fileSource,
   mapTransferErrors,
   throttledProgress,
   type FailureFacts,
@@ -69,9 +68,7 @@ export function createHttpStore(http: HttpClient): MediaStore {
       return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
         const { size } = await stat(srcPath);
         const progress = throttledProgress(onProgress);
-        const body = fileSource(srcPath, signal, 'output').pipe(
-          byteCounter((n) => progress.report(n), Infinity),
-        );
+        const body = countedFileSource(srcPath, signal, 'output', (n) => progress.report(n));
         await send(
           http,
           url,

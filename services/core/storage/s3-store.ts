@@ -8,8 +8,8 @@ import { parseBucketUrl } from './bucket-url.ts';
 import {
   bodyToFile,
   checkDeclaredSize,
+  countedFileSource,
   credentialsError,
-  fileSource,
   mapTransferErrors,
   stringField,
   throttledProgress,
@@ -134,13 +134,20 @@ export function createS3StoreFactory(
           const onAbort = (): void => abortController.abort();
           signal.addEventListener('abort', onAbort, { once: true });
           const progress = throttledProgress(onProgress);
+          // The SDK reports progress per part (8 MiB); bytes read from the file keep the rate
+          // floor fed in between (ahead of the network by at most the two parts in memory).
+          let moved = 0;
+          const report = (bytes: number): void => {
+            moved = Math.max(moved, bytes);
+            progress.report(moved);
+          };
           try {
             const upload = new Upload({
               client,
               params: {
                 Bucket: bucket,
                 Key: key,
-                Body: fileSource(srcPath, signal, 'output'),
+                Body: countedFileSource(srcPath, signal, 'output', report),
                 ContentType: contentType,
                 ContentLength: size,
               },
@@ -149,7 +156,7 @@ export function createS3StoreFactory(
               leavePartsOnError: false,
               abortController,
             });
-            upload.on('httpUploadProgress', (p) => progress.report(p.loaded ?? 0));
+            upload.on('httpUploadProgress', (p) => report(p.loaded ?? 0));
             await upload.done();
             progress.report(size);
             progress.flush();
