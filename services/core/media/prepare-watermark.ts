@@ -1,5 +1,5 @@
 import { copyFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { MediaStore } from '../storage/media-store.ts';
@@ -25,6 +25,19 @@ export interface WatermarkDeps {
   /** Folder of named images, as `<dir>/<orgId>/<imageName>` (unset: named images unavailable). */
   imagesDir: string | undefined;
   signal: AbortSignal;
+}
+
+/**
+ * `<dir>/<orgId>/<name>`, never outside `<dir>/<orgId>/`. The schemas already refuse ids and
+ * names with a leading dot or a slash; events may come from other producers, so the path is
+ * checked again where it is used.
+ */
+export function namedImagePath(dir: string, orgId: string, name: string): string {
+  const folder = resolve(dir, orgId);
+  const path = resolve(folder, name);
+  if (folder === resolve(dir) || dirname(path) !== folder || basename(folder) !== orgId)
+    throw new MediaError('watermark_unavailable', `no watermark image named "${name}" for this organisation`);
+  return path;
 }
 
 /** Filter values come from validated enums and numbers; only paths need care (checked). */
@@ -62,7 +75,7 @@ export async function prepareWatermark(watermark: Watermark, orgId: string, work
     });
   } else {
     if (!deps.imagesDir) throw new MediaError('watermark_unavailable', `named watermark images are not set up on this service (imageName "${watermark.imageName}")`);
-    await copyFile(join(deps.imagesDir, orgId, watermark.imageName), image).catch((cause: unknown) => {
+    await copyFile(namedImagePath(deps.imagesDir, orgId, watermark.imageName), image).catch((cause: unknown) => {
       throw new MediaError('watermark_unavailable', `no watermark image named "${watermark.imageName}" for this organisation`, { cause });
     });
   }
