@@ -1,6 +1,14 @@
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 
+import { errorCatalog } from '../errors.ts';
+
 const PREFIX = 'media_';
+
+/** Label values known before anything happens: their series exist, at 0, from the start. */
+export const JOB_KINDS = ['transcode', 'summary'] as const;
+export const DEAD_LETTER_REASONS = ['invalid_event', 'unexpected_event', 'callback_exhausted', 'secret_unreadable'] as const;
+export const CALLBACK_OUTCOMES = ['delivered', 'dead_lettered'] as const;
+export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
 
 /** Every metric of the service, registered on a registry passed in (never prom-client's global). */
 export interface Metrics {
@@ -23,6 +31,36 @@ export interface Metrics {
 
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: PREFIX });
+  const metrics = registerMetrics(registry);
+  startKnownSeriesAtZero(metrics);
+  return metrics;
+}
+
+/**
+ * A labelled series is born at its first increment, which rate() and increase() cannot see as
+ * a rise: the first failure after a start would never show on a dashboard. So every series
+ * whose labels are known in advance is created at 0 when the process starts.
+ */
+function startKnownSeriesAtZero(m: Metrics): void {
+  const codes = Object.keys(errorCatalog);
+  const retryable = codes.filter((c) => errorCatalog[c as keyof typeof errorCatalog].retryable);
+  for (const kind of JOB_KINDS) {
+    m.jobsSubmitted.inc({ kind }, 0);
+    m.jobsStarted.inc({ kind }, 0);
+    m.mediaSeconds.inc({ kind }, 0);
+    m.jobsInProgress.set({ kind }, 0);
+    m.jobsFinished.inc({ kind, outcome: 'succeeded', code: '' }, 0);
+    for (const code of codes) m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
+    for (const code of retryable) m.jobsRetried.inc({ kind, code }, 0);
+    for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, outcome });
+  }
+  for (const reason of DEAD_LETTER_REASONS) m.eventsDeadLettered.inc({ reason }, 0);
+  for (const outcome of CALLBACK_OUTCOMES) m.callbacks.inc({ outcome }, 0);
+  for (const outcome of CALLBACK_ATTEMPT_OUTCOMES) m.callbackDuration.zero({ outcome });
+  for (const direction of ['in', 'out']) m.bytesTransferred.inc({ direction }, 0);
+}
+
+function registerMetrics(registry: Registry): Metrics {
   const registers = [registry];
   return {
     registry,
