@@ -2,7 +2,7 @@ import { topics, type BusRecord, type EventBus } from '../bus/event-bus.ts';
 import type { Metrics } from '../observability/metrics.ts';
 
 /** Why a record was dead-lettered; low cardinality, used as a metric label. */
-export type DeadLetterReason = 'invalid_event' | 'unexpected_event' | 'callback_exhausted' | 'secret_unreadable';
+export type DeadLetterReason = 'invalid_event' | 'unexpected_event' | 'callback_exhausted' | 'callback_rejected' | 'secret_unreadable';
 
 /**
  * Moves a record that can never succeed to the dead-letter topic, with the reason and the
