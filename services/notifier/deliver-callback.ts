@@ -32,12 +32,28 @@ export type AttemptOutcome =
   | { kind: 'permanent'; status?: number; error: string };
 
 /** POSTs the callback once. No retry here: retrying is scheduled on the bus. */
-export async function deliverCallback(http: HttpClient, callback: CallbackAttempt, options: AttemptOptions): Promise<AttemptOutcome> {
+export async function deliverCallback(
+  http: HttpClient,
+  callback: CallbackAttempt,
+  options: AttemptOptions,
+): Promise<AttemptOutcome> {
   const body = JSON.stringify(callback.body);
-  const headers = webhookHeaders({ webhookId: callback.webhookId, attempt: callback.attempt, body, secret: options.secret, now: options.now() });
+  const headers = webhookHeaders({
+    webhookId: callback.webhookId,
+    attempt: callback.attempt,
+    body,
+    secret: options.secret,
+    now: options.now(),
+  });
   const signal = AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]);
   try {
-    const res = await http.request(callback.url, { method: 'POST', headers, body: Buffer.from(body), signal, idleTimeoutMs: options.timeoutMs });
+    const res = await http.request(callback.url, {
+      method: 'POST',
+      headers,
+      body: Buffer.from(body),
+      signal,
+      idleTimeoutMs: options.timeoutMs,
+    });
     // The receiver's body is never read: a slow one must not hold the slot.
     res.destroy();
     const status = res.statusCode ?? 0;
@@ -45,11 +61,17 @@ export async function deliverCallback(http: HttpClient, callback: CallbackAttemp
     const error = `answered ${status}`;
     if (status === 408 || status === 429 || status >= 500) {
       const retryAfterMs = parseRetryAfter(res.headers['retry-after'], options.now());
-      return retryAfterMs === undefined ? { kind: 'retryable', status, error } : { kind: 'retryable', status, error, retryAfterMs };
+      return retryAfterMs === undefined
+        ? { kind: 'retryable', status, error }
+        : { kind: 'retryable', status, error, retryAfterMs };
     }
     return { kind: 'permanent', status, error };
   } catch (error) {
-    if (error instanceof ForbiddenUrlError) return { kind: 'permanent', error: 'refused: the URL points at a loopback, private or link-local address' };
+    if (error instanceof ForbiddenUrlError)
+      return {
+        kind: 'permanent',
+        error: 'refused: the URL points at a loopback, private or link-local address',
+      };
     return { kind: 'retryable', error: describeNetworkError(error, signal, options.timeoutMs) };
   }
 }
@@ -60,7 +82,9 @@ function describeNetworkError(error: unknown, signal: AbortSignal, timeoutMs: nu
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'connection reset';
-  if (signal.aborted || /in time/.test((error as Error).message)) return `no answer within ${timeoutMs} ms`;
-  if (typeof code === 'string' && /^(CERT_|ERR_TLS|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED)/.test(code)) return 'TLS certificate not accepted';
+  if (signal.aborted || /in time/.test((error as Error).message))
+    return `no answer within ${timeoutMs} ms`;
+  if (typeof code === 'string' && /^(CERT_|ERR_TLS|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED)/.test(code))
+    return 'TLS certificate not accepted';
   return 'network error';
 }

@@ -1,4 +1,9 @@
-import { topics, type BusRecord, type EventBus, type RecordHandler } from '../core/bus/event-bus.ts';
+import {
+  topics,
+  type BusRecord,
+  type EventBus,
+  type RecordHandler,
+} from '../core/bus/event-bus.ts';
 import type { CallbackDelivery, CallbackStatus } from '../core/contracts/types.generated.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
 import { deadLetter } from '../core/jobs/dead-letter.ts';
@@ -41,7 +46,13 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
   return async (record, delivery) => {
     const decoded = deps.codec.decode(record);
     if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
-    if (decoded.event.type !== 'media.callback.delivery') return deadLetter(deps, record, 'unexpected_event', `${decoded.event.type} on the callbacks topic`);
+    if (decoded.event.type !== 'media.callback.delivery')
+      return deadLetter(
+        deps,
+        record,
+        'unexpected_event',
+        `${decoded.event.type} on the callbacks topic`,
+      );
     const job = decoded.event.data;
     const release = options.hostSlots.tryAcquire(new URL(job.url).host);
     if (!release) return defer(deps, options, record);
@@ -50,32 +61,77 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
     let outcome: AttemptOutcome;
     try {
       await delivery.heartbeat();
-      outcome = await deliverCallback(deps.http, job, { timeoutMs: options.timeoutMs, secret: options.secretFor(job.orgId), signal: delivery.signal, now: () => deps.clock.now() });
+      outcome = await deliverCallback(deps.http, job, {
+        timeoutMs: options.timeoutMs,
+        secret: options.secretFor(job.orgId),
+        signal: delivery.signal,
+        now: () => deps.clock.now(),
+      });
     } finally {
       release();
     }
     // Cut short by a stop: not an attempt; the record is delivered again with the same number.
-    if (delivery.signal.aborted && outcome.kind !== 'delivered') throw new Error('handed back: notifier stopping');
-    deps.metrics.callbackDuration.observe({ outcome: outcome.kind === 'delivered' ? 'ok' : 'error' }, (performance.now() - started) / 1000);
+    if (delivery.signal.aborted && outcome.kind !== 'delivered')
+      throw new Error('handed back: notifier stopping');
+    deps.metrics.callbackDuration.observe(
+      { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },
+      (performance.now() - started) / 1000,
+    );
     const firstAttemptAt = job.firstAttemptAt ?? startedAt.toISOString();
     await settle(deps, options, record, { ...job, firstAttemptAt }, outcome);
   };
 }
 
-async function defer(deps: DeliveryDeps, options: DeliveryOptions, record: BusRecord): Promise<void> {
+async function defer(
+  deps: DeliveryDeps,
+  options: DeliveryOptions,
+  record: BusRecord,
+): Promise<void> {
   const base = options.deferMs ?? 1000;
   // Jittered so that records deferred together do not all come back at the same moment.
-  const notBefore = deps.clock.now().getTime() + base / 2 + Math.floor((options.random ?? Math.random)() * base);
-  await deps.bus.publish([{ topic: topics.callbacks, key: record.key, value: record.value, headers: { ...record.headers }, notBefore }]);
+  const notBefore =
+    deps.clock.now().getTime() + base / 2 + Math.floor((options.random ?? Math.random)() * base);
+  await deps.bus.publish([
+    {
+      topic: topics.callbacks,
+      key: record.key,
+      value: record.value,
+      headers: { ...record.headers },
+      notBefore,
+    },
+  ]);
   deps.metrics.callbacks.inc({ outcome: 'deferred' });
 }
 
-async function settle(deps: DeliveryDeps, options: DeliveryOptions, record: BusRecord, job: CallbackDelivery & { firstAttemptAt: string }, outcome: AttemptOutcome): Promise<void> {
-  const log = deps.log.child({ jobId: job.jobId, webhookId: job.webhookId, host: new URL(job.url).host, attempts: job.attempt });
+async function settle(
+  deps: DeliveryDeps,
+  options: DeliveryOptions,
+  record: BusRecord,
+  job: CallbackDelivery & { firstAttemptAt: string },
+  outcome: AttemptOutcome,
+): Promise<void> {
+  const log = deps.log.child({
+    jobId: job.jobId,
+    webhookId: job.webhookId,
+    host: new URL(job.url).host,
+    attempts: job.attempt,
+  });
   const now = deps.clock.now();
-  const last = { ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }), ...(outcome.kind === 'delivered' ? {} : { lastError: outcome.error }) };
+  const last = {
+    ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }),
+    ...(outcome.kind === 'delivered' ? {} : { lastError: outcome.error }),
+  };
   const status = (state: CallbackStatus['state'], extra: Partial<CallbackStatus> = {}) =>
-    deps.codec.encode(topics.jobEvents, 'media.callback.status', { jobId: job.jobId, orgId: job.orgId, webhookId: job.webhookId, state, attempts: job.attempt, ...last, ...extra, at: now.toISOString() });
+    deps.codec.encode(topics.jobEvents, 'media.callback.status', {
+      jobId: job.jobId,
+      orgId: job.orgId,
+      webhookId: job.webhookId,
+      state,
+      attempts: job.attempt,
+      ...last,
+      ...extra,
+      at: now.toISOString(),
+    });
 
   if (outcome.kind === 'delivered') {
     await deps.bus.publish([status('delivered')]);
@@ -86,17 +142,40 @@ async function settle(deps: DeliveryDeps, options: DeliveryOptions, record: BusR
   const plan =
     outcome.kind === 'permanent'
       ? ({ retry: false, reason: 'not retried' } as const)
-      : planRetry(options.policy, { attempt: job.attempt, firstAttemptAt: new Date(job.firstAttemptAt), retryAfterMs: outcome.retryAfterMs }, now, options.random);
+      : planRetry(
+          options.policy,
+          {
+            attempt: job.attempt,
+            firstAttemptAt: new Date(job.firstAttemptAt),
+            retryAfterMs: outcome.retryAfterMs,
+          },
+          now,
+          options.random,
+        );
   if (plan.retry) {
-    const next = deps.codec.encode(topics.callbacks, 'media.callback.delivery', { ...job, attempt: job.attempt + 1 });
-    await deps.bus.publish([{ ...next, notBefore: plan.dueAt.getTime() }, status('retrying', { nextAttemptAt: plan.dueAt.toISOString() })]);
+    const next = deps.codec.encode(topics.callbacks, 'media.callback.delivery', {
+      ...job,
+      attempt: job.attempt + 1,
+    });
+    await deps.bus.publish([
+      { ...next, notBefore: plan.dueAt.getTime() },
+      status('retrying', { nextAttemptAt: plan.dueAt.toISOString() }),
+    ]);
     deps.metrics.callbacks.inc({ outcome: 'retried' });
-    log.info('callback.retry_scheduled', { error: outcome.error, nextAttemptAt: plan.dueAt.toISOString() });
+    log.info('callback.retry_scheduled', {
+      error: outcome.error,
+      nextAttemptAt: plan.dueAt.toISOString(),
+    });
     return;
   }
   await deps.bus.publish([status('given_up')]);
   const reason = outcome.kind === 'permanent' ? 'callback_rejected' : 'callback_exhausted';
-  await deadLetter(deps, record, reason, `${outcome.error}; ${plan.reason} after ${job.attempt} attempt(s)`);
+  await deadLetter(
+    deps,
+    record,
+    reason,
+    `${outcome.error}; ${plan.reason} after ${job.attempt} attempt(s)`,
+  );
   deps.metrics.callbacks.inc({ outcome: 'given_up' });
   log.warn('callback.given_up', { error: outcome.error, reason: plan.reason });
 }

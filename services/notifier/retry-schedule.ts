@@ -21,11 +21,18 @@ export function planRetry(
   now: Date,
   random: () => number = Math.random,
 ): RetryPlan {
-  const ceiling = Math.min(policy.backoffMaxMs, policy.backoffMs * 2 ** Math.min(failed.attempt - 1, 40));
+  const ceiling = Math.min(
+    policy.backoffMaxMs,
+    policy.backoffMs * 2 ** Math.min(failed.attempt - 1, 40),
+  );
   const delay = Math.max(Math.floor(random() * ceiling), failed.retryAfterMs ?? 0);
   const dueAt = new Date(now.getTime() + delay);
   const horizon = failed.firstAttemptAt.getTime() + policy.horizonMs;
-  if (dueAt.getTime() > horizon) return { retry: false, reason: `retry horizon of ${Math.round(policy.horizonMs / 1000)} s passed` };
+  if (dueAt.getTime() > horizon)
+    return {
+      retry: false,
+      reason: `retry horizon of ${Math.round(policy.horizonMs / 1000)} s passed`,
+    };
   return { retry: true, dueAt };
 }
 

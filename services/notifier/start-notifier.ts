@@ -3,7 +3,11 @@ import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-req
 import { deadLetter } from '../core/jobs/dead-letter.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
-import { createDeliveryHandler, type DeliveryDeps, type DeliveryOptions } from './handle-delivery.ts';
+import {
+  createDeliveryHandler,
+  type DeliveryDeps,
+  type DeliveryOptions,
+} from './handle-delivery.ts';
 import { createHostSlots } from './host-slots.ts';
 import type { RetryPolicy } from './retry-schedule.ts';
 
@@ -24,7 +28,10 @@ export interface NotifierOptions extends Omit<DeliveryOptions, 'hostSlots'> {
  * callback URL becomes a delivery record (committed at once), and each delivery record is one
  * attempt. Retries wait on the bus, so no handler slot is held between attempts.
  */
-export async function startNotifier(deps: NotifierDeps, options: NotifierOptions): Promise<Subscription> {
+export async function startNotifier(
+  deps: NotifierDeps,
+  options: NotifierOptions,
+): Promise<Subscription> {
   const scheduler = await deps.bus.subscribe({
     group: options.group,
     topics: [topics.jobEvents],
@@ -43,7 +50,10 @@ export async function startNotifier(deps: NotifierDeps, options: NotifierOptions
     topics: [topics.callbacks],
     concurrency: options.concurrency,
     fromBeginning: true,
-    handler: createDeliveryHandler(deps, { ...options, hostSlots: createHostSlots(options.maxInFlightPerHost) }),
+    handler: createDeliveryHandler(deps, {
+      ...options,
+      hostSlots: createHostSlots(options.maxInFlightPerHost),
+    }),
   });
   return {
     async close(graceMs) {
@@ -57,31 +67,48 @@ export async function startNotifier(deps: NotifierDeps, options: NotifierOptions
  * (unsigned, warned once per organisation). Without: the fallback (all-in-one's first-run
  * secret) for every organisation, or none at all (warned once).
  */
-export function webhookSecretResolver(secrets: ReadonlyMap<string, string>, fallback: string | undefined, log: Logger): (orgId: string) => string | undefined {
+export function webhookSecretResolver(
+  secrets: ReadonlyMap<string, string>,
+  fallback: string | undefined,
+  log: Logger,
+): (orgId: string) => string | undefined {
   const warned = new Set<string>();
   if (secrets.size === 0) {
-    if (!fallback) log.warn('callback.unsigned', { note: 'WEBHOOK_SECRETS is unset: callbacks are sent without webhook-signature' });
+    if (!fallback)
+      log.warn('callback.unsigned', {
+        note: 'WEBHOOK_SECRETS is unset: callbacks are sent without webhook-signature',
+      });
     return () => fallback;
   }
   return (orgId) => {
     const secret = secrets.get(orgId);
     if (!secret && !warned.has(orgId)) {
       warned.add(orgId);
-      log.warn('callback.unsigned', { orgId, note: 'WEBHOOK_SECRETS has no entry for this organisation: its callbacks are sent without webhook-signature' });
+      log.warn('callback.unsigned', {
+        orgId,
+        note: 'WEBHOOK_SECRETS has no entry for this organisation: its callbacks are sent without webhook-signature',
+      });
     }
     return secret;
   };
 }
 
 /** The notifier as configured. `fallbackSecret`: the all-in-one launcher's first-run secret. */
-export function startNotifierService(rt: Runtime, options: { fallbackSecret?: string } = {}): Promise<Subscription> {
+export function startNotifierService(
+  rt: Runtime,
+  options: { fallbackSecret?: string } = {},
+): Promise<Subscription> {
   const { config } = rt;
   return startNotifier(rt, {
     group: 'notifier',
     concurrency: config.callbackConcurrency,
     maxInFlightPerHost: config.callbackMaxInFlightPerHost,
     timeoutMs: config.callbackTimeoutMs,
-    policy: { backoffMs: config.callbackBackoffMs, backoffMaxMs: config.callbackBackoffMaxMs, horizonMs: config.callbackRetryHorizonMs },
+    policy: {
+      backoffMs: config.callbackBackoffMs,
+      backoffMaxMs: config.callbackBackoffMaxMs,
+      horizonMs: config.callbackRetryHorizonMs,
+    },
     secretFor: webhookSecretResolver(config.webhookSecrets, options.fallbackSecret, rt.log),
   });
 }

@@ -45,7 +45,7 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
   });
-  return { app, bus, codec, metrics, server: app.callback() };
+  return { app, bus, codec, metrics, statusView, server: app.callback() };
 }
 
 export const validTranscode = {

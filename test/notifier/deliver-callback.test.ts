@@ -12,9 +12,28 @@ const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 describe('one callback attempt', () => {
   let server: TestServer;
   const http = createGuardedHttp({ allowPrivateNetworks: true });
-  const options = { timeoutMs: 2000, secret: SECRET, signal: new AbortController().signal, now: () => new Date() };
+  const options: {
+    timeoutMs: number;
+    secret: string | undefined;
+    signal: AbortSignal;
+    now: () => Date;
+  } = {
+    timeoutMs: 2000,
+    secret: SECRET,
+    signal: new AbortController().signal,
+    now: () => new Date(),
+  };
   const attempt = (path: string, extra: Partial<typeof options> = {}) =>
-    deliverCallback(http, { url: `${server.url}${path}`, webhookId: 'job-1:media.job.succeeded:1', body: { jobId: 'j', note: 'ünïcode' }, attempt: 3 }, { ...options, ...extra });
+    deliverCallback(
+      http,
+      {
+        url: `${server.url}${path}`,
+        webhookId: 'job-1:media.job.succeeded:1',
+        body: { jobId: 'j', note: 'ünïcode' },
+        attempt: 3,
+      },
+      { ...options, ...extra },
+    );
   beforeEach(async () => {
     server = await startTestServer();
   });
@@ -25,11 +44,25 @@ describe('one callback attempt', () => {
     const got = server.callbacks[0];
     expect(got?.headers['webhook-id']).to.equal('job-1:media.job.succeeded:1');
     expect(got?.headers['x-media-delivery-attempt']).to.equal('3');
-    const headers = { 'webhook-id': String(got?.headers['webhook-id']), 'webhook-timestamp': String(got?.headers['webhook-timestamp']), 'webhook-signature': String(got?.headers['webhook-signature']) };
-    expect(new Webhook(SECRET).verify(got?.raw ?? '', headers)).to.deep.equal({ jobId: 'j', note: 'ünïcode' });
-    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(got?.raw ?? '', headers)).to.throw();
+    const headers = {
+      'webhook-id': String(got?.headers['webhook-id']),
+      'webhook-timestamp': String(got?.headers['webhook-timestamp']),
+      'webhook-signature': String(got?.headers['webhook-signature']),
+    };
+    expect(new Webhook(SECRET).verify(got?.raw ?? '', headers)).to.deep.equal({
+      jobId: 'j',
+      note: 'ünïcode',
+    });
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(
+        got?.raw ?? '',
+        headers,
+      ),
+    ).to.throw();
     // The package's own signer agrees byte for byte.
-    expect(signWebhook(SECRET, 'm1', 1_700_000_000, '{}')).to.equal(new Webhook(SECRET).sign('m1', new Date(1_700_000_000_000), '{}'));
+    expect(signWebhook(SECRET, 'm1', 1_700_000_000, '{}')).to.equal(
+      new Webhook(SECRET).sign('m1', new Date(1_700_000_000_000), '{}'),
+    );
   });
 
   it('sends no signature without a secret', async () => {
@@ -39,7 +72,13 @@ describe('one callback attempt', () => {
   });
 
   it('tells retryable answers (408, 429, 5xx, with Retry-After) from permanent ones (other 4xx, 3xx)', async () => {
-    const statuses: Record<string, [number, Record<string, string>]> = { '/r429': [429, { 'retry-after': '7' }], '/r503': [503, { 'retry-after': 'Wed, 21 Oct 2099 07:28:00 GMT' }], '/r408': [408, {}], '/p410': [410, {}], '/p302': [302, { location: '/x' }] };
+    const statuses: Record<string, [number, Record<string, string>]> = {
+      '/r429': [429, { 'retry-after': '7' }],
+      '/r503': [503, { 'retry-after': 'Wed, 21 Oct 2099 07:28:00 GMT' }],
+      '/r408': [408, {}],
+      '/p410': [410, {}],
+      '/p302': [302, { location: '/x' }],
+    };
     const plain: Server = createServer((req, res) => {
       const [status, headers] = statuses[req.url ?? ''] ?? [200, {}];
       res.writeHead(status, headers).end();
@@ -47,13 +86,40 @@ describe('one callback attempt', () => {
     await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
     const base = `http://127.0.0.1:${(plain.address() as AddressInfo).port}`;
     const now = new Date('2099-10-21T07:27:00Z');
-    const one = (path: string) => deliverCallback(http, { url: base + path, webhookId: 'w', body: {}, attempt: 1 }, { ...options, now: () => now });
+    const one = (path: string) =>
+      deliverCallback(
+        http,
+        { url: base + path, webhookId: 'w', body: {}, attempt: 1 },
+        { ...options, now: () => now },
+      );
     try {
-      expect(await one('/r429')).to.deep.equal({ kind: 'retryable', status: 429, error: 'answered 429', retryAfterMs: 7000 });
-      expect(await one('/r503')).to.deep.equal({ kind: 'retryable', status: 503, error: 'answered 503', retryAfterMs: 60_000 });
-      expect(await one('/r408')).to.deep.equal({ kind: 'retryable', status: 408, error: 'answered 408' });
-      expect(await one('/p410')).to.deep.equal({ kind: 'permanent', status: 410, error: 'answered 410' });
-      expect(await one('/p302')).to.deep.equal({ kind: 'permanent', status: 302, error: 'answered 302' });
+      expect(await one('/r429')).to.deep.equal({
+        kind: 'retryable',
+        status: 429,
+        error: 'answered 429',
+        retryAfterMs: 7000,
+      });
+      expect(await one('/r503')).to.deep.equal({
+        kind: 'retryable',
+        status: 503,
+        error: 'answered 503',
+        retryAfterMs: 60_000,
+      });
+      expect(await one('/r408')).to.deep.equal({
+        kind: 'retryable',
+        status: 408,
+        error: 'answered 408',
+      });
+      expect(await one('/p410')).to.deep.equal({
+        kind: 'permanent',
+        status: 410,
+        error: 'answered 410',
+      });
+      expect(await one('/p302')).to.deep.equal({
+        kind: 'permanent',
+        status: 302,
+        error: 'answered 302',
+      });
     } finally {
       plain.closeAllConnections();
       plain.close();
@@ -65,17 +131,31 @@ describe('one callback attempt', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as AddressInfo).port;
     const started = performance.now();
-    const hung = await deliverCallback(http, { url: `http://127.0.0.1:${port}/x`, webhookId: 'w', body: {}, attempt: 1 }, { ...options, timeoutMs: 300 });
+    const hung = await deliverCallback(
+      http,
+      { url: `http://127.0.0.1:${port}/x`, webhookId: 'w', body: {}, attempt: 1 },
+      { ...options, timeoutMs: 300 },
+    );
     expect(hung).to.deep.equal({ kind: 'retryable', error: 'no answer within 300 ms' });
     expect(performance.now() - started).to.be.below(1500);
     silent.closeAllConnections();
     await new Promise((r) => silent.close(r));
-    expect(await deliverCallback(http, { url: `http://127.0.0.1:${port}/x`, webhookId: 'w', body: {}, attempt: 1 }, options)).to.deep.equal({ kind: 'retryable', error: 'connection refused' });
+    expect(
+      await deliverCallback(
+        http,
+        { url: `http://127.0.0.1:${port}/x`, webhookId: 'w', body: {}, attempt: 1 },
+        options,
+      ),
+    ).to.deep.equal({ kind: 'retryable', error: 'connection refused' });
   });
 
   it('never calls a private address unless allowed, and does not retry it', async () => {
     const strict = createGuardedHttp({ allowPrivateNetworks: false });
-    const result = await deliverCallback(strict, { url: `${server.url}/callbacks/a`, webhookId: 'w', body: {}, attempt: 1 }, options);
+    const result = await deliverCallback(
+      strict,
+      { url: `${server.url}/callbacks/a`, webhookId: 'w', body: {}, attempt: 1 },
+      options,
+    );
     expect(result.kind).to.equal('permanent');
     expect(server.callbacks).to.have.length(0);
   });

@@ -18,15 +18,27 @@ describe('callback retry schedule', () => {
   });
 
   it('Retry-After is a lower bound', () => {
-    const plan = planRetry(policy, { attempt: 1, firstAttemptAt: first, retryAfterMs: 120_000 }, now, () => 0.5);
+    const plan = planRetry(
+      policy,
+      { attempt: 1, firstAttemptAt: first, retryAfterMs: 120_000 },
+      now,
+      () => 0.5,
+    );
     expect(plan).to.deep.equal({ retry: true, dueAt: new Date(now.getTime() + 120_000) });
   });
 
   it('gives up when the next attempt would fall beyond the horizon', () => {
     const late = new Date(first.getTime() + policy.horizonMs - 500);
-    expect(planRetry(policy, { attempt: 5, firstAttemptAt: first }, late, () => 0.9).retry).to.equal(false);
-    expect(planRetry(policy, { attempt: 5, firstAttemptAt: first }, late, () => 0).retry).to.equal(true);
-    expect(planRetry(policy, { attempt: 1, firstAttemptAt: first, retryAfterMs: 25 * 3600_000 }, now).retry).to.equal(false);
+    expect(
+      planRetry(policy, { attempt: 5, firstAttemptAt: first }, late, () => 0.9).retry,
+    ).to.equal(false);
+    expect(planRetry(policy, { attempt: 5, firstAttemptAt: first }, late, () => 0).retry).to.equal(
+      true,
+    );
+    expect(
+      planRetry(policy, { attempt: 1, firstAttemptAt: first, retryAfterMs: 25 * 3600_000 }, now)
+        .retry,
+    ).to.equal(false);
   });
 
   it('reads Retry-After as seconds or an HTTP date', () => {

@@ -20,13 +20,30 @@ export function callbackFor(event: JobEvent): CallbackRequest | undefined {
     const url = event.data.callbacks?.successUrl;
     if (!url) return undefined;
     const { jobId, kind, attempt, finishedAt, result } = event.data;
-    return { url, webhookId: event.id, body: { eventId: event.id, jobId, kind, status: 'succeeded', attempt, finishedAt, result } };
+    return {
+      url,
+      webhookId: event.id,
+      body: { eventId: event.id, jobId, kind, status: 'succeeded', attempt, finishedAt, result },
+    };
   }
   if (event.type === 'media.job.failed') {
     const url = event.data.callbacks?.failureUrl;
     if (!url) return undefined;
     const { jobId, kind, attempt, finishedAt, error } = event.data;
-    return { url, webhookId: event.id, body: { eventId: event.id, jobId, kind, status: 'failed', attempt, finishedAt, code: error.code, message: error.message } };
+    return {
+      url,
+      webhookId: event.id,
+      body: {
+        eventId: event.id,
+        jobId,
+        kind,
+        status: 'failed',
+        attempt,
+        finishedAt,
+        code: error.code,
+        message: error.message,
+      },
+    };
   }
   return undefined;
 }
@@ -35,7 +52,18 @@ export function callbackFor(event: JobEvent): CallbackRequest | undefined {
  * The record that makes a callback's first attempt (due at once). `firstAttemptAt` is left out:
  * the retry horizon starts when the notifier first tries, not when the record was queued.
  */
-export function firstDeliveryRecord(codec: EventCodec, request: CallbackRequest, job: { jobId: string; orgId: string }): OutgoingRecord {
-  const data: CallbackDelivery = { webhookId: request.webhookId, jobId: job.jobId, orgId: job.orgId, url: request.url, body: request.body, attempt: 1 };
+export function firstDeliveryRecord(
+  codec: EventCodec,
+  request: CallbackRequest,
+  job: { jobId: string; orgId: string },
+): OutgoingRecord {
+  const data: CallbackDelivery = {
+    webhookId: request.webhookId,
+    jobId: job.jobId,
+    orgId: job.orgId,
+    url: request.url,
+    body: request.body,
+    attempt: 1,
+  };
   return codec.encode(topics.callbacks, 'media.callback.delivery', data);
 }
