@@ -67,14 +67,32 @@ export interface Config {
   maxJobAttempts: number;
   /** Backoff before the 2nd attempt, doubled each time (RETRY_BACKOFF_MS, default 5 s). */
   retryBackoffMs: number;
-  /** Callback deliveries before one is dead-lettered (CALLBACK_MAX_ATTEMPTS, default 6). */
-  callbackMaxAttempts: number;
-  /** Time-out of one callback attempt (CALLBACK_TIMEOUT_MS, default 10 s). */
+  /** Time-out of one callback attempt, in ms (CALLBACK_TIMEOUT_MS, default 10 s). */
   callbackTimeoutMs: number;
-  /** Backoff before the 2nd callback attempt, doubled each time (CALLBACK_BACKOFF_MS, default 1 s). */
+  /**
+   * Base of the callback backoff, in ms (CALLBACK_BACKOFF_MS, default 1 s): the wait before attempt
+   * n + 1 is random in [0, min(base × 2^(n-1), CALLBACK_BACKOFF_MAX_MS)] (full jitter).
+   */
   callbackBackoffMs: number;
-  /** HMAC-SHA256 key for the X-Media-Signature header of callbacks (CALLBACK_SIGNING_SECRET). */
-  callbackSigningSecret: string | undefined;
+  /** Cap of one callback backoff, in ms (CALLBACK_BACKOFF_MAX_MS, default 1 h). */
+  callbackBackoffMaxMs: number;
+  /**
+   * A callback is retried until this long after its first attempt, in ms; an attempt that would
+   * fall later is not made and the callback is given up (CALLBACK_RETRY_HORIZON_MS, default 24 h).
+   */
+  callbackRetryHorizonMs: number;
+  /** Callback attempts one notifier process makes at once (CALLBACK_CONCURRENCY, default 16). */
+  callbackConcurrency: number;
+  /**
+   * Callback attempts one notifier process makes at once to one host (CALLBACK_MAX_IN_FLIGHT_PER_HOST,
+   * default 2), so a slow receiver holds at most this many of the CALLBACK_CONCURRENCY slots.
+   */
+  callbackMaxInFlightPerHost: number;
+  /**
+   * Standard Webhooks signing secrets by organisation (WEBHOOK_SECRETS="org1:whsec_…,org2:whsec_…").
+   * Empty when unset. The value is the `whsec_` string; the key is its base64-decoded rest.
+   */
+  webhookSecrets: ReadonlyMap<string, string>;
   /** Keys that seal credentials in events; the first seals (CREDENTIALS_KEYS="id:base64-32-bytes,..."). */
   sealingKeys: readonly SealingKey[];
   /** Time to finish in-flight work after SIGTERM (SHUTDOWN_GRACE_MS, default 30 s). */
@@ -159,6 +177,29 @@ export function parseSealingKeys(raw: string | undefined): SealingKey[] {
   });
 }
 
+/** `org:whsec_<base64 of 24–64 bytes>` pairs (the Standard Webhooks secret format). */
+export function parseWebhookSecrets(raw: string | undefined): Map<string, string> {
+  const secrets = new Map<string, string>();
+  if (!raw) return secrets;
+  for (const pair of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const at = pair.indexOf(':');
+    const org = pair.slice(0, at);
+    const secret = pair.slice(at + 1);
+    const key = /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret) ? Buffer.from(secret.slice(6), 'base64') : Buffer.alloc(0);
+    if (at <= 0 || !/^[A-Za-z0-9._-]{1,64}$/.test(org) || key.length < 24 || key.length > 64)
+      throw new ConfigError('WEBHOOK_SECRETS must look like "org1:whsec_<base64 of 24 to 64 bytes>,org2:whsec_…"');
+    if (secrets.has(org)) throw new ConfigError(`WEBHOOK_SECRETS names organisation ${org} twice`);
+    secrets.set(org, secret);
+  }
+  return secrets;
+}
+
+// Settings that were removed: starting with them set would silently change what callers get.
+const REPLACED: Record<string, string> = {
+  CALLBACK_SIGNING_SECRET: 'WEBHOOK_SECRETS (Standard Webhooks signatures, one secret per organisation)',
+  CALLBACK_MAX_ATTEMPTS: 'CALLBACK_RETRY_HORIZON_MS (callbacks are retried for a time, not a count)',
+};
+
 const LEVELS = new Set(['debug', 'info', 'warn', 'error', 'silent']);
 
 export function loadConfig(env: Env): Readonly<Config> {
@@ -166,6 +207,7 @@ export function loadConfig(env: Env): Readonly<Config> {
   if (!LEVELS.has(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${[...LEVELS].join(', ')}`);
   const prefix = env['KAFKA_TOPIC_PREFIX'] ?? '';
   if (!/^[A-Za-z0-9._-]{0,100}$/.test(prefix)) throw new ConfigError('KAFKA_TOPIC_PREFIX may hold only letters, digits, . _ -');
+  for (const [name, by] of Object.entries(REPLACED)) if (env[name] !== undefined) throw new ConfigError(`${name} is no longer read; use ${by}`);
   const brokers = (env['KAFKA_BROKERS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   return Object.freeze({
     port: int(env, 'PORT', 8080, 0, 65535),
@@ -195,10 +237,14 @@ export function loadConfig(env: Env): Readonly<Config> {
     workDir: env['WORK_DIR'] || undefined,
     maxJobAttempts: int(env, 'MAX_JOB_ATTEMPTS', 3, 1, 20),
     retryBackoffMs: int(env, 'RETRY_BACKOFF_MS', 5000, 0, 3600_000),
-    callbackMaxAttempts: int(env, 'CALLBACK_MAX_ATTEMPTS', 6, 1, 50),
     callbackTimeoutMs: int(env, 'CALLBACK_TIMEOUT_MS', 10_000, 100, 120_000),
     callbackBackoffMs: int(env, 'CALLBACK_BACKOFF_MS', 1000, 0, 3600_000),
-    callbackSigningSecret: env['CALLBACK_SIGNING_SECRET'] || undefined,
+    callbackBackoffMaxMs: int(env, 'CALLBACK_BACKOFF_MAX_MS', 3600_000, 0, 24 * 3600_000),
+    // Seven days at most: the embedded bus and Kafka's default retention keep records that long.
+    callbackRetryHorizonMs: int(env, 'CALLBACK_RETRY_HORIZON_MS', 24 * 3600_000, 0, 7 * 24 * 3600_000),
+    callbackConcurrency: int(env, 'CALLBACK_CONCURRENCY', 16, 1, 256),
+    callbackMaxInFlightPerHost: int(env, 'CALLBACK_MAX_IN_FLIGHT_PER_HOST', 2, 1, 256),
+    webhookSecrets: parseWebhookSecrets(env['WEBHOOK_SECRETS']),
     sealingKeys: Object.freeze(parseSealingKeys(env['CREDENTIALS_KEYS'])),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3600_000),
     s3Endpoint: url(env, 'S3_ENDPOINT'),

@@ -10,6 +10,8 @@ export const errorCatalog = {
   unauthorized: { status: 401, retryable: false, summary: 'apiKey (or X-Api-Key on GET) is missing or unknown.' },
   not_found: { status: 404, retryable: false, summary: 'No such path, or no such job for this organisation.' },
   method_not_allowed: { status: 405, retryable: false, summary: 'The path exists but not with this method.' },
+  job_not_finished: { status: 409, retryable: false, summary: 'The job has not finished, so it has no final callback to redeliver yet.' },
+  no_callback: { status: 409, retryable: false, summary: 'The job asked for no callback for its outcome; there is nothing to redeliver.' },
   payload_too_large: { status: 413, retryable: false, summary: 'The body is larger than MAX_BODY_BYTES.' },
   unsupported_media_type: { status: 415, retryable: false, summary: 'The body is not sent as application/json.' },
   bus_unavailable: { status: 503, retryable: true, summary: 'The event bus did not accept the job; nothing was queued.' },

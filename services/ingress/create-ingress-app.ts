@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
+import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import type { Contracts } from '../core/contracts/load-contracts.ts';
-import type { JobAck } from '../core/contracts/types.generated.ts';
+import type { CallbackRedelivery, JobAck } from '../core/contracts/types.generated.ts';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
@@ -47,6 +48,7 @@ export function createIngressApp(deps: IngressDeps): Koa {
 
   for (const [path, type] of Object.entries(JOB_ROUTES)) router.post(path, (ctx) => submitJob(ctx, type, deps));
   router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
+  router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -108,17 +110,43 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   ctx.body = ack;
 }
 
-async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
+/** The organisation of the key in X-Api-Key or `Authorization: Bearer`, and the job id asked for. */
+function authorizeJobRequest(ctx: Context, deps: IngressDeps): { orgId: string; id: string; asked: string } {
   const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
   const presented = ctx.get('x-api-key') || bearer;
   if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
   const orgId = deps.authenticate(presented);
   if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
   const params = ctx['params'] as Record<string, string | undefined>;
-  const id = String(params['id'] ?? '').toLowerCase();
+  const asked = params['id'] ?? '';
+  return { orgId, id: asked.toLowerCase(), asked };
+}
+
+async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
+  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
   const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
-  if (!status) throw new MediaError('not_found', `no job ${params['id'] ?? ''} for this API key`);
+  if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
   ctx.body = status;
+}
+
+/** Queues the job's final callback again, with its webhook-id; attempts count from 1 again. */
+async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void> {
+  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
+  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+  if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
+  if (status.status !== 'succeeded' && status.status !== 'failed') throw new MediaError('job_not_finished', `job ${id} is ${status.status}; its callback is sent when it ends`);
+  const callback = deps.statusView.finalCallback(id, orgId);
+  if (!callback) throw new MediaError('no_callback', `job ${id} has no ${status.status === 'succeeded' ? 'successUrl' : 'failureUrl'} to call`);
+  try {
+    await deps.bus.publish([firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId })]);
+  } catch (error) {
+    if (!(error instanceof BusUnavailableError)) throw error;
+    throw new MediaError('bus_unavailable', 'the callback could not be queued because the event bus is unavailable; try again');
+  }
+  deps.log.info('callback.redelivery_queued', { jobId: id, orgId, webhookId: callback.webhookId });
+  const body: CallbackRedelivery = { id, webhookId: callback.webhookId, state: 'pending' };
+  ctx.status = 202;
+  ctx.body = body;
 }
 
 function countRequests(metrics: Metrics) {

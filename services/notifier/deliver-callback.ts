@@ -1,75 +1,90 @@
-import { createHmac } from 'node:crypto';
 import { ForbiddenUrlError, type HttpClient } from '../core/net/guarded-http.ts';
-import { sleep } from '../core/time.ts';
+import { parseRetryAfter } from './retry-schedule.ts';
+import { webhookHeaders } from './sign-webhook.ts';
 
-export interface CallbackRequest {
+/** One attempt of one callback. */
+export interface CallbackAttempt {
   url: string;
-  /** The event id: receivers dedupe on it (also sent as X-Media-Event-Id). */
-  eventId: string;
-  body: object;
+  webhookId: string;
+  body: Record<string, unknown>;
+  /** Attempt number, from 1. */
+  attempt: number;
 }
 
-export interface DeliveryPolicy {
-  maxAttempts: number;
-  /** Backoff before the 2nd attempt, doubled each time. */
-  backoffMs: number;
+export interface AttemptOptions {
+  /** The attempt is abandoned after this long, in ms (connect, answer and headers). */
   timeoutMs: number;
-  signingSecret: string | undefined;
+  /** `whsec_…` secret of the job's organisation; undefined: sent unsigned. */
+  secret: string | undefined;
+  /** Aborted when the notifier stops: the attempt is then not counted. */
+  signal: AbortSignal;
+  now: () => Date;
 }
-
-export type DeliveryResult =
-  | { delivered: true; attempts: number; status: number }
-  | { delivered: false; attempts: number; reason: string };
-
-/** `t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`, as receivers verify it (README). */
-export function signCallback(secret: string, timestamp: number, body: string): string {
-  const mac = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
-  return `t=${timestamp},v1=${mac}`;
-}
-
-const permanent = (status: number): boolean => status >= 400 && status < 500 && status !== 408 && status !== 429;
 
 /**
- * POSTs the callback until a 2xx, a permanent refusal (4xx other than 408/429), or the last
- * attempt. `beforeRetry` runs between attempts (the notifier heartbeats there).
+ * What one attempt came to. `retryable`: network error, time-out, 408, 429 or 5xx; `permanent`:
+ * any other non-2xx (redirects are not followed) or a URL the address policy refuses.
+ * `error` is safe to show the caller: a status or a short cause, never a secret or a local path.
  */
+export type AttemptOutcome =
+  | { kind: 'delivered'; status: number }
+  | { kind: 'retryable'; status?: number; error: string; retryAfterMs?: number }
+  | { kind: 'permanent'; status?: number; error: string };
+
+/** POSTs the callback once. No retry here: retrying is scheduled on the bus. */
 export async function deliverCallback(
   http: HttpClient,
-  request: CallbackRequest,
-  policy: DeliveryPolicy,
-  options: { signal: AbortSignal; beforeRetry?: () => Promise<void>; onAttempt?: (ok: boolean, seconds: number) => void },
-): Promise<DeliveryResult> {
-  const body = JSON.stringify(request.body);
-  let reason = 'not attempted';
-  for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
-    if (options.signal.aborted) return { delivered: false, attempts: attempt - 1, reason: 'stopped' };
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'user-agent': 'media-service-notifier/1',
-      'x-media-event-id': request.eventId,
-      'x-media-delivery-attempt': String(attempt),
-    };
-    if (policy.signingSecret) headers['x-media-signature'] = signCallback(policy.signingSecret, Math.floor(Date.now() / 1000), body);
-    const started = performance.now();
-    try {
-      const timeout = AbortSignal.any([options.signal, AbortSignal.timeout(policy.timeoutMs)]);
-      const res = await http.request(request.url, { method: 'POST', headers, body: Buffer.from(body), signal: timeout, idleTimeoutMs: policy.timeoutMs });
-      res.resume();
-      const status = res.statusCode ?? 0;
-      options.onAttempt?.(status >= 200 && status < 300, (performance.now() - started) / 1000);
-      if (status >= 200 && status < 300) return { delivered: true, attempts: attempt, status };
-      reason = `answered ${status}`;
-      if (permanent(status)) return { delivered: false, attempts: attempt, reason };
-    } catch (error) {
-      options.onAttempt?.(false, (performance.now() - started) / 1000);
-      // A refused address will be refused again: no retry.
-      if (error instanceof ForbiddenUrlError) return { delivered: false, attempts: attempt, reason: error.message };
-      reason = `not reachable: ${(error as Error).message}`;
+  callback: CallbackAttempt,
+  options: AttemptOptions,
+): Promise<AttemptOutcome> {
+  const body = JSON.stringify(callback.body);
+  const headers = webhookHeaders({
+    webhookId: callback.webhookId,
+    attempt: callback.attempt,
+    body,
+    secret: options.secret,
+    now: options.now(),
+  });
+  const signal = AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]);
+  try {
+    const res = await http.request(callback.url, {
+      method: 'POST',
+      headers,
+      body: Buffer.from(body),
+      signal,
+      idleTimeoutMs: options.timeoutMs,
+    });
+    // The receiver's body is never read: a slow one must not hold the slot.
+    res.destroy();
+    const status = res.statusCode ?? 0;
+    if (status >= 200 && status < 300) return { kind: 'delivered', status };
+    const error = `answered ${status}`;
+    if (status === 408 || status === 429 || status >= 500) {
+      const retryAfterMs = parseRetryAfter(res.headers['retry-after'], options.now());
+      return retryAfterMs === undefined
+        ? { kind: 'retryable', status, error }
+        : { kind: 'retryable', status, error, retryAfterMs };
     }
-    if (attempt < policy.maxAttempts) {
-      await sleep(policy.backoffMs * 2 ** (attempt - 1), options.signal);
-      await options.beforeRetry?.();
-    }
+    return { kind: 'permanent', status, error };
+  } catch (error) {
+    if (error instanceof ForbiddenUrlError)
+      return {
+        kind: 'permanent',
+        error: 'refused: the URL points at a loopback, private or link-local address',
+      };
+    return { kind: 'retryable', error: describeNetworkError(error, signal, options.timeoutMs) };
   }
-  return { delivered: false, attempts: policy.maxAttempts, reason };
+}
+
+// Only the cause: a raw message may hold addresses or paths of this machine.
+function describeNetworkError(error: unknown, signal: AbortSignal, timeoutMs: number): string {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'connection reset';
+  if (signal.aborted || /in time/.test((error as Error).message))
+    return `no answer within ${timeoutMs} ms`;
+  if (typeof code === 'string' && /^(CERT_|ERR_TLS|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED)/.test(code))
+    return 'TLS certificate not accepted';
+  return 'network error';
 }

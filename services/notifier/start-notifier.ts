@@ -1,74 +1,114 @@
-import { topics, type EventBus, type Subscription } from '../core/bus/event-bus.ts';
-import type { EventCodec, JobEvent } from '../core/events/event-codec.ts';
+import { topics, type Subscription } from '../core/bus/event-bus.ts';
+import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import { deadLetter } from '../core/jobs/dead-letter.ts';
-import type { HttpClient } from '../core/net/guarded-http.ts';
 import type { Logger } from '../core/observability/logger.ts';
-import type { Metrics } from '../core/observability/metrics.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
-import { deliverCallback, type CallbackRequest, type DeliveryPolicy } from './deliver-callback.ts';
+import {
+  createDeliveryHandler,
+  type DeliveryDeps,
+  type DeliveryOptions,
+} from './handle-delivery.ts';
+import { createHostSlots } from './host-slots.ts';
+import type { RetryPolicy } from './retry-schedule.ts';
 
-export interface NotifierDeps {
-  bus: EventBus;
-  codec: EventCodec;
-  http: HttpClient;
-  log: Logger;
-  metrics: Metrics;
+export type NotifierDeps = DeliveryDeps;
+
+export interface NotifierOptions extends Omit<DeliveryOptions, 'hostSlots'> {
+  /** Consumer group reading job events; the attempts are read by `<group>-callbacks`. */
+  group: string;
+  /** Callback attempts this process makes at once. */
+  concurrency: number;
+  /** Attempts this process makes at once to one host. */
+  maxInFlightPerHost: number;
+  policy: RetryPolicy;
 }
 
-/** The callback a terminal event asks for, if any. Payloads are documented in the README. */
-export function callbackFor(event: JobEvent): CallbackRequest | undefined {
-  if (event.type === 'media.job.succeeded') {
-    const url = event.data.callbacks?.successUrl;
-    if (!url) return undefined;
-    const { jobId, kind, attempt, finishedAt, result } = event.data;
-    return { url, eventId: event.id, body: { eventId: event.id, jobId, kind, status: 'succeeded', attempt, finishedAt, result } };
-  }
-  if (event.type === 'media.job.failed') {
-    const url = event.data.callbacks?.failureUrl;
-    if (!url) return undefined;
-    const { jobId, kind, attempt, finishedAt, error } = event.data;
-    return { url, eventId: event.id, body: { eventId: event.id, jobId, kind, status: 'failed', attempt, finishedAt, code: error.code, message: error.message } };
-  }
-  return undefined;
-}
-
-/** Turns job outcomes into HTTP callbacks; a callback that cannot be delivered is dead-lettered. */
-export function startNotifier(deps: NotifierDeps, options: { group: string; concurrency: number; policy: DeliveryPolicy }): Promise<Subscription> {
-  return deps.bus.subscribe({
+/**
+ * Turns job outcomes into callbacks in two steps, each its own consumer: a terminal event with a
+ * callback URL becomes a delivery record (committed at once), and each delivery record is one
+ * attempt. Retries wait on the bus, so no handler slot is held between attempts.
+ */
+export async function startNotifier(
+  deps: NotifierDeps,
+  options: NotifierOptions,
+): Promise<Subscription> {
+  const scheduler = await deps.bus.subscribe({
     group: options.group,
     topics: [topics.jobEvents],
-    concurrency: options.concurrency,
+    concurrency: 4,
     fromBeginning: true,
-    handler: async (record, delivery) => {
+    handler: async (record) => {
       const decoded = deps.codec.decode(record);
       if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
       const callback = callbackFor(decoded.event);
       if (!callback) return;
-      const log = deps.log.child({ jobId: decoded.event.subject, eventId: decoded.event.id });
-      const result = await deliverCallback(deps.http, callback, options.policy, {
-        signal: delivery.signal,
-        beforeRetry: () => delivery.heartbeat(),
-        onAttempt: (ok, seconds) => deps.metrics.callbackDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds),
-      });
-      if (delivery.signal.aborted && !result.delivered) throw new Error('handed back: notifier stopping');
-      if (result.delivered) {
-        deps.metrics.callbacks.inc({ outcome: 'delivered' });
-        log.info('callback.delivered', { attempts: result.attempts, status: result.status });
-        return;
-      }
-      deps.metrics.callbacks.inc({ outcome: 'dead_lettered' });
-      log.warn('callback.dead_lettered', { attempts: result.attempts, reason: result.reason });
-      await deadLetter(deps, record, 'callback_exhausted', `${result.reason} after ${result.attempts} attempt(s)`);
+      await deps.bus.publish([firstDeliveryRecord(deps.codec, callback, decoded.event.data)]);
     },
   });
+  const attempts = await deps.bus.subscribe({
+    group: `${options.group}-callbacks`,
+    topics: [topics.callbacks],
+    concurrency: options.concurrency,
+    fromBeginning: true,
+    handler: createDeliveryHandler(deps, {
+      ...options,
+      hostSlots: createHostSlots(options.maxInFlightPerHost),
+    }),
+  });
+  return {
+    async close(graceMs) {
+      await Promise.all([scheduler.close(graceMs), attempts.close(graceMs)]);
+    },
+  };
 }
 
-/** The notifier as configured: one group, a few callbacks in flight per process. */
-export function startNotifierService(rt: Runtime): Promise<Subscription> {
+/**
+ * Which secret signs an organisation's callbacks. With WEBHOOK_SECRETS: its entry, or none
+ * (unsigned, warned once per organisation). Without: the fallback (all-in-one's first-run
+ * secret) for every organisation, or none at all (warned once).
+ */
+export function webhookSecretResolver(
+  secrets: ReadonlyMap<string, string>,
+  fallback: string | undefined,
+  log: Logger,
+): (orgId: string) => string | undefined {
+  const warned = new Set<string>();
+  if (secrets.size === 0) {
+    if (!fallback)
+      log.warn('callback.unsigned', {
+        note: 'WEBHOOK_SECRETS is unset: callbacks are sent without webhook-signature',
+      });
+    return () => fallback;
+  }
+  return (orgId) => {
+    const secret = secrets.get(orgId);
+    if (!secret && !warned.has(orgId)) {
+      warned.add(orgId);
+      log.warn('callback.unsigned', {
+        orgId,
+        note: 'WEBHOOK_SECRETS has no entry for this organisation: its callbacks are sent without webhook-signature',
+      });
+    }
+    return secret;
+  };
+}
+
+/** The notifier as configured. `fallbackSecret`: the all-in-one launcher's first-run secret. */
+export function startNotifierService(
+  rt: Runtime,
+  options: { fallbackSecret?: string } = {},
+): Promise<Subscription> {
   const { config } = rt;
   return startNotifier(rt, {
     group: 'notifier',
-    concurrency: 4,
-    policy: { maxAttempts: config.callbackMaxAttempts, backoffMs: config.callbackBackoffMs, timeoutMs: config.callbackTimeoutMs, signingSecret: config.callbackSigningSecret },
+    concurrency: config.callbackConcurrency,
+    maxInFlightPerHost: config.callbackMaxInFlightPerHost,
+    timeoutMs: config.callbackTimeoutMs,
+    policy: {
+      backoffMs: config.callbackBackoffMs,
+      backoffMaxMs: config.callbackBackoffMaxMs,
+      horizonMs: config.callbackRetryHorizonMs,
+    },
+    secretFor: webhookSecretResolver(config.webhookSecrets, options.fallbackSecret, rt.log),
   });
 }

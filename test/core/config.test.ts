@@ -47,3 +47,33 @@ describe('config', () => {
     }
   });
 });
+
+describe('config: callbacks', () => {
+  const secret = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+
+  it('reads per-organisation Standard Webhooks secrets and the retry settings', () => {
+    const config = loadConfig({ WEBHOOK_SECRETS: `org1:${secret}, org-2:${secret}`, CALLBACK_RETRY_HORIZON_MS: '60000', CALLBACK_MAX_IN_FLIGHT_PER_HOST: '3' });
+    expect([...config.webhookSecrets.keys()]).to.deep.equal(['org1', 'org-2']);
+    expect(config).to.include({ callbackRetryHorizonMs: 60_000, callbackMaxInFlightPerHost: 3, callbackConcurrency: 16, callbackBackoffMaxMs: 3600_000 });
+    expect(loadConfig({}).webhookSecrets.size).to.equal(0);
+  });
+
+  it('refuses a malformed secret, naming the variable but not echoing the value', () => {
+    for (const bad of ['org1:whsec_c2hvcnQ=', `org1:${secret.slice(6)}`, `:${secret}`, `org1:${secret},org1:${secret}`]) {
+      let message = '';
+      try {
+        loadConfig({ WEBHOOK_SECRETS: bad });
+      } catch (error) {
+        expect(error).to.be.instanceOf(ConfigError);
+        message = (error as Error).message;
+      }
+      expect(message, bad).to.match(/WEBHOOK_SECRETS/);
+      expect(message).to.not.contain(secret.slice(6, 20));
+    }
+  });
+
+  it('refuses the settings it replaced, saying what replaces them', () => {
+    expect(() => loadConfig({ CALLBACK_SIGNING_SECRET: 'x' })).to.throw(ConfigError, /CALLBACK_SIGNING_SECRET is no longer read; use WEBHOOK_SECRETS/);
+    expect(() => loadConfig({ CALLBACK_MAX_ATTEMPTS: '6' })).to.throw(ConfigError, /CALLBACK_RETRY_HORIZON_MS/);
+  });
+});

@@ -60,7 +60,8 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.path).to.equal('/callbacks/ok');
     expect(callback.body['status']).to.equal('succeeded');
-    expect(callback.headers['x-media-event-id']).to.equal(`${id}:media.job.succeeded:1`);
+    expect(callback.headers['webhook-id']).to.equal(`${id}:media.job.succeeded:1`);
+    expect(callback.headers['webhook-signature']).to.match(/^v1,/);
 
     const probed = await ffprobe(join(files.dir, 'out.mp4'));
     expect(probed.format.format_name).to.contain('mp4');

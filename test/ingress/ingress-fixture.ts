@@ -47,7 +47,7 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     maxPixels: options.maxPixels ?? 7680 * 4320,
     addressPolicy: createAddressPolicy({ allowPrivateNetworks: options.allowPrivateNetworks ?? false }),
   });
-  return { app, bus, codec, metrics, server: app.callback() };
+  return { app, bus, codec, metrics, statusView, server: app.callback() };
 }
 
 export const validTranscode = {

@@ -10,6 +10,8 @@ export interface ReceivedCallback {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** The body exactly as sent (signatures are over these bytes). */
+  raw: string;
 }
 
 /**
@@ -51,7 +53,8 @@ export async function startTestServer(): Promise<TestServer> {
       if (url.pathname.startsWith('/callbacks/') && req.method === 'POST') {
         const chunks: Buffer[] = [];
         for await (const c of req) chunks.push(c as Buffer);
-        callbacks.push({ path: url.pathname, headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> });
+        const raw = Buffer.concat(chunks).toString('utf8');
+        callbacks.push({ path: url.pathname, headers: req.headers, body: JSON.parse(raw) as Record<string, unknown>, raw });
         waiters.forEach((w) => w());
         return res.writeHead(callbackStatus.get(url.pathname) ?? 200).end();
       }

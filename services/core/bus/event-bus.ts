@@ -70,6 +70,8 @@ export const topics = {
   summaryRequests: 'media.jobs.summary.v1',
   jobEvents: 'media.jobs.events.v1',
   deadLetter: 'media.jobs.dead-letter.v1',
+  /** Callback attempts to make; a retry is published here again with a due time. */
+  callbacks: 'media.callbacks.v1',
 } as const;
 
 export const requestTopicOf = { transcode: topics.transcodeRequests, summary: topics.summaryRequests } as const;

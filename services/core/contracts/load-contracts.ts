@@ -5,6 +5,8 @@ import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.
 import type { FormatsPlugin } from 'ajv-formats';
 import type { Plugin } from 'ajv';
 import type {
+  CallbackDelivery,
+  CallbackStatus,
   EventEnvelope,
   JobFailed,
   JobProcessing,
@@ -39,6 +41,8 @@ export interface Contracts {
     'media.job.progress': Contract<JobProgress>;
     'media.job.succeeded': Contract<JobSucceeded>;
     'media.job.failed': Contract<JobFailed>;
+    'media.callback.delivery': Contract<CallbackDelivery>;
+    'media.callback.status': Contract<CallbackStatus>;
   };
   envelope: Contract<EventEnvelope>;
 }
@@ -52,6 +56,8 @@ export const dataSchemaOf: Record<EventType, string> = {
   'media.job.progress': `${SCHEMA_BASE}events/job-progress.v1.schema.json`,
   'media.job.succeeded': `${SCHEMA_BASE}events/job-succeeded.v1.schema.json`,
   'media.job.failed': `${SCHEMA_BASE}events/job-failed.v1.schema.json`,
+  'media.callback.delivery': `${SCHEMA_BASE}events/callback-delivery.v1.schema.json`,
+  'media.callback.status': `${SCHEMA_BASE}events/callback-status.v1.schema.json`,
 };
 
 function contractOf<T>(validate: ValidateFunction, root: string): Contract<T> {
@@ -101,6 +107,8 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.job.progress': contractOf(get('events/job-progress.v1.schema.json'), 'data'),
       'media.job.succeeded': contractOf(get('events/job-succeeded.v1.schema.json'), 'data'),
       'media.job.failed': contractOf(get('events/job-failed.v1.schema.json'), 'data'),
+      'media.callback.delivery': contractOf(get('events/callback-delivery.v1.schema.json'), 'data'),
+      'media.callback.status': contractOf(get('events/callback-status.v1.schema.json'), 'data'),
     },
     envelope: contractOf(get('events/envelope.v1.schema.json'), 'event'),
   };

@@ -79,6 +79,58 @@ export interface ImageNameWatermark {
   height: number;
   width: number;
 }
+// from schemas/events/callback-delivery.v1.schema.json
+export interface CallbackDelivery {
+  /**
+   * Sent as webhook-id, the same on every attempt: the id of the terminal job event.
+   */
+  webhookId: string;
+  jobId: string;
+  orgId: string;
+  url: HttpUrl;
+  /**
+   * The JSON body POSTed, unchanged on every attempt.
+   */
+  body: {};
+  /**
+   * The attempt this record makes, from 1.
+   */
+  attempt: number;
+  /**
+   * When attempt 1 was made; absent until then. The retry horizon counts from it.
+   */
+  firstAttemptAt?: string;
+}
+// from schemas/events/callback-status.v1.schema.json
+/**
+ * What happened to a job's callback after an attempt (topic media.jobs.events.v1, key job id).
+ */
+export interface CallbackStatus {
+  jobId: string;
+  orgId: string;
+  webhookId: string;
+  state: "delivered" | "retrying" | "given_up";
+  /**
+   * Attempts made so far (a manual redelivery counts from 1 again).
+   */
+  attempts: number;
+  /**
+   * HTTP status of the last attempt, when the receiver answered.
+   */
+  lastStatus?: number;
+  /**
+   * Why the last attempt failed, when it did: no secrets, no local paths.
+   */
+  lastError?: string;
+  /**
+   * When the next attempt is due (state retrying).
+   */
+  nextAttemptAt?: string;
+  /**
+   * When the attempt ended.
+   */
+  at: string;
+}
 // from schemas/events/envelope.v1.schema.json
 /**
  * CloudEvents 1.0, structured JSON mode. data is checked against the schema its type names.
@@ -87,7 +139,13 @@ export interface EventEnvelope {
   specversion: "1.0";
   id: string;
   type:
-    "media.job.requested" | "media.job.processing" | "media.job.progress" | "media.job.succeeded" | "media.job.failed";
+    | "media.job.requested"
+    | "media.job.processing"
+    | "media.job.progress"
+    | "media.job.succeeded"
+    | "media.job.failed"
+    | "media.callback.delivery"
+    | "media.callback.status";
   source: string;
   time: string;
   subject: string;
@@ -220,6 +278,15 @@ export interface JobResult {
     durationSeconds: number;
   }[];
 }
+// from schemas/http/callback-redelivery.v1.schema.json
+/**
+ * Body of the 202 answer to POST /jobs/:id/callbacks/redeliver.
+ */
+export interface CallbackRedelivery {
+  id: string;
+  webhookId: string;
+  state: "pending";
+}
 // from schemas/http/error.v1.schema.json
 export interface ErrorBody {
   error: string;
@@ -244,6 +311,15 @@ export interface JobStatus {
     code: string;
     message: string;
   };
+  callback?: CallbackView;
+}
+export interface CallbackView {
+  state: "pending" | "retrying" | "delivered" | "given_up";
+  webhookId: string;
+  attempts: number;
+  lastStatus?: number;
+  lastError?: string;
+  nextAttemptAt?: string;
 }
 // from schemas/http/summary-request.v1.schema.json
 /**

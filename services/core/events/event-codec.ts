@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { BusRecord, OutgoingRecord } from '../bus/event-bus.ts';
 import { dataSchemaOf, type Contracts, type EventType } from '../contracts/load-contracts.ts';
 import type {
+  CallbackDelivery,
+  CallbackStatus,
   EventEnvelope,
   JobFailed,
   JobProcessing,
@@ -16,7 +18,12 @@ export interface EventDataOf {
   'media.job.progress': JobProgress;
   'media.job.succeeded': JobSucceeded;
   'media.job.failed': JobFailed;
+  'media.callback.delivery': CallbackDelivery;
+  'media.callback.status': CallbackStatus;
 }
+
+/** Events about a job's own run (every one names its attempt), as opposed to its callback. */
+export type JobRunEvent = Extract<JobEvent, { type: `media.job.${string}` }>;
 
 /** A decoded, validated event. */
 export type JobEvent = {
@@ -28,7 +35,8 @@ export type Decoded = { ok: true; event: JobEvent } | { ok: false; reason: strin
 export interface EventCodec {
   /**
    * An event as a bus record (CloudEvents 1.0, structured JSON). `id` defaults to a stable id
-   * for outcome events (`jobId:type:attempt`), so a redelivered job yields the same id.
+   * for outcome events (`jobId:type:attempt`), so a redelivered job yields the same id; progress
+   * and callback events get a random one (several of them share a job and attempt).
    */
   encode<T extends EventType>(topic: string, type: T, data: EventDataOf[T], id?: string): OutgoingRecord;
   /** Parses and validates a record: envelope, type, and data against its versioned schema. */
@@ -42,7 +50,8 @@ export function createEventCodec(contracts: Contracts, source: string): EventCod
     encode(topic, type, data, id) {
       const check = contracts.events[type](data);
       if (!check.ok) throw new Error(`refusing to publish an invalid ${type} event: ${check.message}`);
-      const stableId = type === 'media.job.progress' ? randomUUID() : `${data.jobId}:${type}:${data.attempt}`;
+      const outcome = type.startsWith('media.job.') && type !== 'media.job.progress';
+      const stableId = outcome && 'attempt' in data ? `${data.jobId}:${type}:${data.attempt}` : randomUUID();
       const envelope = {
         specversion: '1.0',
         id: id ?? stableId,

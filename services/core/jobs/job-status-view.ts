@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { topics, type EventBus, type Subscription } from '../bus/event-bus.ts';
+import { callbackFor, type CallbackRequest } from '../callbacks/callback-request.ts';
 import type { EventCodec, JobEvent } from '../events/event-codec.ts';
-import type { JobRequested, JobStatus } from '../contracts/types.generated.ts';
+import type { CallbackStatus, JobRequested, JobStatus } from '../contracts/types.generated.ts';
 
 interface Entry extends JobStatus {
   orgId: string;
+  /** Kept so the ingress can redeliver the very callback the notifier sent (about 0.5 KiB). */
+  finalCallback?: CallbackRequest;
 }
 
 const rank: Record<JobStatus['status'], number> = { queued: 0, processing: 1, succeeded: 2, failed: 2 };
@@ -17,6 +20,8 @@ const rank: Record<JobStatus['status'], number> = { queued: 0, processing: 1, su
 export interface JobStatusView {
   /** The job as its organisation may see it; undefined when unknown or someone else's. */
   get(jobId: string, orgId: string): JobStatus | undefined;
+  /** The job's final callback as it was sent, once the job has ended with one (same scoping as `get`). */
+  finalCallback(jobId: string, orgId: string): CallbackRequest | undefined;
   /** Applies an event seen on the bus. */
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
@@ -38,12 +43,32 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
     }
   };
 
+  // Callback events of one job arrive in order (same key), so the newest simply wins.
+  const applyCallbackStatus = (data: CallbackStatus): void => {
+    const entry = jobs.get(data.jobId);
+    if (!entry || entry.orgId !== data.orgId) return;
+    const { state, webhookId, attempts, lastStatus, lastError, nextAttemptAt } = data;
+    entry.callback = {
+      state,
+      webhookId,
+      attempts,
+      ...(lastStatus === undefined ? {} : { lastStatus }),
+      ...(lastError === undefined ? {} : { lastError }),
+      ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }),
+    };
+  };
+
   const view: JobStatusView = {
     get(jobId, orgId) {
       const entry = jobs.get(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
-      const { orgId: _org, ...status } = entry;
+      const { orgId: _org, finalCallback: _callback, ...status } = entry;
       return status;
+    },
+
+    finalCallback(jobId, orgId) {
+      const entry = jobs.get(jobId);
+      return entry?.orgId === orgId ? entry.finalCallback : undefined;
     },
 
     applyRequested(data, time) {
@@ -59,6 +84,8 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
     },
 
     apply(event) {
+      if (event.type === 'media.callback.status') return applyCallbackStatus(event.data);
+      if (event.type === 'media.callback.delivery') return;
       const data = event.data;
       const current = jobs.get(data.jobId);
       if (event.type === 'media.job.requested') return view.applyRequested(event.data, event.time);
@@ -76,6 +103,11 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
         next.progressPercent = 100;
       }
       if (event.type === 'media.job.failed') next.error = { code: event.data.error.code, message: event.data.error.message };
+      const callback = callbackFor(event);
+      if (callback) {
+        next.finalCallback = callback;
+        if (next.callback?.webhookId !== callback.webhookId) next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
+      }
       touch(data.jobId, next);
     },
 

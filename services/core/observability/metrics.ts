@@ -6,8 +6,8 @@ const PREFIX = 'media_';
 
 /** Label values known before anything happens: their series exist, at 0, from the start. */
 export const JOB_KINDS = ['transcode', 'summary'] as const;
-export const DEAD_LETTER_REASONS = ['invalid_event', 'unexpected_event', 'callback_exhausted', 'secret_unreadable'] as const;
-export const CALLBACK_OUTCOMES = ['delivered', 'dead_lettered'] as const;
+export const DEAD_LETTER_REASONS = ['invalid_event', 'unexpected_event', 'callback_exhausted', 'callback_rejected', 'secret_unreadable'] as const;
+export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
 
 /** Every metric of the service, registered on a registry passed in (never prom-client's global). */
@@ -76,7 +76,7 @@ function registerMetrics(registry: Registry): Metrics {
     bytesTransferred: new Counter({ name: `${PREFIX}transfer_bytes_total`, help: 'Bytes downloaded (in) and uploaded (out).', labelNames: ['direction'], registers }),
     eventsPublished: new Counter({ name: `${PREFIX}events_published_total`, help: 'Events accepted by the bus.', labelNames: ['type'], registers }),
     eventsDeadLettered: new Counter({ name: `${PREFIX}events_dead_lettered_total`, help: 'Records sent to the dead-letter topic.', labelNames: ['reason'], registers }),
-    callbacks: new Counter({ name: `${PREFIX}callbacks_total`, help: 'Callback deliveries by final outcome.', labelNames: ['outcome'], registers }),
+    callbacks: new Counter({ name: `${PREFIX}callbacks_total`, help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound).', labelNames: ['outcome'], registers }),
     callbackDuration: new Histogram({ name: `${PREFIX}callback_duration_seconds`, help: 'Time to one callback attempt answered.', labelNames: ['outcome'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10], registers }),
   };
 }

@@ -26,3 +26,12 @@ export function firstRunSealingKey(dataDir: string): SealingKey {
   const { value } = readOrCreate(dataDir, 'credentials-key', () => randomBytes(32).toString('base64'));
   return { id: 'local', key: Buffer.from(value, 'base64') };
 }
+
+/**
+ * All-in-one mode without WEBHOOK_SECRETS: one Standard Webhooks secret (`whsec_` + base64 of 32
+ * random bytes) made once per data directory, used to sign every organisation's callbacks.
+ */
+export function firstRunWebhookSecret(dataDir: string): { secret: string; path: string; created: boolean } {
+  const { value, path, created } = readOrCreate(dataDir, 'webhook-secret', () => `whsec_${randomBytes(32).toString('base64')}`);
+  return { secret: value, path, created };
+}

@@ -1,0 +1,181 @@
+import {
+  topics,
+  type BusRecord,
+  type EventBus,
+  type RecordHandler,
+} from '../core/bus/event-bus.ts';
+import type { CallbackDelivery, CallbackStatus } from '../core/contracts/types.generated.ts';
+import type { EventCodec } from '../core/events/event-codec.ts';
+import { deadLetter } from '../core/jobs/dead-letter.ts';
+import type { HttpClient } from '../core/net/guarded-http.ts';
+import type { Logger } from '../core/observability/logger.ts';
+import type { Metrics } from '../core/observability/metrics.ts';
+import type { Clock } from '../core/time.ts';
+import { deliverCallback, type AttemptOutcome } from './deliver-callback.ts';
+import type { HostSlots } from './host-slots.ts';
+import { planRetry, type RetryPolicy } from './retry-schedule.ts';
+
+export interface DeliveryDeps {
+  bus: EventBus;
+  codec: EventCodec;
+  http: HttpClient;
+  log: Logger;
+  metrics: Metrics;
+  clock: Clock;
+}
+
+export interface DeliveryOptions {
+  policy: RetryPolicy;
+  /** Time-out of one attempt, in ms. */
+  timeoutMs: number;
+  hostSlots: HostSlots;
+  /** The `whsec_` secret that signs an organisation's callbacks; undefined: unsigned. */
+  secretFor(orgId: string): string | undefined;
+  /** How long a record whose host is at its bound waits before it is tried again, in ms (default 1000). */
+  deferMs?: number;
+  /** Source of the backoff jitter, in [0, 1) (default Math.random). */
+  random?: () => number;
+}
+
+/**
+ * Handles one record of the callbacks topic: exactly one attempt, then the outcome on the bus
+ * (status event; the next attempt as a record with a due time; or a dead letter). It never waits
+ * for a due time or a busy host: both are republished, and the record is committed.
+ */
+export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptions): RecordHandler {
+  return async (record, delivery) => {
+    const decoded = deps.codec.decode(record);
+    if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
+    if (decoded.event.type !== 'media.callback.delivery')
+      return deadLetter(
+        deps,
+        record,
+        'unexpected_event',
+        `${decoded.event.type} on the callbacks topic`,
+      );
+    const job = decoded.event.data;
+    const release = options.hostSlots.tryAcquire(new URL(job.url).host);
+    if (!release) return defer(deps, options, record);
+    const startedAt = deps.clock.now();
+    const started = performance.now();
+    let outcome: AttemptOutcome;
+    try {
+      await delivery.heartbeat();
+      outcome = await deliverCallback(deps.http, job, {
+        timeoutMs: options.timeoutMs,
+        secret: options.secretFor(job.orgId),
+        signal: delivery.signal,
+        now: () => deps.clock.now(),
+      });
+    } finally {
+      release();
+    }
+    // Cut short by a stop: not an attempt; the record is delivered again with the same number.
+    if (delivery.signal.aborted && outcome.kind !== 'delivered')
+      throw new Error('handed back: notifier stopping');
+    deps.metrics.callbackDuration.observe(
+      { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },
+      (performance.now() - started) / 1000,
+    );
+    const firstAttemptAt = job.firstAttemptAt ?? startedAt.toISOString();
+    await settle(deps, options, record, { ...job, firstAttemptAt }, outcome);
+  };
+}
+
+async function defer(
+  deps: DeliveryDeps,
+  options: DeliveryOptions,
+  record: BusRecord,
+): Promise<void> {
+  const base = options.deferMs ?? 1000;
+  // Jittered so that records deferred together do not all come back at the same moment.
+  const notBefore =
+    deps.clock.now().getTime() + base / 2 + Math.floor((options.random ?? Math.random)() * base);
+  await deps.bus.publish([
+    {
+      topic: topics.callbacks,
+      key: record.key,
+      value: record.value,
+      headers: { ...record.headers },
+      notBefore,
+    },
+  ]);
+  deps.metrics.callbacks.inc({ outcome: 'deferred' });
+}
+
+async function settle(
+  deps: DeliveryDeps,
+  options: DeliveryOptions,
+  record: BusRecord,
+  job: CallbackDelivery & { firstAttemptAt: string },
+  outcome: AttemptOutcome,
+): Promise<void> {
+  const log = deps.log.child({
+    jobId: job.jobId,
+    webhookId: job.webhookId,
+    host: new URL(job.url).host,
+    attempts: job.attempt,
+  });
+  const now = deps.clock.now();
+  const last = {
+    ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }),
+    ...(outcome.kind === 'delivered' ? {} : { lastError: outcome.error }),
+  };
+  const status = (state: CallbackStatus['state'], extra: Partial<CallbackStatus> = {}) =>
+    deps.codec.encode(topics.jobEvents, 'media.callback.status', {
+      jobId: job.jobId,
+      orgId: job.orgId,
+      webhookId: job.webhookId,
+      state,
+      attempts: job.attempt,
+      ...last,
+      ...extra,
+      at: now.toISOString(),
+    });
+
+  if (outcome.kind === 'delivered') {
+    await deps.bus.publish([status('delivered')]);
+    deps.metrics.callbacks.inc({ outcome: 'delivered' });
+    log.info('callback.delivered', { status: outcome.status });
+    return;
+  }
+  const plan =
+    outcome.kind === 'permanent'
+      ? ({ retry: false, reason: 'not retried' } as const)
+      : planRetry(
+          options.policy,
+          {
+            attempt: job.attempt,
+            firstAttemptAt: new Date(job.firstAttemptAt),
+            retryAfterMs: outcome.retryAfterMs,
+          },
+          now,
+          options.random,
+        );
+  if (plan.retry) {
+    const next = deps.codec.encode(topics.callbacks, 'media.callback.delivery', {
+      ...job,
+      attempt: job.attempt + 1,
+    });
+    await deps.bus.publish([
+      { ...next, notBefore: plan.dueAt.getTime() },
+      status('retrying', { nextAttemptAt: plan.dueAt.toISOString() }),
+    ]);
+    deps.metrics.callbacks.inc({ outcome: 'retried' });
+    log.info('callback.retry_scheduled', {
+      error: outcome.error,
+      nextAttemptAt: plan.dueAt.toISOString(),
+    });
+    return;
+  }
+  await deps.bus.publish([status('given_up')]);
+  const reason = outcome.kind === 'permanent' ? 'callback_rejected' : 'callback_exhausted';
+  await deadLetter(
+    deps,
+    record,
+    reason,
+    `${outcome.error}; ${plan.reason} after ${job.attempt} attempt(s)`,
+  );
+  deps.metrics.callbacks.inc({ outcome: 'given_up' });
+  log.warn('callback.given_up', { error: outcome.error, reason: plan.reason });
+}

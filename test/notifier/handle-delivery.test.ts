@@ -1,0 +1,169 @@
+import { expect } from 'chai';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { topics, type BusRecord } from '../../services/core/bus/event-bus.ts';
+import type { CallbackDelivery } from '../../services/core/contracts/types.generated.ts';
+import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
+import { createDeliveryHandler } from '../../services/notifier/handle-delivery.ts';
+import { createHostSlots } from '../../services/notifier/host-slots.ts';
+import { codec, decodeAll, log, newMetrics, recordingBus } from './notifier-fixture.ts';
+
+const NOW = new Date('2026-03-01T12:00:00.000Z');
+const policy = { backoffMs: 1000, backoffMaxMs: 3600_000, horizonMs: 24 * 3600_000 };
+
+describe('callback delivery handler (one attempt, outcome on the bus)', () => {
+  let receiver: Server;
+  let base: string;
+  const answers = new Map<string, [number, Record<string, string>]>();
+  let hits = 0;
+  before(async () => {
+    receiver = createServer((req, res) => {
+      hits++;
+      const [status, headers] = answers.get(req.url ?? '') ?? [200, {}];
+      res.writeHead(status, headers).end();
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  });
+  after(() => receiver.close());
+
+  const setup = (slots = createHostSlots(2)) => {
+    const bus = recordingBus();
+    const metrics = newMetrics();
+    const handler = createDeliveryHandler(
+      {
+        bus,
+        codec,
+        http: createGuardedHttp({ allowPrivateNetworks: true }),
+        log,
+        metrics,
+        clock: { now: () => NOW },
+      },
+      { policy, timeoutMs: 2000, hostSlots: slots, secretFor: () => undefined, random: () => 0.5 },
+    );
+    return { bus, metrics, handler, slots };
+  };
+  const record = (path: string, extra: Partial<CallbackDelivery> = {}): BusRecord => {
+    const data: CallbackDelivery = {
+      webhookId: 'w-1',
+      jobId: '6f1c2e0a-0000-4000-8000-000000000001',
+      orgId: 'org-a',
+      url: base + path,
+      body: { a: 1 },
+      attempt: 1,
+      ...extra,
+    };
+    return { ...codec.encode(topics.callbacks, 'media.callback.delivery', data), headers: {} };
+  };
+  const context = (signal = new AbortController().signal) => ({
+    signal,
+    heartbeat: async () => {},
+  });
+
+  it('a 429 with Retry-After schedules attempt 2 no sooner than it says, and reports retrying', async () => {
+    answers.set('/busy', [429, { 'retry-after': '120' }]);
+    const { bus, handler } = setup();
+    await handler(record('/busy'), context());
+    const next = bus.published.find((r) => r.topic === topics.callbacks);
+    expect(next?.notBefore).to.equal(NOW.getTime() + 120_000);
+    const [delivery, status] = decodeAll(bus.published);
+    expect(delivery?.data).to.deep.include({
+      attempt: 2,
+      webhookId: 'w-1',
+      firstAttemptAt: NOW.toISOString(),
+    });
+    expect(status?.type).to.equal('media.callback.status');
+    expect(status?.data).to.deep.include({
+      state: 'retrying',
+      attempts: 1,
+      lastStatus: 429,
+      lastError: 'answered 429',
+      nextAttemptAt: new Date(NOW.getTime() + 120_000).toISOString(),
+    });
+  });
+
+  it('keeps the first attempt time of a retry, so the horizon is not reset', async () => {
+    answers.set('/down', [503, {}]);
+    const { bus, handler } = setup();
+    const firstAttemptAt = new Date(NOW.getTime() - 3600_000).toISOString();
+    await handler(record('/down', { attempt: 7, firstAttemptAt }), context());
+    const [delivery] = decodeAll(bus.published);
+    expect(delivery?.data).to.deep.include({ attempt: 8, firstAttemptAt });
+    expect(bus.published[0]?.notBefore).to.equal(NOW.getTime() + 32_000);
+  });
+
+  it('a permanent 4xx gives up at once: status given_up and a dead letter, no retry', async () => {
+    answers.set('/gone', [410, {}]);
+    const { bus, handler, metrics } = setup();
+    await handler(record('/gone'), context());
+    expect(bus.published.filter((r) => r.topic === topics.callbacks)).to.have.length(0);
+    expect(decodeAll(bus.published)[0]?.data).to.deep.include({
+      state: 'given_up',
+      attempts: 1,
+      lastStatus: 410,
+    });
+    const dead = bus.published.find((r) => r.topic === topics.deadLetter);
+    expect(JSON.parse(dead?.value.toString() ?? '{}')).to.include({ reason: 'callback_rejected' });
+    expect(
+      (await metrics.callbacks.get()).values.find((v) => v.labels['outcome'] === 'given_up')?.value,
+    ).to.equal(1);
+  });
+
+  it('gives up once the horizon since the first attempt has passed', async () => {
+    answers.set('/down', [503, {}]);
+    const { bus, handler } = setup();
+    await handler(
+      record('/down', {
+        attempt: 40,
+        firstAttemptAt: new Date(NOW.getTime() - 24 * 3600_000 + 100).toISOString(),
+      }),
+      context(),
+    );
+    expect(bus.published.filter((r) => r.topic === topics.callbacks)).to.have.length(0);
+    expect(decodeAll(bus.published)[0]?.data).to.deep.include({ state: 'given_up', attempts: 40 });
+    expect(
+      JSON.parse(
+        bus.published.find((r) => r.topic === topics.deadLetter)?.value.toString() ?? '{}',
+      ),
+    ).to.include({ reason: 'callback_exhausted' });
+  });
+
+  it('a host at its bound is not waited for: the record goes back with a short due time, not as an attempt', async () => {
+    const slots = createHostSlots(1);
+    slots.tryAcquire(new URL(base).host);
+    const { bus, handler } = setup(slots);
+    const before = hits;
+    const original = record('/ok');
+    await handler(original, context());
+    expect(hits).to.equal(before);
+    expect(bus.published).to.have.length(1);
+    expect(bus.published[0]?.value.equals(original.value)).to.equal(true);
+    expect(bus.published[0]?.notBefore).to.equal(NOW.getTime() + 1000);
+  });
+
+  it('an attempt cut short by a stop is handed back, not counted', async () => {
+    const silent = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { bus, handler } = setup();
+    const stop = new AbortController();
+    const data = {
+      webhookId: 'w',
+      jobId: '6f1c2e0a-0000-4000-8000-000000000002',
+      orgId: 'org-a',
+      url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`,
+      body: {},
+      attempt: 2,
+    };
+    const pending = handler(
+      { ...codec.encode(topics.callbacks, 'media.callback.delivery', data), headers: {} },
+      context(stop.signal),
+    );
+    setTimeout(() => stop.abort(), 50);
+    let rejected = false;
+    await pending.catch(() => (rejected = true));
+    expect(rejected).to.equal(true);
+    expect(bus.published).to.have.length(0);
+    silent.closeAllConnections();
+    silent.close();
+  });
+});
