@@ -29,6 +29,7 @@ export function startMediaWorker(rt: Runtime, kind: JobKind, group: string, make
     concurrency: config.workerConcurrency,
     maxAttempts: config.maxJobAttempts,
     retryBackoffMs: config.retryBackoffMs,
+    retryBackoffMaxMs: config.retryBackoffMaxMs,
     jobTimeoutMs: config.jobTimeoutMs,
     handler: makeHandler(mediaJobDeps(rt)),
   });
