@@ -65,8 +65,13 @@ export interface Config {
   workDir: string | undefined;
   /** Attempts of a job whose failure is retryable (MAX_JOB_ATTEMPTS, default 3). */
   maxJobAttempts: number;
-  /** Backoff before the 2nd attempt, doubled each time (RETRY_BACKOFF_MS, default 5 s). */
+  /**
+   * Backoff ceiling before the 2nd attempt, doubled each time; the wait is drawn at random
+   * below it (full jitter) (RETRY_BACKOFF_MS, default 5 s).
+   */
   retryBackoffMs: number;
+  /** Cap of the doubled backoff ceiling (RETRY_BACKOFF_MAX_MS, default 5 min). */
+  retryBackoffMaxMs: number;
   /** Time-out of one callback attempt, in ms (CALLBACK_TIMEOUT_MS, default 10 s). */
   callbackTimeoutMs: number;
   /**
@@ -237,6 +242,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     workDir: env['WORK_DIR'] || undefined,
     maxJobAttempts: int(env, 'MAX_JOB_ATTEMPTS', 3, 1, 20),
     retryBackoffMs: int(env, 'RETRY_BACKOFF_MS', 5000, 0, 3600_000),
+    retryBackoffMaxMs: int(env, 'RETRY_BACKOFF_MAX_MS', 300_000, 0, 24 * 3600_000),
     callbackTimeoutMs: int(env, 'CALLBACK_TIMEOUT_MS', 10_000, 100, 120_000),
     callbackBackoffMs: int(env, 'CALLBACK_BACKOFF_MS', 1000, 0, 3600_000),
     callbackBackoffMaxMs: int(env, 'CALLBACK_BACKOFF_MAX_MS', 3600_000, 0, 24 * 3600_000),

@@ -1,52 +1,45 @@
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EventEmitter } from 'node:events';
 import {
   BusUnavailableError,
-  type BusRecord,
   type EventBus,
   type OutgoingRecord,
   type SubscribeOptions,
   type Subscription,
 } from './event-bus.ts';
+import {
+  runEmbeddedSubscription,
+  type PendingRecords,
+  type PendingRow,
+} from './embedded-subscription.ts';
 
 export interface EmbeddedBusOptions {
   /** SQLite file; ':memory:' keeps nothing across restarts (tests). */
   path: string;
-  /** Records older than this are deleted (default 7 days). */
+  /** Records older than this (and past their due time) are deleted, ms (default 7 days). */
   retentionMs?: number;
-  /** Wait before a handed-back record is delivered again (default 1 s). */
+  /** Wait before a handed-back record is delivered again, ms (default 1000). */
   redeliveryDelayMs?: number;
-}
-
-interface Row {
-  seq: number;
-  topic: string;
-  key: string;
-  value: Uint8Array;
-  headers: string;
 }
 
 /**
  * The all-in-one bus: one process, records in a SQLite file, so accepted jobs survive a
  * restart. A record is acknowledged per consumer group once its handler resolves; on start a
  * group gets every record it has not acknowledged. One member per group (one process).
+ *
+ * A record published with `notBefore` gets a due-time column (`due`, epoch ms; 0 for records
+ * due at once) and is left out of every query until then; a timer wakes the subscriptions at
+ * the earliest future due time, so nothing polls and a waiting record holds no slot.
  */
 export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
   const db = new DatabaseSync(options.path);
-  db.exec(`
-    PRAGMA journal_mode = WAL;
-    PRAGMA synchronous = FULL;
-    CREATE TABLE IF NOT EXISTS records (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL,
-      key TEXT NOT NULL, value BLOB NOT NULL, headers TEXT NOT NULL, at INTEGER NOT NULL);
-    CREATE INDEX IF NOT EXISTS records_topic ON records (topic, seq);
-    CREATE TABLE IF NOT EXISTS acks (grp TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (grp, seq));
-    CREATE TABLE IF NOT EXISTS groups (grp TEXT PRIMARY KEY, start_seq INTEGER NOT NULL);
-  `);
-  const insert = db.prepare('INSERT INTO records (topic, key, value, headers, at) VALUES (?, ?, ?, ?, ?)');
-  const ack = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
+  migrate(db);
+  const insert = db.prepare(
+    'INSERT INTO records (topic, key, value, headers, at, due) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
   const wake = new EventEmitter().setMaxListeners(0);
   const subscriptions = new Set<Subscription>();
@@ -55,8 +48,10 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   const retentionMs = options.retentionMs ?? 7 * 24 * 3600_000;
   const prune = (): void => {
     const cutoff = Date.now() - retentionMs;
-    db.prepare('DELETE FROM acks WHERE seq IN (SELECT seq FROM records WHERE at < ?)').run(cutoff);
-    db.prepare('DELETE FROM records WHERE at < ?').run(cutoff);
+    // A record scheduled further out than the retention is kept until it is due.
+    const old = 'SELECT seq FROM records WHERE at < ? AND due < ?';
+    db.prepare(`DELETE FROM acks WHERE seq IN (${old})`).run(cutoff, cutoff);
+    db.prepare(`DELETE FROM records WHERE seq IN (${old})`).run(cutoff, cutoff);
   };
   prune();
   const pruneTimer = setInterval(prune, 3600_000).unref();
@@ -64,13 +59,20 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   const bus: EventBus = {
     async publish(records: readonly OutgoingRecord[]): Promise<void> {
       if (closed) throw new BusUnavailableError('the embedded bus is closed');
+      const now = Date.now();
       db.exec('BEGIN');
       try {
-        for (const r of records) insert.run(r.topic, r.key, r.value, JSON.stringify(r.headers ?? {}), Date.now());
+        for (const r of records) {
+          // Due at once is stored as 0, so that the common case stays on the sequence index.
+          const due = r.notBefore !== undefined && r.notBefore > now ? r.notBefore : 0;
+          insert.run(r.topic, r.key, r.value, JSON.stringify(r.headers ?? {}), now, due);
+        }
         db.exec('COMMIT');
       } catch (error) {
         db.exec('ROLLBACK');
-        throw new BusUnavailableError(`the embedded bus could not store the records: ${(error as Error).message}`);
+        throw new BusUnavailableError(
+          `the embedded bus could not store the records: ${(error as Error).message}`,
+        );
       }
       wake.emit('record');
     },
@@ -81,16 +83,12 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         opts.group,
         opts.fromBeginning ? 0 : (maxSeq.get() as { seq: number }).seq,
       );
-      const placeholders = opts.topics.map(() => '?').join(', ');
-      const next: StatementSync = db.prepare(
-        `SELECT r.seq, r.topic, r.key, r.value, r.headers FROM records r
-         WHERE r.topic IN (${placeholders}) AND r.seq > MAX(?, (SELECT start_seq FROM groups WHERE grp = ?))
-           AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.grp = ? AND a.seq = r.seq)
-         ORDER BY r.seq LIMIT 1`,
+      const sub = runEmbeddedSubscription(
+        opts,
+        pendingRecords(db, opts.group, opts.topics),
+        wake,
+        options.redeliveryDelayMs ?? 1000,
       );
-      const sub = runSubscription(opts, (after) => next.get(...opts.topics, after, opts.group, opts.group) as Row | undefined, (seq) => {
-        ack.run(opts.group, seq);
-      }, wake, options.redeliveryDelayMs ?? 1000);
       subscriptions.add(sub);
       return {
         close: async (graceMs) => {
@@ -115,65 +113,71 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   return bus;
 }
 
-function runSubscription(
-  opts: SubscribeOptions,
-  nextAfter: (seq: number) => Row | undefined,
-  commit: (seq: number) => void,
-  wake: EventEmitter,
-  redeliveryDelayMs: number,
-): Subscription {
-  const concurrency = opts.concurrency ?? 1;
-  const abort = new AbortController();
-  const running = new Map<number, Promise<void>>();
-  const handedBack = new Set<number>();
-  let cursor = 0;
-  let stopping = false;
+function migrate(db: DatabaseSync): void {
+  db.exec(`
+    PRAGMA journal_mode = WAL;
+    PRAGMA synchronous = FULL;
+    CREATE TABLE IF NOT EXISTS records (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL,
+      key TEXT NOT NULL, value BLOB NOT NULL, headers TEXT NOT NULL, at INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS records_topic ON records (topic, seq);
+    CREATE TABLE IF NOT EXISTS acks (grp TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (grp, seq));
+    CREATE TABLE IF NOT EXISTS groups (grp TEXT PRIMARY KEY, start_seq INTEGER NOT NULL);
+  `);
+  // Files written before due times existed have no such column; their records are all due.
+  const columns = db.prepare('PRAGMA table_info(records)').all() as { name: string }[];
+  if (!columns.some((c) => c.name === 'due'))
+    db.exec('ALTER TABLE records ADD COLUMN due INTEGER NOT NULL DEFAULT 0');
+  db.exec('CREATE INDEX IF NOT EXISTS records_scheduled ON records (topic, due) WHERE due > 0');
+}
 
-  const pump = (): void => {
-    while (!stopping && running.size < concurrency) {
-      const row = nextAfter(cursor);
-      if (!row) return;
-      cursor = row.seq;
-      if (running.has(row.seq) || handedBack.has(row.seq)) continue;
-      const record: BusRecord = {
-        topic: row.topic,
-        key: row.key,
-        value: Buffer.from(row.value),
-        headers: JSON.parse(row.headers) as Record<string, string>,
-      };
-      const seq = row.seq;
-      const done = opts.handler(record, { signal: abort.signal, heartbeat: async () => {} }).then(
-        () => commit(seq),
-        () => {
-          // Handed back: deliver again after a pause, from this record on.
-          handedBack.add(seq);
-          setTimeout(() => {
-            handedBack.delete(seq);
-            cursor = Math.min(cursor, seq - 1);
-            pump();
-          }, redeliveryDelayMs).unref();
-        },
-      ).finally(() => {
-        running.delete(seq);
-        pump();
-      });
-      running.set(seq, done);
-    }
-  };
-  const onRecord = (): void => pump();
-  wake.on('record', onRecord);
-  queueMicrotask(pump);
-
+/**
+ * The queries of one group over its topics. `floor` is a sequence number below which every
+ * record due at once (due = 0) is acknowledged, so the scan starts there plus the few
+ * scheduled records below it, instead of at the start of the retained history.
+ */
+function pendingRecords(
+  db: DatabaseSync,
+  group: string,
+  topics: readonly string[],
+): PendingRecords {
+  const inTopics = `r.topic IN (${topics.map(() => '?').join(', ')})`;
+  const unacked = 'NOT EXISTS (SELECT 1 FROM acks a WHERE a.grp = ? AND a.seq = r.seq)';
+  const start = '(SELECT start_seq FROM groups WHERE grp = ?)';
+  const columns = 'r.seq, r.topic, r.key, r.value, r.headers';
+  const due = db.prepare(
+    `SELECT ${columns} FROM records r
+       WHERE ${inTopics} AND r.seq > MAX(?, ${start}) AND r.due <= ? AND ${unacked}
+     UNION ALL
+     SELECT ${columns} FROM records r
+       WHERE ${inTopics} AND r.due > 0 AND r.due <= ? AND r.seq <= ? AND r.seq > ${start}
+         AND ${unacked}
+     ORDER BY 1`,
+  );
+  const nextDue = db.prepare(
+    `SELECT MIN(r.due) AS due FROM records r
+       WHERE ${inTopics} AND r.due > ? AND r.seq > ${start} AND ${unacked}`,
+  );
+  const firstUnacked = db.prepare(
+    `SELECT MIN(r.seq) AS seq FROM records r
+       WHERE ${inTopics} AND r.seq > MAX(?, ${start}) AND r.due = 0 AND ${unacked}`,
+  );
+  const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
+  const ack = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
+  let floor = 0;
   return {
-    async close(graceMs = 0): Promise<void> {
-      stopping = true;
-      wake.off('record', onRecord);
-      const all = Promise.all(running.values());
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([all, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-      clearTimeout(timer);
-      abort.abort();
-      await all;
+    *due(now) {
+      const head = (firstUnacked.get(...topics, floor, group, group) as { seq: number | null }).seq;
+      floor = head === null ? (maxSeq.get() as { seq: number }).seq : head - 1;
+      yield* due.iterate(
+        ...[...topics, floor, group, now, group],
+        ...[...topics, now, floor, group, group],
+      ) as Iterable<PendingRow>;
+    },
+    nextDueAfter(now) {
+      return (nextDue.get(...topics, now, group, group) as { due: number | null }).due ?? undefined;
+    },
+    ack(seq) {
+      ack.run(group, seq);
     },
   };
 }

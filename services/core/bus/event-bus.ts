@@ -72,6 +72,12 @@ export const topics = {
   deadLetter: 'media.jobs.dead-letter.v1',
   /** Callback attempts to make; a retry is published here again with a due time. */
   callbacks: 'media.callbacks.v1',
+  // Kafka only: records published with a future `notBefore` wait here (kafka-delay.ts).
+  delay1s: 'media.jobs.delay-1s.v1',
+  delay10s: 'media.jobs.delay-10s.v1',
+  delay1m: 'media.jobs.delay-1m.v1',
+  delay10m: 'media.jobs.delay-10m.v1',
+  delay1h: 'media.jobs.delay-1h.v1',
 } as const;
 
 export const requestTopicOf = { transcode: topics.transcodeRequests, summary: topics.summaryRequests } as const;

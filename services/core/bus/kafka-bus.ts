@@ -17,6 +17,7 @@ import { createProducerSlot } from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import { asBusUnavailable, kafkaLogCreator, kafkaLogLevel, withDeadline } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
 
 const { Kafka } = kafkajs;
 
@@ -61,6 +62,12 @@ export interface KafkaBusOptions {
   redeliveryDelayMs?: number;
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
   abortWaitMs?: number;
+  /**
+   * Consumer group of the forwarder that moves scheduled records (`notBefore`) from the delay
+   * topics to their targets once due (default `<topicPrefix>media-scheduler`). Every process
+   * that subscribes runs one member.
+   */
+  schedulerGroup?: string;
 }
 
 /** The Kafka event bus, plus the topic set-up that publish and subscribe also run on first use. */
@@ -72,7 +79,9 @@ export interface KafkaBus extends EventBus {
 /**
  * The event bus on Kafka: an idempotent producer with acks=all, and one consumer per
  * subscription committing by hand after each handled record. Nothing connects until first use
- * (or `ensureTopics()`, which a service's start should await to fail fast).
+ * (or `ensureTopics()`, which a service's start should await to fail fast). Records with a
+ * future `notBefore` go through the delay topics (kafka-delay.ts), forwarded by a consumer
+ * that the first subscribe starts.
  */
 export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   const log = options.logger.child({ component: 'kafka-bus' });
@@ -114,6 +123,16 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     ),
   );
   const subscriptions = new Set<Subscription>();
+  let forwarder: Promise<DelayForwarder> | undefined;
+  const startForwarder = (): Promise<DelayForwarder> =>
+    (forwarder ??= startDelayForwarder(kafka, log, {
+      settings: consumerSettings,
+      ...(options.schedulerGroup ? { group: options.schedulerGroup } : {}),
+      send: (topicMessages) => producers.send(topicMessages, Date.now() + publishTimeoutMs),
+    }).catch((error: unknown) => {
+      forwarder = undefined;
+      throw error;
+    }));
   let closed = false;
   const assertOpen = (): void => {
     if (closed) throw new BusUnavailableError('the Kafka bus is closed');
@@ -133,6 +152,9 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     async subscribe(subscribeOptions: SubscribeOptions): Promise<Subscription> {
       assertOpen();
       await ensureTopics();
+      // A process that consumes also forwards scheduled records, so that they move on as long
+      // as any worker runs; an ingress that only publishes needs none.
+      await startForwarder();
       const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
       if (closed) {
         await sub.close(0);
@@ -161,6 +183,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       if (closed) return;
       closed = true;
       await Promise.all([...subscriptions].map((s) => s.close(0)));
+      await forwarder?.then((f) => f.close()).catch(() => undefined);
       await producers.close();
     },
   };
@@ -205,10 +228,12 @@ function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string):
 
 function toTopicMessages(prefix: string, records: readonly OutgoingRecord[]): TopicMessages[] {
   const byTopic = new Map<string, Message[]>();
+  const now = Date.now();
   for (const r of records) {
-    const topic = prefix + r.topic;
+    const route = routeRecord(r, now);
+    const topic = prefix + route.topic;
     const messages = byTopic.get(topic) ?? [];
-    messages.push({ key: r.key, value: r.value, headers: { ...r.headers } });
+    messages.push({ key: r.key, value: r.value, headers: route.headers });
     byTopic.set(topic, messages);
   }
   return [...byTopic].map(([topic, messages]) => ({ topic, messages }));

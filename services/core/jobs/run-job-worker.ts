@@ -5,7 +5,7 @@ import { MediaError, toErrorData, type ErrorData } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { open, type SealingKey } from '../crypto/secret-box.ts';
-import { sleep, type Clock } from '../time.ts';
+import type { Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
 
 export type JobKind = JobRequested['kind'];
@@ -32,6 +32,8 @@ export interface JobWorkerDeps {
   metrics: Metrics;
   clock: Clock;
   sealingKeys: readonly SealingKey[];
+  /** Source of the retry jitter, uniform in [0, 1) (default Math.random); tests pass a fixed one. */
+  random?: () => number;
 }
 
 export interface JobWorkerOptions {
@@ -40,8 +42,14 @@ export interface JobWorkerOptions {
   group: string;
   concurrency: number;
   maxAttempts: number;
-  /** Backoff before attempt 2, doubled for each later attempt. */
+  /**
+   * Backoff ceiling before attempt 2, ms; doubled for each later attempt. The actual wait is
+   * drawn uniformly below the ceiling (full jitter), so retries of many jobs failing together
+   * spread out instead of returning in a wave.
+   */
   retryBackoffMs: number;
+  /** Cap of the doubled backoff ceiling, ms (default 300000: 5 min). */
+  retryBackoffMaxMs?: number;
   jobTimeoutMs: number;
   /** Least time between two progress events of one job (default 1 s). */
   progressIntervalMs?: number;
@@ -68,8 +76,8 @@ async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, reco
   if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
   if (decoded.event.type !== 'media.job.requested' || decoded.event.data.kind !== options.kind)
     return deadLetter(deps, record, 'unexpected_event', `${decoded.event.type} is not a ${options.kind} request`);
+  // job.notBefore is information only: the bus did not deliver the record before it.
   const job = decoded.event.data;
-  await waitForNotBefore(job, delivery, deps.clock);
   if (delivery.signal.aborted) throw new Error('handed back before start');
 
   const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
@@ -114,27 +122,48 @@ async function runHandler(deps: JobWorkerDeps, options: JobWorkerOptions, job: J
   } finally {
     clearTimeout(timeout);
     delivery.signal.removeEventListener('abort', onLost);
-    await progress.flush();
+    progress.stop();
   }
 }
 
+/**
+ * Progress is latest-wins: at most one progress publish in flight, a newer report replaces the
+ * one waiting, and stop() drops what is left, so a slow bus costs progress events, never the
+ * outcome's promptness. A progress event may therefore land after the outcome; readers rank
+ * states (the status view ignores progress after an outcome of the same attempt).
+ */
 function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: JobRequested, delivery: DeliveryContext, log: Logger) {
   const interval = options.progressIntervalMs ?? 1000;
   let last = 0;
-  let chain: Promise<void> = Promise.resolve();
+  let waiting: EventDataOf['media.job.progress'] | undefined;
+  let inFlight = false;
+  let stopped = false;
+  const drain = async (): Promise<void> => {
+    inFlight = true;
+    try {
+      for (let data = waiting; data && !stopped; data = waiting) {
+        waiting = undefined;
+        // A lost progress event is only logged.
+        await publish(deps, 'media.job.progress', data).catch((error: unknown) => log.warn('job.progress_not_published', { error }));
+      }
+    } finally {
+      inFlight = false;
+    }
+  };
   return {
     report: (percent: number, stage: ProgressStage): void => {
       const now = performance.now();
-      if (now - last < interval) return;
+      if (stopped || now - last < interval) return;
       last = now;
-      const data = { ...identity(job), percent: Math.max(0, Math.min(100, Math.round(percent * 10) / 10)), stage };
-      // Serialized so progress never overtakes the outcome; a lost progress event is only logged.
-      chain = chain
-        .then(() => delivery.heartbeat())
-        .then(() => publish(deps, 'media.job.progress', data))
-        .catch((error: unknown) => log.warn('job.progress_not_published', { error }));
+      // The heartbeat rides on real progress, whether or not a publish is still under way.
+      delivery.heartbeat().catch((error: unknown) => log.debug('job.heartbeat_failed', { error }));
+      waiting = { ...identity(job), percent: Math.max(0, Math.min(100, Math.round(percent * 10) / 10)), stage };
+      if (!inFlight) void drain();
     },
-    flush: () => chain,
+    stop: (): void => {
+      stopped = true;
+      waiting = undefined;
+    },
   };
 }
 
@@ -150,9 +179,11 @@ async function publishOutcome(deps: JobWorkerDeps, options: JobWorkerOptions, to
   }
   const error = run.error ?? { code: 'internal', message: 'internal error', retryable: false };
   if (error.retryable && job.attempt < options.maxAttempts) {
-    const delay = options.retryBackoffMs * 2 ** (job.attempt - 1);
-    const next: JobRequested = { ...job, attempt: job.attempt + 1, notBefore: new Date(deps.clock.now().getTime() + delay).toISOString() };
-    await deps.bus.publish([deps.codec.encode(topic, 'media.job.requested', next)]);
+    const delay = retryDelayMs(options, job.attempt, deps.random ?? Math.random);
+    const notBefore = deps.clock.now().getTime() + delay;
+    // The bus holds the retry until it is due; no worker slot or partition waits for it.
+    const next: JobRequested = { ...job, attempt: job.attempt + 1, notBefore: new Date(notBefore).toISOString() };
+    await deps.bus.publish([{ ...deps.codec.encode(topic, 'media.job.requested', next), notBefore }]);
     deps.metrics.jobsRetried.inc({ kind: job.kind, code: error.code });
     log.warn('job.retry_scheduled', { code: error.code, delayMs: delay });
     return;
@@ -171,12 +202,8 @@ async function publish<T extends keyof EventDataOf>(deps: JobWorkerDeps, type: T
   deps.metrics.eventsPublished.inc({ type });
 }
 
-async function waitForNotBefore(job: JobRequested, delivery: DeliveryContext, clock: Clock): Promise<void> {
-  if (!job.notBefore) return;
-  for (;;) {
-    const left = new Date(job.notBefore).getTime() - clock.now().getTime();
-    if (left <= 0 || delivery.signal.aborted) return;
-    await sleep(Math.min(left, 3000), delivery.signal);
-    await delivery.heartbeat();
-  }
+/** Exponential backoff with full jitter and a cap: uniform in [0, min(cap, base · 2^(attempt − 1))). */
+export function retryDelayMs(options: Pick<JobWorkerOptions, 'retryBackoffMs' | 'retryBackoffMaxMs'>, attempt: number, random: () => number): number {
+  const ceiling = Math.min(options.retryBackoffMaxMs ?? 300_000, options.retryBackoffMs * 2 ** (attempt - 1));
+  return Math.floor(random() * ceiling);
 }

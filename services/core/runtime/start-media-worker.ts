@@ -62,6 +62,7 @@ export async function startMediaWorker(rt: Runtime, kind: JobKind, group: string
     concurrency: config.workerConcurrency + config.transferConcurrency,
     maxAttempts: config.maxJobAttempts,
     retryBackoffMs: config.retryBackoffMs,
+    retryBackoffMaxMs: config.retryBackoffMaxMs,
     jobTimeoutMs: config.jobTimeoutMs,
     handler: makeHandler(mediaJobDeps(rt)),
   });

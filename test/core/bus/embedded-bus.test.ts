@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { createEmbeddedBus } from '../../../services/core/bus/embedded-bus.ts';
 import type { BusRecord } from '../../../services/core/bus/event-bus.ts';
 
@@ -81,6 +82,89 @@ describe('embedded bus (SQLite)', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(again).to.deep.equal(['unfinished']);
     await second.close();
+  });
+
+  it('never starts a record while an earlier record of its key is running or handed back', async () => {
+    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite'), redeliveryDelayMs: 100 });
+    const log: string[] = [];
+    let a1Calls = 0;
+    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, concurrency: 2, handler: async (r) => {
+      const name = r.value.toString();
+      log.push(`start ${name}`);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      if (name === 'a1' && ++a1Calls === 1) {
+        log.push('reject a1');
+        throw new Error('not now');
+      }
+      log.push(`end ${name}`);
+    } });
+    await bus.publish([
+      { topic: 't1', key: 'a', value: Buffer.from('a1') },
+      { topic: 't1', key: 'a', value: Buffer.from('a2') },
+      { topic: 't1', key: 'b', value: Buffer.from('b1') },
+      { topic: 't1', key: 'b', value: Buffer.from('b2') },
+    ]);
+    await until(() => log.includes('end a2') && log.includes('end b2'));
+    // b is not held up by a's hand-back, and a2 waits for a1's redelivery to finish.
+    expect(log.indexOf('start a2')).to.be.greaterThan(log.indexOf('end a1'));
+    expect(log.indexOf('end b2')).to.be.lessThan(log.indexOf('end a1'));
+    expect(log.indexOf('start b2')).to.be.greaterThan(log.indexOf('end b1'));
+    expect(log.filter((l) => l === 'start a2')).to.have.length(1);
+    await bus.close();
+  });
+
+  it('delivers a scheduled record no earlier than its due time, and later records meanwhile', async () => {
+    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
+    const seen: { name: string; at: number }[] = [];
+    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void seen.push({ name: r.value.toString(), at: Date.now() }) });
+    const due = Date.now() + 400;
+    await bus.publish([{ topic: 't1', key: 'k', value: Buffer.from('later'), notBefore: due }]);
+    await bus.publish([
+      { topic: 't1', key: 'other', value: Buffer.from('other-key') },
+      { topic: 't1', key: 'k', value: Buffer.from('same-key') },
+    ]);
+    await until(() => seen.length === 3);
+    expect(seen.map((s) => s.name)).to.deep.equal(['other-key', 'same-key', 'later']);
+    expect(seen[2]?.at).to.be.at.least(due);
+    expect(seen[1]?.at).to.be.lessThan(due);
+    await bus.close();
+  });
+
+  it('keeps a scheduled record across a restart and delivers it once due', async () => {
+    const path = join(dir, 'b.sqlite');
+    const first = createEmbeddedBus({ path });
+    const due = Date.now() + 500;
+    await first.publish([{ ...rec('scheduled'), notBefore: due }]);
+    const early: string[] = [];
+    await first.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void early.push(r.key) });
+    await first.close();
+
+    const second = createEmbeddedBus({ path });
+    const seen: { key: string; at: number }[] = [];
+    await second.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void seen.push({ key: r.key, at: Date.now() }) });
+    await until(() => seen.length === 1);
+    expect(early).to.deep.equal([]);
+    expect(seen[0]?.key).to.equal('scheduled');
+    expect(seen[0]?.at).to.be.at.least(due);
+    await second.close();
+  });
+
+  it('opens a file written before due times existed and delivers its records', async () => {
+    const path = join(dir, 'old.sqlite');
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE records (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL,
+      key TEXT NOT NULL, value BLOB NOT NULL, headers TEXT NOT NULL, at INTEGER NOT NULL);
+      CREATE TABLE acks (grp TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (grp, seq));
+      CREATE TABLE groups (grp TEXT PRIMARY KEY, start_seq INTEGER NOT NULL);`);
+    old.prepare('INSERT INTO records (topic, key, value, headers, at) VALUES (?, ?, ?, ?, ?)').run('t1', 'old', Buffer.from('old'), '{}', Date.now());
+    old.close();
+    const bus = createEmbeddedBus({ path });
+    const seen: string[] = [];
+    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void seen.push(r.key) });
+    await bus.publish([rec('new')]);
+    await until(() => seen.length === 2);
+    expect(seen).to.deep.equal(['old', 'new']);
+    await bus.close();
   });
 
   it('refuses to publish once closed', async () => {

@@ -7,7 +7,7 @@ import type { JobRequested } from '../../../services/core/contracts/types.genera
 import { seal } from '../../../services/core/crypto/secret-box.ts';
 import { MediaError } from '../../../services/core/errors.ts';
 import { createEventCodec, type EventCodec, type JobEvent } from '../../../services/core/events/event-codec.ts';
-import { startJobWorker, type JobHandler } from '../../../services/core/jobs/run-job-worker.ts';
+import { retryDelayMs, startJobWorker, type JobHandler } from '../../../services/core/jobs/run-job-worker.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
 import { systemClock } from '../../../services/core/time.ts';
@@ -24,7 +24,14 @@ function job(n: number, extra: Partial<JobRequested> = {}): JobRequested {
   };
 }
 
-async function harness(handler: JobHandler, maxAttempts = 3) {
+interface HarnessOptions {
+  retryBackoffMs?: number;
+  random?: () => number;
+  /** Wraps the bus the worker publishes on (the observers read the real one). */
+  wrapBus?: (bus: EventBus) => EventBus;
+}
+
+async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptions = {}) {
   const bus: EventBus = createEmbeddedBus({ path: ':memory:', redeliveryDelayMs: 10 });
   const codec: EventCodec = createEventCodec(loadContracts(), 'test');
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
@@ -35,7 +42,8 @@ async function harness(handler: JobHandler, maxAttempts = 3) {
     if (d.ok) events.push(d.event);
   } });
   await bus.subscribe({ group: 'dlq', topics: [topics.deadLetter], fromBeginning: true, handler: async (r) => void dead.push(r.value.toString()) });
-  await startJobWorker({ bus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key] }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: 10, jobTimeoutMs: 2000, progressIntervalMs: 0, handler });
+  const workerBus = extra.wrapBus?.(bus) ?? bus;
+  await startJobWorker({ bus: workerBus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key], ...(extra.random ? { random: extra.random } : {}) }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: extra.retryBackoffMs ?? 10, jobTimeoutMs: 2000, progressIntervalMs: 0, handler });
   const submit = (j: JobRequested): Promise<void> => bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
   const until = async (check: () => boolean): Promise<void> => {
     const end = Date.now() + 5000;
@@ -75,6 +83,68 @@ describe('job worker loop', () => {
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     expect(attempts).to.deep.equal([1, 2, 3]);
     expect(h.events.filter((e) => e.type === 'media.job.failed')).to.have.length(0);
+    await h.bus.close();
+  });
+
+  it('a retry scheduled 20 s out holds no worker slot: a job published after it runs at once', async () => {
+    const attempts: string[] = [];
+    const scheduled: number[] = [];
+    const testCodec = createEventCodec(loadContracts(), 'test');
+    const h = await harness(async (j, ctx) => {
+      attempts.push(`${j.jobId.slice(-1)}#${ctx.attempt}`);
+      if (j.jobId.endsWith('8')) throw new MediaError('input_unreachable', 'flaky');
+      return result;
+    }, 3, { retryBackoffMs: 20_000, random: () => 0.999, wrapBus: (bus) => ({ ...bus, publish: async (records) => {
+      await bus.publish(records);
+      for (const r of records) {
+        const d = testCodec.decode(r);
+        if (d.ok && d.event.type === 'media.job.requested') scheduled.push(new Date(d.event.data.notBefore ?? 0).getTime());
+      }
+    } }) });
+    await h.submit(job(8));
+    await h.until(() => scheduled.length === 1);
+    expect((scheduled[0] ?? 0) - Date.now()).to.be.greaterThan(19_000);
+    const started = Date.now();
+    await h.submit(job(9));
+    await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
+    expect(Date.now() - started).to.be.lessThan(3000);
+    expect(attempts).to.deep.equal(['8#1', '9#1']);
+    await h.bus.close();
+  });
+
+  it('draws the retry wait below a doubling ceiling, capped (full jitter)', () => {
+    const opts = { retryBackoffMs: 1000, retryBackoffMaxMs: 5000 };
+    expect(retryDelayMs(opts, 1, () => 0.5)).to.equal(500);
+    expect(retryDelayMs(opts, 3, () => 0.5)).to.equal(2000);
+    expect(retryDelayMs(opts, 10, () => 0.999)).to.equal(4995);
+    expect(retryDelayMs(opts, 2, () => 0)).to.equal(0);
+  });
+
+  it('publishes the outcome promptly however slow progress publishes are, and drops stale progress', async () => {
+    let progressPublishes = 0;
+    const slowProgress = (bus: EventBus): EventBus => ({
+      ...bus,
+      publish: async (records) => {
+        if (records.some((r) => r.headers?.['ce-type'] === 'media.job.progress')) {
+          progressPublishes += 1;
+          await new Promise((r) => setTimeout(r, 1500));
+        }
+        await bus.publish(records);
+      },
+    });
+    let returned = 0;
+    const h = await harness(async (_j, ctx) => {
+      for (let i = 1; i <= 50; i++) {
+        ctx.progress(i * 2, 'encode');
+        await new Promise((r) => setTimeout(r, 4));
+      }
+      returned = Date.now();
+      return result;
+    }, 3, { wrapBus: slowProgress });
+    await h.submit(job(10));
+    await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
+    expect(Date.now() - returned).to.be.lessThan(500);
+    expect(progressPublishes).to.be.at.most(2);
     await h.bus.close();
   });
 

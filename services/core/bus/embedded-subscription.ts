@@ -1,0 +1,146 @@
+import type { EventEmitter } from 'node:events';
+import type { BusRecord, SubscribeOptions, Subscription } from './event-bus.ts';
+
+export interface PendingRow {
+  seq: number;
+  topic: string;
+  key: string;
+  value: Uint8Array;
+  headers: string;
+}
+
+/** One group's view of the records it has not acknowledged yet. */
+export interface PendingRecords {
+  /** Unacknowledged records whose due time is `now` (epoch ms) or earlier, in publish order. */
+  due(now: number): Iterable<PendingRow>;
+  /** The earliest due time after `now` (epoch ms) of an unacknowledged record, if any. */
+  nextDueAfter(now: number): number | undefined;
+  ack(seq: number): void;
+}
+
+// setTimeout fires at once for longer delays; a wake-up before the due time just re-arms.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Delivers one group's records to its handler, at most `concurrency` at once.
+ *
+ * Per-key order: a record is not started while an earlier due and unacknowledged record of
+ * its key exists, whether that one is running or handed back and waiting to be redelivered.
+ * Each pass therefore scans the due records in publish order and starts only the first one
+ * of each key it meets; a record that is not due yet is not in the scan and blocks nothing.
+ *
+ * Hand-back waits are kept in memory: after a restart every unacknowledged record is
+ * delivered again at once, which is what a restart should do anyway.
+ */
+export function runEmbeddedSubscription(
+  opts: SubscribeOptions,
+  pending: PendingRecords,
+  wake: EventEmitter,
+  redeliveryDelayMs: number,
+): Subscription {
+  const concurrency = opts.concurrency ?? 1;
+  const abort = new AbortController();
+  const running = new Map<number, Promise<void>>();
+  /** Handed-back records → when they may be delivered again (epoch ms). */
+  const handedBack = new Map<number, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let timerAt = Infinity;
+  let stopping = false;
+  let pumping = false;
+  let pumpAgain = false;
+
+  const pickDue = (now: number): PendingRow[] => {
+    const picked: PendingRow[] = [];
+    if (running.size >= concurrency) return picked;
+    const seenKeys = new Set<string>();
+    for (const row of pending.due(now)) {
+      const firstOfKey = !seenKeys.has(row.key);
+      seenKeys.add(row.key);
+      if (!firstOfKey || running.has(row.seq) || (handedBack.get(row.seq) ?? 0) > now) continue;
+      handedBack.delete(row.seq);
+      picked.push(row);
+      if (running.size + picked.length >= concurrency) break;
+    }
+    return picked;
+  };
+
+  // One timer for the whole subscription, at the earliest moment something becomes due.
+  const arm = (now: number): void => {
+    let at = pending.nextDueAfter(now) ?? Infinity;
+    for (const retryAt of handedBack.values()) if (retryAt > now && retryAt < at) at = retryAt;
+    if (at === timerAt) return;
+    clearTimeout(timer);
+    timer = undefined;
+    timerAt = at;
+    if (at === Infinity) return;
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        timerAt = Infinity;
+        pump();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())),
+    ).unref();
+  };
+
+  const deliver = (row: PendingRow): void => {
+    const record: BusRecord = {
+      topic: row.topic,
+      key: row.key,
+      value: Buffer.from(row.value),
+      headers: JSON.parse(row.headers) as Record<string, string>,
+    };
+    const { seq } = row;
+    const handled = new Promise<void>((resolve) =>
+      resolve(opts.handler(record, { signal: abort.signal, heartbeat: async () => {} })),
+    );
+    const done = handled
+      .then(
+        () => pending.ack(seq),
+        () => void handedBack.set(seq, Date.now() + redeliveryDelayMs),
+      )
+      .finally(() => {
+        running.delete(seq);
+        pump();
+      });
+    running.set(seq, done);
+  };
+
+  // A handler may publish synchronously, which wakes this pump again: that pass is run after
+  // the current one instead of inside it, so no record is started twice.
+  const pump = (): void => {
+    if (pumping) {
+      pumpAgain = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        pumpAgain = false;
+        if (stopping) return;
+        const now = Date.now();
+        for (const row of pickDue(now)) deliver(row);
+        arm(now);
+      } while (pumpAgain);
+    } finally {
+      pumping = false;
+    }
+  };
+  const onRecord = (): void => pump();
+  wake.on('record', onRecord);
+  queueMicrotask(pump);
+
+  return {
+    async close(graceMs = 0): Promise<void> {
+      stopping = true;
+      clearTimeout(timer);
+      wake.off('record', onRecord);
+      const all = Promise.all(running.values());
+      let graceTimer: NodeJS.Timeout | undefined;
+      await Promise.race([all, new Promise((r) => (graceTimer = setTimeout(r, graceMs)))]);
+      clearTimeout(graceTimer);
+      abort.abort();
+      await all;
+    },
+  };
+}

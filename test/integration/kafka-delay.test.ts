@@ -1,0 +1,117 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { createKafkaBus, type KafkaBus } from '../../services/core/bus/kafka-bus.ts';
+import { topics, type BusRecord, type Subscription } from '../../services/core/bus/event-bus.ts';
+import { createLogger } from '../../services/core/observability/logger.ts';
+
+// Scheduled records (notBefore) on a real broker: the delay topics and their forwarder.
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const newGroup = (): string => `test-group-${randomUUID()}`;
+const newPrefix = (): string => `test-${randomUUID().slice(0, 8)}.`;
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+function brokers(): string[] {
+  const value = process.env.TEST_KAFKA_BROKERS;
+  if (!value)
+    throw new Error('TEST_KAFKA_BROKERS is not set: run `npm test`, which starts a broker');
+  return value.split(',');
+}
+
+describe('Kafka bus: scheduled records through the delay topics (real broker)', function () {
+  this.timeout(60_000);
+  let logLines: string[] = [];
+  let closers: Array<() => Promise<void>> = [];
+
+  afterEach(async function () {
+    await Promise.allSettled(closers.reverse().map((close) => close()));
+    closers = [];
+    if (this.currentTest?.state === 'failed') console.error(logLines.slice(-60).join('\n'));
+    logLines = [];
+  });
+
+  const newBus = (prefix: string): KafkaBus => {
+    const bus = createKafkaBus({
+      brokers: brokers(),
+      clientId: 'kafka-delay-test',
+      topicPrefix: prefix,
+      logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
+      maxWaitTimeMs: 200,
+      sessionTimeoutMs: 6000,
+    });
+    closers.push(() => bus.close());
+    return bus;
+  };
+
+  const collect = async (
+    bus: KafkaBus,
+    group = newGroup(),
+  ): Promise<{ got: { record: BusRecord; at: number }[]; sub: Subscription }> => {
+    const got: { record: BusRecord; at: number }[] = [];
+    const sub = await bus.subscribe({
+      group,
+      topics: [topics.transcodeRequests],
+      fromBeginning: true,
+      handler: async (record) => void got.push({ record, at: Date.now() }),
+    });
+    closers.push(() => sub.close(0));
+    return { got, sub };
+  };
+
+  it('delivers a record no earlier than its due time, and it holds no partition meanwhile', async () => {
+    const bus = newBus(newPrefix());
+    const { got } = await collect(bus);
+    const due = Date.now() + 3000;
+    const record = (value: string, notBefore?: number) => ({
+      topic: topics.transcodeRequests,
+      key: 'same-key',
+      value: Buffer.from(value),
+      headers: { 'ce-type': 'media.job.requested' },
+      ...(notBefore === undefined ? {} : { notBefore }),
+    });
+    await bus.publish([record('scheduled', due)]);
+    // Same key, so the same partition: a record waiting in place would hold this one back.
+    await bus.publish([record('immediate')]);
+
+    await until(() => got.length === 2, 20_000, 'both records');
+    expect(got.map((g) => g.record.value.toString())).to.deep.equal(['immediate', 'scheduled']);
+    expect(got[0]?.at).to.be.lessThan(due);
+    const scheduled = got[1];
+    expect(scheduled?.at).to.be.at.least(due);
+    expect(scheduled?.at).to.be.at.most(due + 5000);
+    expect(scheduled?.record.topic).to.equal(topics.transcodeRequests);
+    expect(scheduled?.record.key).to.equal('same-key');
+    expect(scheduled?.record.headers).to.deep.equal({ 'ce-type': 'media.job.requested' });
+    await sleep(1000);
+    expect(got).to.have.length(2);
+  });
+
+  it('a scheduled record survives the forwarding process closing; the next bus forwards it', async () => {
+    const prefix = newPrefix();
+    const first = newBus(prefix);
+    const group = newGroup();
+    const early = await collect(first, group);
+    const due = Date.now() + 4000;
+    await first.publish([
+      { topic: topics.transcodeRequests, key: 'durable', value: Buffer.from('x'), notBefore: due },
+    ]);
+    await sleep(1500);
+    await early.sub.close(0);
+    await first.close();
+    expect(early.got).to.have.length(0);
+
+    const second = newBus(prefix);
+    const { got } = await collect(second, group);
+    await until(() => got.length === 1, 30_000, 'the scheduled record');
+    expect(got[0]?.record.key).to.equal('durable');
+    expect(got[0]?.at).to.be.at.least(due);
+    await sleep(1000);
+    expect(got).to.have.length(1);
+  });
+});
