@@ -129,6 +129,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run --silent example:produce$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
       /^export [A-Z_]+=/, // settings for the commands that follow
+      /^npm install [a-z@]/, // a package for the reader's own project (e.g. a callback receiver)
       /^curl /, // HTTP calls to the running service: the API tests make the same calls
     ];
     const unknown = commands.filter((c) => !known.some((k) => k.test(program(c)) || k.test(c)));

@@ -13,7 +13,7 @@ const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 const main = new URL('../../services/all-in-one/main.ts', import.meta.url).pathname;
 
 describe('all-in-one as a process: a pending callback survives a restart', function () {
-  this.timeout(120_000);
+  this.timeout(240_000);
   let files: TestServer;
   let receiver: CallbackReceiver;
   let dataDir: string;
@@ -31,7 +31,7 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('receiver answering 503, then down across a restart: delivered afterwards, attempts continued, one webhook-id, signed', async () => {
+  it('receiver answering 503, then down for a minute across a restart: delivered afterwards, attempts continued, one webhook-id, signed', async () => {
     const port = await freePort();
     const env = {
       PORT: String(port),
@@ -70,8 +70,9 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
     await receiver.waitFor((a) => a.attempt === 2, 30_000);
     expect(await service.stop()).to.equal(0);
 
-    // Down for the restart and after it: connection refused.
+    // Down for a minute, across the restart: connection refused.
     await receiver.down();
+    const downAt = Date.now();
     receiver.answer = () => 200;
     service = spawnService(main, env);
     await service.waitForLog((r) => r['msg'] === 'ingress.listening', 20_000);
@@ -81,10 +82,13 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
         const cb = (await status(id)).callback;
         downAttempts = cb?.attempts ?? 0;
         return (
-          cb?.state === 'retrying' && cb.lastError === 'connection refused' && downAttempts >= 3
+          cb?.state === 'retrying' &&
+          cb.lastError === 'connection refused' &&
+          downAttempts >= 3 &&
+          Date.now() - downAt >= 60_000
         );
       },
-      60_000,
+      120_000,
       'refused attempts after the restart',
     );
     await receiver.up();
