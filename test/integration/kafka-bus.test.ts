@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import {
   createKafkaBus,
@@ -15,31 +14,13 @@ import {
   type Subscription,
 } from '../../services/core/bus/event-bus.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
+import { brokers, newGroup, newPrefix, sleep, until } from '../support/kafka-test-names.ts';
 
 // A real broker (scripts/test-services/start-all.sh writes the env file). Never skipped: a
 // missing broker is a failed run, not a green one.
 const run = promisify(execFile);
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const newGroup = (): string => `test-group-${randomUUID()}`;
-const newPrefix = (): string => `test-${randomUUID().slice(0, 8)}.`;
 
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
-function brokers(): string[] {
-  const value = process.env.TEST_KAFKA_BROKERS;
-  if (!value) {
-    throw new Error(
-      'TEST_KAFKA_BROKERS is not set: start a broker with `bash scripts/test-services/start-all.sh /tmp/test.env` and `source /tmp/test.env`',
-    );
-  }
-  return value.split(',');
-}
 
 async function kafkaCtl(command: 'stop' | 'start'): Promise<void> {
   const ctl = process.env.TEST_KAFKA_CTL;

@@ -1,28 +1,12 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
 import { createKafkaBus, type KafkaBus } from '../../services/core/bus/kafka-bus.ts';
 import { topics, type BusRecord, type Subscription } from '../../services/core/bus/event-bus.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
+import { brokers, newGroup, newPrefix, sleep, until } from '../support/kafka-test-names.ts';
 
 // Scheduled records (notBefore) on a real broker: the delay topics and their forwarder.
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-const newGroup = (): string => `test-group-${randomUUID()}`;
-const newPrefix = (): string => `test-${randomUUID().slice(0, 8)}.`;
 
-async function until(check: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
-function brokers(): string[] {
-  const value = process.env.TEST_KAFKA_BROKERS;
-  if (!value)
-    throw new Error('TEST_KAFKA_BROKERS is not set: run `npm test`, which starts a broker');
-  return value.split(',');
-}
 
 describe('Kafka bus: scheduled records through the delay topics (real broker)', function () {
   this.timeout(60_000);
