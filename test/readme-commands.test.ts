@@ -123,7 +123,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm start$/,
       /^npm test$/, // this suite
       /^npm run test:unit$/, // part of this suite
-      /^npm run generate:types$/,
+      /^npm run generate:(types|openapi)$/,
       /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run --silent example:produce$/,
@@ -136,10 +136,11 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(unknown, 'README commands this test does not cover').to.deep.equal([]);
   });
 
-  it('npm run generate:types', async () => {
-    const ran = await run(['run', 'generate:types'], {}, 60_000);
-    expect(ran.code, ran.stderr).to.equal(0);
-  });
+  for (const script of ['generate:types', 'generate:openapi'])
+    it(`npm run ${script}`, async () => {
+      const ran = await run(['run', script], {}, 60_000);
+      expect(ran.code, ran.stderr).to.equal(0);
+    });
 
   it('npm run bench:transcode -- 1 1 h264 (short arguments)', async () => {
     const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);

@@ -56,6 +56,10 @@ export function createIngressApp(deps: IngressDeps): Koa {
     if (!(await deps.bus.isReady())) throw new MediaError('bus_unavailable', 'the event bus is not reachable');
     ctx.body = { status: 'ready' };
   });
+  router.get('/openapi.json', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = deps.contracts.openApi;
+  });
   router.get('/metrics', async (ctx) => {
     ctx.type = deps.metrics.registry.contentType;
     ctx.body = await deps.metrics.registry.metrics();

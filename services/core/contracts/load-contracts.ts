@@ -45,6 +45,8 @@ export interface Contracts {
     'media.callback.status': Contract<CallbackStatus>;
   };
   envelope: Contract<EventEnvelope>;
+  /** The OpenAPI 3.1 description of the HTTP API (schemas/openapi.json, generated from the schemas). */
+  openApi: string;
 }
 
 export type EventType = keyof Contracts['events'];
@@ -111,5 +113,6 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.callback.status': contractOf(get('events/callback-status.v1.schema.json'), 'data'),
     },
     envelope: contractOf(get('events/envelope.v1.schema.json'), 'event'),
+    openApi: readFileSync(join(schemasDir, 'openapi.json'), 'utf8'),
   };
 }
