@@ -8,18 +8,20 @@ import { seal } from '../../../services/core/crypto/secret-box.ts';
 import { MediaError } from '../../../services/core/errors.ts';
 import { createEventCodec, type EventCodec, type JobEvent } from '../../../services/core/events/event-codec.ts';
 import { retryDelayMs, startJobWorker, type JobHandler } from '../../../services/core/jobs/run-job-worker.ts';
+import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
 import { systemClock } from '../../../services/core/time.ts';
 
 const key = { id: 'k', key: Buffer.alloc(32, 3) };
+const awsCreds = { region: 'eu-west-1', accessKeyId: 'AKIA-TEST', secretAccessKey: 'shh' };
 const result = { outputUrl: 'https://h.example.com/o.mp4', format: 'mp4' as const, width: 2, height: 2, durationSeconds: 1, sizeBytes: 10 };
 
 function job(n: number, extra: Partial<JobRequested> = {}): JobRequested {
   const jobId = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
   return {
     jobId, kind: 'transcode', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),
-    input: { url: 's3://bucket-1/in.mp4', creds: seal({ secret: 'shh' }, key, jobId) }, output: { url: 'https://h.example.com/o.mp4' },
+    input: { url: 's3://bucket-1/in.mp4', creds: seal(awsCreds, key, jobId) }, output: { url: 'https://h.example.com/o.mp4' },
     transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }, ...extra,
   };
 }
@@ -29,6 +31,7 @@ interface HarnessOptions {
   random?: () => number;
   /** Wraps the bus the worker publishes on (the observers read the real one). */
   wrapBus?: (bus: EventBus) => EventBus;
+  knownOrgs?: ReadonlySet<string>;
 }
 
 async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptions = {}) {
@@ -43,7 +46,7 @@ async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptio
   } });
   await bus.subscribe({ group: 'dlq', topics: [topics.deadLetter], fromBeginning: true, handler: async (r) => void dead.push(r.value.toString()) });
   const workerBus = extra.wrapBus?.(bus) ?? bus;
-  await startJobWorker({ bus: workerBus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key], ...(extra.random ? { random: extra.random } : {}) }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: extra.retryBackoffMs ?? 10, jobTimeoutMs: 2000, progressIntervalMs: 0, handler });
+  await startJobWorker({ bus: workerBus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key], ...(extra.random ? { random: extra.random } : {}) }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: extra.retryBackoffMs ?? 10, jobTimeoutMs: 2000, progressIntervalMs: 0, admission: { addressPolicy: createAddressPolicy({ allowPrivateNetworks: false }), contracts: loadContracts(), ...(extra.knownOrgs ? { knownOrgs: extra.knownOrgs } : {}) }, handler });
   const submit = (j: JobRequested): Promise<void> => bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
   const until = async (check: () => boolean): Promise<void> => {
     const end = Date.now() + 5000;
@@ -67,7 +70,7 @@ describe('job worker loop', () => {
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     await new Promise((r) => setTimeout(r, 50));
     expect(h.events.map((e) => e.type)).to.deep.equal(['media.job.processing', 'media.job.progress', 'media.job.succeeded']);
-    expect(opened).to.deep.equal({ secret: 'shh' });
+    expect(opened).to.deep.equal(awsCreds);
     expect(h.events[2]?.id).to.equal(`${job(1).jobId}:media.job.succeeded:1`);
     await h.bus.close();
   });
