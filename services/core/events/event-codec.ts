@@ -65,6 +65,11 @@ export interface EventCodec {
   decode(record: RecordBytes): Decoded;
 }
 
+/** `transcode.width must …` → `data.transcode.width must …`; authored sentences stay as they are. */
+function inData(message: string): string {
+  return /^[A-Za-z]+[\w.[\]]* (must|is|are) /.test(message) ? `data.${message}` : message;
+}
+
 export const CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
 
 export function createEventCodec(contracts: Contracts, source: string): EventCodec {
@@ -96,7 +101,8 @@ export function createEventCodec(contracts: Contracts, source: string): EventCod
       const envelope = contracts.envelope(read.event);
       if (!envelope.ok) return { ok: false, reason: `envelope: ${envelope.message}`, ...seen };
       const data = contracts.events[envelope.value.type](envelope.value.data);
-      if (!data.ok) return { ok: false, reason: `${envelope.value.type} data: ${data.message}`, ...seen };
+      // The contract names fields below data; the producer knows them by their place in the event.
+      if (!data.ok) return { ok: false, reason: `${envelope.value.type}: ${inData(data.message)}`, ...seen };
       const { subject, time } = envelope.value;
       if (subject !== undefined && subject !== (data.value as { jobId: string }).jobId)
         return { ok: false, reason: 'subject is not the job id of data (data.jobId)', ...seen };

@@ -113,10 +113,8 @@ function inDataTerms(message: string, kind: JobRequested['kind']): string {
     successUrl: 'data.callbacks.successUrl',
     failureUrl: 'data.callbacks.failureUrl',
   };
-  return message.replace(/\b(?:body\.)?([A-Za-z]+)\b/g, (whole: string, name: string) => {
-    if (place[name]) return place[name];
-    return whole.startsWith('body.') ? `data.${kind}.${name}` : whole;
-  });
+  const spec = /^(watermark|width|height|encoder|container|bitrateKbps|removeAudio)$/;
+  return message.replace(/(?<![\w.])[A-Za-z]+\b/g, (name: string) => place[name] ?? (spec.test(name) ? `data.${kind}.${name}` : name));
 }
 
 /** Who a refused job request belongs to, read leniently from data that may break its schema. */
