@@ -180,14 +180,29 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const prefix = `readme-${randomUUID().slice(0, 8)}.`;
     const ran = await run(
       ['run', '--silent', 'example:produce'],
-      { KAFKA_BROKERS: brokers, TOPIC_PREFIX: prefix, MODE: 'binary', ORG_ID: 'acme', INPUT_URL: 'https://files.example.com/in.mp4', OUTPUT_URL: 'https://files.example.com/out.webm' },
+      {
+        KAFKA_BROKERS: brokers,
+        TOPIC_PREFIX: prefix,
+        MODE: 'binary',
+        ORG_ID: 'acme',
+        INPUT_URL: 'https://files.example.com/in.mp4',
+        OUTPUT_URL: 'https://files.example.com/out.webm',
+      },
       60_000,
     );
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     const id = ran.stdout.trim();
-    const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, { minRecords: 1, timeoutMs: 15_000 });
+    const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
+      minRecords: 1,
+      timeoutMs: 15_000,
+    });
     const mine = records.find((r) => r.key === id);
-    expect(mine?.headers).to.include({ ce_specversion: '1.0', ce_type: 'media.job.requested', ce_subject: id, 'content-type': 'application/json' });
+    expect(mine?.headers).to.include({
+      ce_specversion: '1.0',
+      ce_type: 'media.job.requested',
+      ce_subject: id,
+      'content-type': 'application/json',
+    });
     expect(JSON.parse(mine?.value.toString() ?? '{}')).to.include({ jobId: id, orgId: 'acme' });
   });
 
@@ -195,7 +210,14 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const line = commands.find((c) => c.includes('seal-credentials'));
     expect(line, 'the README shows the command').to.be.a('string');
     const key = randomBytes(32);
-    const child = spawn('sh', ['-c', line ?? ''], { cwd: root, env: { PATH: machinePath, HOME: process.env['HOME'] ?? '/root', CREDENTIALS_KEYS: `k1:${key.toString('base64')}` } });
+    const child = spawn('sh', ['-c', line ?? ''], {
+      cwd: root,
+      env: {
+        PATH: machinePath,
+        HOME: process.env['HOME'] ?? '/root',
+        CREDENTIALS_KEYS: `k1:${key.toString('base64')}`,
+      },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -114,7 +114,10 @@ function inDataTerms(message: string, kind: JobRequested['kind']): string {
     failureUrl: 'data.callbacks.failureUrl',
   };
   const spec = /^(watermark|width|height|encoder|container|bitrateKbps|removeAudio)$/;
-  return message.replace(/(?<![\w.])[A-Za-z]+\b/g, (name: string) => place[name] ?? (spec.test(name) ? `data.${kind}.${name}` : name));
+  return message.replace(
+    /(?<![\w.])[A-Za-z]+\b/g,
+    (name: string) => place[name] ?? (spec.test(name) ? `data.${kind}.${name}` : name),
+  );
 }
 
 /** Who a refused job request belongs to, read leniently from data that may break its schema. */
