@@ -1,8 +1,9 @@
-// How another system submits a job without the HTTP API: produce a media.job.requested event
-// straight to Kafka. The event must pass schemas/events/job-requested.v1.schema.json inside a
-// CloudEvents 1.0 envelope (schemas/events/envelope.v1.schema.json), keyed by the job id.
-// Bucket credentials, if any, are sealed with a key from CREDENTIALS_KEYS (see secret-box.ts);
-// an http(s) input and output need none.
+// How another system submits a job without the HTTP API: produce a media.job.requested
+// CloudEvent straight to Kafka, keyed by the job id, in either content mode of the CloudEvents
+// Kafka binding (MODE=structured, the default, or MODE=binary). Its data must pass
+// schemas/events/job-requested.v1.schema.json; only the attributes CloudEvents requires are
+// sent (specversion, id, source, type) and subject. Bucket credentials, if any, are sealed with
+// `npm run seal-credentials`; an http(s) input and output need none.
 //
 //   KAFKA_BROKERS=127.0.0.1:9092 ORG_ID=acme \
 //   INPUT_URL=https://files.example.com/in.mp4 OUTPUT_URL=https://files.example.com/out.webm \
@@ -32,17 +33,25 @@ const data = {
     ? { callbacks: { ...(process.env['SUCCESS_URL'] ? { successUrl: process.env['SUCCESS_URL'] } : {}), ...(process.env['FAILURE_URL'] ? { failureUrl: process.env['FAILURE_URL'] } : {}) } }
     : {}),
 };
-const envelope = {
+const attributes = {
   specversion: '1.0',
-  id: `${jobId}:media.job.requested:1`,
-  type: 'media.job.requested',
+  id: randomUUID(),
   source: 'example/produce-transcode-job',
-  time: new Date().toISOString(),
+  type: 'media.job.requested',
   subject: jobId,
-  dataschema: 'https://media-service.dev/schemas/events/job-requested.v1.schema.json',
-  datacontenttype: 'application/json',
-  data,
 };
+const mode = env('MODE', 'structured');
+if (mode !== 'structured' && mode !== 'binary') throw new Error('MODE must be structured or binary');
+// Structured: the whole event is the value. Binary: each attribute is a ce_ header, the value
+// is the data alone, and content-type is the data's type.
+const message =
+  mode === 'structured'
+    ? { key: jobId, value: JSON.stringify({ ...attributes, data }), headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' } }
+    : {
+        key: jobId,
+        value: JSON.stringify(data),
+        headers: { ...Object.fromEntries(Object.entries(attributes).map(([name, value]) => [`ce_${name}`, value])), 'content-type': 'application/json' },
+      };
 
 const kafka = new Kafka({ clientId: 'example-producer', brokers: env('KAFKA_BROKERS').split(','), logLevel: logLevel.ERROR });
 const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -51,7 +60,7 @@ try {
   await producer.send({
     topic: `${process.env['TOPIC_PREFIX'] ?? ''}media.jobs.transcode.v1`,
     acks: -1,
-    messages: [{ key: jobId, value: JSON.stringify(envelope), headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' } }],
+    messages: [message],
   });
   process.stdout.write(`${jobId}\n`);
 } finally {

@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SealedSecret } from '../services/core/contracts/types.generated.ts';
+import { open } from '../services/core/crypto/secret-box.ts';
 import { readTopic } from './support/kafka-raw.ts';
 import { requireEnv } from './support/kafka-stack.ts';
 
@@ -127,6 +129,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run --silent example:produce$/,
+      /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
       /^export [A-Z_]+=/, // settings for the commands that follow
       /^npm install [a-z@]/, // a package for the reader's own project (e.g. a callback receiver)
@@ -171,6 +174,64 @@ describe('README commands, run as written with the machine’s own node on PATH'
       timeoutMs: 15_000,
     });
     expect(records.map((r) => r.key)).to.include(id);
+  });
+
+  it('MODE=binary npm run --silent example:produce: attributes in ce_ headers, the data as the value', async () => {
+    const brokers = requireEnv('TEST_KAFKA_BROKERS');
+    const prefix = `readme-${randomUUID().slice(0, 8)}.`;
+    const ran = await run(
+      ['run', '--silent', 'example:produce'],
+      {
+        KAFKA_BROKERS: brokers,
+        TOPIC_PREFIX: prefix,
+        MODE: 'binary',
+        ORG_ID: 'acme',
+        INPUT_URL: 'https://files.example.com/in.mp4',
+        OUTPUT_URL: 'https://files.example.com/out.webm',
+      },
+      60_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    const id = ran.stdout.trim();
+    const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
+      minRecords: 1,
+      timeoutMs: 15_000,
+    });
+    const mine = records.find((r) => r.key === id);
+    expect(mine?.headers).to.include({
+      ce_specversion: '1.0',
+      ce_type: 'media.job.requested',
+      ce_subject: id,
+      'content-type': 'application/json',
+    });
+    expect(JSON.parse(mine?.value.toString() ?? '{}')).to.include({ jobId: id, orgId: 'acme' });
+  });
+
+  it('echo … | npm run --silent seal-credentials -- <job id>: a sealed object that opens only in that job', async () => {
+    const line = commands.find((c) => c.includes('seal-credentials'));
+    expect(line, 'the README shows the command').to.be.a('string');
+    const key = randomBytes(32);
+    const child = spawn('sh', ['-c', line ?? ''], {
+      cwd: root,
+      env: {
+        PATH: machinePath,
+        HOME: process.env['HOME'] ?? '/root',
+        CREDENTIALS_KEYS: `k1:${key.toString('base64')}`,
+      },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, stderr).to.equal(0);
+    const sealed = JSON.parse(stdout) as SealedSecret;
+    expect(sealed).to.include({ alg: 'A256GCM', keyId: 'k1' });
+    const jobId = /-- ([0-9a-f-]{36})$/.exec(line ?? '')?.[1] ?? '';
+    const creds = JSON.parse(/'(\{[^']*\})'/.exec(line ?? '')?.[1] ?? '{}') as unknown;
+    expect(open(sealed, [{ id: 'k1', key }], jobId)).to.deep.equal(creds);
+    expect(() => open(sealed, [{ id: 'k1', key }], randomUUID())).to.throw();
+    expect(stdout + stderr).not.to.contain('example-secret');
   });
 
   it('npm start (all-in-one) serves, and stops on SIGTERM', async () => {

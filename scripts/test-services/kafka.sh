@@ -9,6 +9,9 @@
 #        kafka.sh restart            stop + start
 #        kafka.sh status             exit 0 when running and answering admin calls
 #        kafka.sh env                export lines for the env file
+#        kafka.sh console-producer ARGS
+#                                    Kafka's own console producer (kafka-tools), as another
+#                                    team's non-Node producer would use it; reads stdin
 #
 # All but install need TEST_SERVICES_STATE_DIR (start makes one when it is unset).
 # Optional for the first start: KAFKA_PORT, KAFKA_CONTROLLER_PORT.
@@ -22,6 +25,9 @@ LOG4J_VERSION=2.24.3
 DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 KAFKA_HOME="$MEDIA_TEST_CACHE/kafka-$KAFKA_VERSION"
 KAFKA_LIB="$KAFKA_HOME/lib"
+# The console producer lives in kafka-tools, which the broker does not need; its own
+# dependencies beyond the broker's are Connect's and Jetty's, which the producer does not load.
+KAFKA_TOOLS_HOME="$MEDIA_TEST_CACHE/kafka-tools-$KAFKA_VERSION"
 KAFKA_READY_TIMEOUT="${KAFKA_READY_TIMEOUT:-180}"
 KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 JVM_OPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true)
@@ -109,9 +115,35 @@ EOF
   touch "$KAFKA_HOME/.complete"
 }
 
+fetch_tools_jar() {
+  [[ -f "$KAFKA_TOOLS_HOME/.complete" ]] && return 0
+  ts_log "kafka: fetching kafka-tools:$KAFKA_VERSION (the console producer)"
+  local work="$KAFKA_TOOLS_HOME.tmp"
+  rm -rf "$work"
+  mkdir -p "$work"
+  if ! mvn -B -q -Dmaven.repo.local="$MEDIA_TEST_CACHE/m2" "$DEPENDENCY_PLUGIN:copy" \
+    -Dartifact="org.apache.kafka:kafka-tools:$KAFKA_VERSION:jar" \
+    -DoutputDirectory="$work" >"$work/mvn.log" 2>&1; then
+    ts_log_tail "$work/mvn.log" 80
+    ts_die "kafka: mvn copy of kafka-tools failed"
+  fi
+  rm -rf "$KAFKA_TOOLS_HOME"
+  mv "$work" "$KAFKA_TOOLS_HOME"
+  touch "$KAFKA_TOOLS_HOME/.complete"
+}
+
 do_install() {
   ensure_tools
   ts_with_lock "kafka-$KAFKA_VERSION" fetch_jars
+  ts_with_lock "kafka-tools-$KAFKA_VERSION" fetch_tools_jar
+}
+
+do_console_producer() {
+  do_install >&2
+  java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Dlog4j2.configurationFile="$KAFKA_HOME/log4j2.properties" \
+    -cp "$KAFKA_LIB/*:$KAFKA_TOOLS_HOME/kafka-tools-$KAFKA_VERSION.jar" \
+    org.apache.kafka.tools.ConsoleProducer "$@"
 }
 
 java_run() {
@@ -293,6 +325,10 @@ case "${1:-}" in
     do_start
     ;;
   status) do_status ;;
+  console-producer)
+    shift
+    do_console_producer "$@"
+    ;;
   env)
     ts_require_state_dir
     state_paths
@@ -300,7 +336,7 @@ case "${1:-}" in
     echo "export TEST_KAFKA_CTL=$TS_LIB_DIR/kafka.sh"
     ;;
   *)
-    echo "usage: $0 install|start|stop|kill|restart|status|env" >&2
+    echo "usage: $0 install|start|stop|kill|restart|status|env|console-producer" >&2
     exit 2
     ;;
 esac

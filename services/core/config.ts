@@ -10,6 +10,12 @@ export interface Config {
   host: string;
   /** API key → organisation id (API_KEYS="key1:org1,key2:org2"). Empty when unset. */
   apiKeys: ReadonlyMap<string, string>;
+  /**
+   * Organisations a job produced straight to the bus may name (KNOWN_ORGS="org1,org2"; default:
+   * the organisations of API_KEYS). Undefined when both are unset: workers then accept any
+   * organisation, since they cannot tell a known one from another.
+   */
+  knownOrgs: ReadonlySet<string> | undefined;
   /** Kafka bootstrap servers (KAFKA_BROKERS, comma-separated). Unset: all-in-one on the embedded bus. */
   kafkaBrokers: readonly string[];
   /** Prepended to every Kafka topic name (KAFKA_TOPIC_PREFIX, default empty). */
@@ -171,6 +177,14 @@ export function parseApiKeys(raw: string | undefined): Map<string, string> {
   return keys;
 }
 
+function knownOrgs(raw: string | undefined, apiKeys: ReadonlyMap<string, string>): ReadonlySet<string> | undefined {
+  const listed = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = listed.find((org) => !ORG_ID.test(org));
+  if (bad !== undefined) throw new ConfigError(`KNOWN_ORGS must list organisation ids (1-64 letters, digits, . _ -, not starting with .), got "${bad}"`);
+  if (listed.length > 0) return new Set(listed);
+  return apiKeys.size > 0 ? new Set(apiKeys.values()) : undefined;
+}
+
 export function parseSealingKeys(raw: string | undefined): SealingKey[] {
   if (!raw) return [];
   return raw.split(',').map((pair) => {
@@ -214,10 +228,12 @@ export function loadConfig(env: Env): Readonly<Config> {
   if (!/^[A-Za-z0-9._-]{0,100}$/.test(prefix)) throw new ConfigError('KAFKA_TOPIC_PREFIX may hold only letters, digits, . _ -');
   for (const [name, by] of Object.entries(REPLACED)) if (env[name] !== undefined) throw new ConfigError(`${name} is no longer read; use ${by}`);
   const brokers = (env['KAFKA_BROKERS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const apiKeys = parseApiKeys(env['API_KEYS']);
   return Object.freeze({
     port: int(env, 'PORT', 8080, 0, 65535),
     host: env['HOST'] || '127.0.0.1',
-    apiKeys: parseApiKeys(env['API_KEYS']),
+    apiKeys,
+    knownOrgs: knownOrgs(env['KNOWN_ORGS'], apiKeys),
     kafkaBrokers: Object.freeze(brokers),
     kafkaTopicPrefix: env['KAFKA_TOPIC_PREFIX'] ?? '',
     kafkaPartitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 1000),

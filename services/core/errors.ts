@@ -29,6 +29,7 @@ export const errorCatalog = {
   output_invalid: { status: 500, retryable: false, summary: 'The produced file failed verification with ffprobe.' },
   output_rejected: { status: 422, retryable: false, summary: 'The output location refused the upload (4xx).' },
   output_unreachable: { status: 502, retryable: true, summary: 'The upload failed (network error, 5xx, time-out).' },
+  invalid_event: { status: 422, retryable: false, summary: 'A job produced straight to Kafka was refused (a field rule, an unknown organisation, a refused URL, credentials that do not open); the message names the field.' },
   canceled: { status: 499, retryable: true, summary: 'The worker was stopped during the job; it is handed back and runs again.' },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

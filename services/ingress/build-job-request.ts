@@ -2,6 +2,7 @@ import type { JobRequested, SummaryRequest, TranscodeRequest } from '../core/con
 import { seal, type SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
+import { firstUrlRefusal } from '../core/net/refuse-urls.ts';
 
 export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4';
 
@@ -54,17 +55,8 @@ export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest, policy:
     ['failureUrl', body.failureUrl],
     ['watermark.imageUrl', body.watermark && 'imageUrl' in body.watermark ? body.watermark.imageUrl : undefined],
   ];
-  for (const [field, value] of urls) {
-    if (!value || !/^https?:\/\//.test(value)) continue;
-    let host: string;
-    try {
-      host = new URL(value).hostname;
-    } catch {
-      throw new MediaError('invalid_request', `${field} is not a valid URL`);
-    }
-    const refusal = policy.hostRefusal(host);
-    if (refusal) throw new MediaError('url_forbidden', `${field} points at ${refusal}, which this service does not reach`);
-  }
+  const refusal = firstUrlRefusal(urls, policy);
+  if (refusal) throw new MediaError(refusal.code, refusal.message);
 }
 
 /**

@@ -26,12 +26,12 @@ export async function readTopic(brokers: string, topic: string, options: { minRe
 }
 
 /** Writes raw bytes to a topic (a poison message, or another system's event). */
-export async function produceRaw(brokers: string, topic: string, key: string, value: Buffer | string): Promise<void> {
+export async function produceRaw(brokers: string, topic: string, key: string, value: Buffer | string, headers?: Record<string, string>): Promise<void> {
   const kafka = new Kafka({ clientId: 'test-writer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
   const producer = kafka.producer();
   await producer.connect();
   try {
-    await producer.send({ topic, acks: -1, messages: [{ key, value }] });
+    await producer.send({ topic, acks: -1, messages: [{ key, value, ...(headers ? { headers } : {}) }] });
   } finally {
     await producer.disconnect();
   }

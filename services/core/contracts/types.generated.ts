@@ -133,7 +133,7 @@ export interface CallbackStatus {
 }
 // from schemas/events/envelope.v1.schema.json
 /**
- * CloudEvents 1.0, structured JSON mode. data is checked against the schema its type names.
+ * CloudEvents 1.0, structured JSON mode (binary mode is read into the same shape). Only the attributes CloudEvents requires are required; the service's own events carry all of them. data is checked against the schema its type names; subject, when present, must be data.jobId. Extension attributes are accepted and ignored.
  */
 export interface EventEnvelope {
   specversion: "1.0";
@@ -147,11 +147,25 @@ export interface EventEnvelope {
     | "media.callback.delivery"
     | "media.callback.status";
   source: string;
-  time: string;
-  subject: string;
-  dataschema: string;
-  datacontenttype: "application/json";
+  time?: string;
+  subject?: string;
+  dataschema?: string;
+  datacontenttype?: string;
   data: {};
+  [k: string]:
+    | string
+    | number
+    | boolean
+    | "1.0"
+    | "media.job.requested"
+    | "media.job.processing"
+    | "media.job.progress"
+    | "media.job.succeeded"
+    | "media.job.failed"
+    | "media.callback.delivery"
+    | "media.callback.status"
+    | {}
+    | undefined;
 }
 // from schemas/events/job-failed.v1.schema.json
 export interface JobFailed {

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { BusRecord, OutgoingRecord } from '../bus/event-bus.ts';
+import type { OutgoingRecord } from '../bus/event-bus.ts';
 import { dataSchemaOf, type Contracts, type EventType } from '../contracts/load-contracts.ts';
 import type {
   CallbackDelivery,
   CallbackStatus,
-  EventEnvelope,
   JobFailed,
   JobProcessing,
   JobProgress,
   JobRequested,
   JobSucceeded,
 } from '../contracts/types.generated.ts';
+import { readCloudEvent, type RecordBytes } from './read-cloudevent.ts';
 
 export interface EventDataOf {
   'media.job.requested': JobRequested;
@@ -25,12 +25,30 @@ export interface EventDataOf {
 /** Events about a job's own run (every one names its attempt), as opposed to its callback. */
 export type JobRunEvent = Extract<JobEvent, { type: `media.job.${string}` }>;
 
+/**
+ * The CloudEvents attributes the service reads. Producers may leave out every optional one; a
+ * missing `time` is read as the moment of decoding, so that readers always have one.
+ */
+export interface EventAttributes {
+  specversion: '1.0';
+  id: string;
+  source: string;
+  time: string;
+  subject?: string;
+  dataschema?: string;
+  datacontenttype?: string;
+}
+
 /** A decoded, validated event. */
 export type JobEvent = {
-  [T in EventType]: Omit<EventEnvelope, 'type' | 'data'> & { type: T; data: EventDataOf[T] };
+  [T in EventType]: EventAttributes & { type: T; data: EventDataOf[T] };
 }[EventType];
 
-export type Decoded = { ok: true; event: JobEvent } | { ok: false; reason: string };
+/**
+ * A refused record says why, and carries what could still be read of it (the event type and
+ * the unvalidated data), so a consumer can tell the job's owner when an identity is in there.
+ */
+export type Decoded = { ok: true; event: JobEvent } | { ok: false; reason: string; type?: string; data?: unknown };
 
 export interface EventCodec {
   /**
@@ -39,8 +57,17 @@ export interface EventCodec {
    * and callback events get a random one (several of them share a job and attempt).
    */
   encode<T extends EventType>(topic: string, type: T, data: EventDataOf[T], id?: string): OutgoingRecord;
-  /** Parses and validates a record: envelope, type, and data against its versioned schema. */
-  decode(record: Pick<BusRecord, 'value'>): Decoded;
+  /**
+   * Parses and validates a record in either content mode of the CloudEvents Kafka binding
+   * (structured or binary): the envelope's required attributes, the type, the data against its
+   * versioned schema, and `subject` equal to `data.jobId` when present.
+   */
+  decode(record: RecordBytes): Decoded;
+}
+
+/** `transcode.width must …` → `data.transcode.width must …`; authored sentences stay as they are. */
+function inData(message: string): string {
+  return /^[A-Za-z]+[\w.[\]]* (must|is|are) /.test(message) ? `data.${message}` : message;
 }
 
 export const CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
@@ -67,20 +94,19 @@ export function createEventCodec(contracts: Contracts, source: string): EventCod
     },
 
     decode(record) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(record.value.toString('utf8'));
-      } catch {
-        return { ok: false, reason: 'value is not JSON' };
-      }
-      const envelope = contracts.envelope(parsed);
-      if (!envelope.ok) return { ok: false, reason: `envelope: ${envelope.message}` };
-      const type = envelope.value.type;
-      const data = contracts.events[type](envelope.value.data);
-      if (!data.ok) return { ok: false, reason: `${type} data: ${data.message}` };
-      if (envelope.value.subject !== (data.value as { jobId: string }).jobId)
-        return { ok: false, reason: 'subject is not the job id of data' };
-      return { ok: true, event: envelope.value as JobEvent };
+      const read = readCloudEvent(record);
+      if (!read.ok) return read;
+      const type = typeof read.event['type'] === 'string' ? { type: read.event['type'] } : {};
+      const seen = { ...type, ...('data' in read.event ? { data: read.event['data'] } : {}) };
+      const envelope = contracts.envelope(read.event);
+      if (!envelope.ok) return { ok: false, reason: `envelope: ${envelope.message}`, ...seen };
+      const data = contracts.events[envelope.value.type](envelope.value.data);
+      // The contract names fields below data; the producer knows them by their place in the event.
+      if (!data.ok) return { ok: false, reason: `${envelope.value.type}: ${inData(data.message)}`, ...seen };
+      const { subject, time } = envelope.value;
+      if (subject !== undefined && subject !== (data.value as { jobId: string }).jobId)
+        return { ok: false, reason: 'subject is not the job id of data (data.jobId)', ...seen };
+      return { ok: true, event: { ...envelope.value, time: time ?? new Date().toISOString() } as JobEvent };
     },
   };
 }

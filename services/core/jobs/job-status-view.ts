@@ -89,6 +89,9 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
       const data = event.data;
       const current = jobs.get(data.jobId);
       if (event.type === 'media.job.requested') return view.applyRequested(event.data, event.time);
+      // Anyone who can produce to the bus can name a job id: a record of another organisation
+      // (a refused request failed in its name, say) never changes someone else's job.
+      if (current && current.orgId !== data.orgId) return;
       // Events of a job can arrive before its request (different topics); keep what is known.
       const entry: Entry = current ?? { id: data.jobId, orgId: data.orgId, type: 'transcode', status: 'queued', createdAt: event.time, updatedAt: event.time, attempt: data.attempt };
       const attempt = entry.attempt ?? 1;

@@ -7,6 +7,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import { open, type SealingKey } from '../crypto/secret-box.ts';
 import type { Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
+import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
 
 export type JobKind = JobRequested['kind'];
 export type ProgressStage = 'download' | 'encode' | 'upload';
@@ -53,6 +54,8 @@ export interface JobWorkerOptions {
   jobTimeoutMs: number;
   /** Least time between two progress events of one job (default 1 s). */
   progressIntervalMs?: number;
+  /** The ingress's rules, applied again on consume: jobs may be produced straight to the bus. */
+  admission: AdmissionRules;
   handler: JobHandler;
 }
 
@@ -73,11 +76,13 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
 
 async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, record: BusRecord, delivery: DeliveryContext): Promise<void> {
   const decoded = deps.codec.decode(record);
-  if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
+  if (!decoded.ok) return refuse(deps, options, record, { reason: 'invalid_event', message: decoded.reason }, decoded.data);
   if (decoded.event.type !== 'media.job.requested' || decoded.event.data.kind !== options.kind)
-    return deadLetter(deps, record, 'unexpected_event', `${decoded.event.type} is not a ${options.kind} request`);
+    return refuse(deps, options, record, { reason: 'unexpected_event', message: `${decoded.event.type} is not a ${options.kind} request` }, decoded.event.data);
   // job.notBefore is information only: the bus did not deliver the record before it.
   const job = decoded.event.data;
+  const refusal = admissionRefusal(job, options.admission, deps.sealingKeys);
+  if (refusal) return refuse(deps, options, record, refusal, job);
   if (delivery.signal.aborted) throw new Error('handed back before start');
 
   const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
@@ -191,6 +196,29 @@ async function publishOutcome(deps: JobWorkerDeps, options: JobWorkerOptions, to
   await publish(deps, 'media.job.failed', { ...identity(job), finishedAt, ...callbacks, error });
   deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'failed', code: error.code });
   log.warn('job.failed', { code: error.code, message: error.message });
+}
+
+/**
+ * A request that will never run: dead-lettered with the reason and, when its data still names a
+ * job and an organisation, failed as that job, so its producer sees why in the job's status and
+ * in the failure callback. The failed event is published first: if the dead letter cannot be,
+ * the record comes again and yields the same event id.
+ */
+async function refuse(deps: JobWorkerDeps, options: JobWorkerOptions, record: BusRecord, refusal: Refusal, data: unknown): Promise<void> {
+  const owner = readJobOwner(data, options.kind, options.admission.addressPolicy);
+  if (owner) {
+    const { failureUrl, ...who } = owner;
+    const message = refusal.message.length > 2000 ? `${refusal.message.slice(0, 1999)}…` : refusal.message;
+    await publish(deps, 'media.job.failed', {
+      ...who,
+      finishedAt: deps.clock.now().toISOString(),
+      ...(failureUrl ? { callbacks: { failureUrl } } : {}),
+      error: { code: 'invalid_event', message, retryable: false },
+    });
+    deps.metrics.jobsFinished.inc({ kind: owner.kind, outcome: 'failed', code: 'invalid_event' });
+  }
+  await deadLetter(deps, record, refusal.reason, refusal.message);
+  deps.log.warn('job.refused', { reason: refusal.reason, detail: refusal.message, jobId: owner?.jobId, orgId: owner?.orgId, topic: record.topic });
 }
 
 function identity(job: JobRequested): Pick<JobRequested, 'jobId' | 'kind' | 'orgId' | 'attempt'> {

@@ -6,7 +6,7 @@ const PREFIX = 'media_';
 
 /** Label values known before anything happens: their series exist, at 0, from the start. */
 export const JOB_KINDS = ['transcode', 'summary'] as const;
-export const DEAD_LETTER_REASONS = ['invalid_event', 'unexpected_event', 'callback_exhausted', 'callback_rejected', 'secret_unreadable'] as const;
+export const DEAD_LETTER_REASONS = ['invalid_event', 'unexpected_event', 'unknown_org', 'url_forbidden', 'secret_unreadable', 'callback_exhausted', 'callback_rejected'] as const;
 export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
 

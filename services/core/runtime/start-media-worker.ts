@@ -3,6 +3,7 @@ import { ConfigError } from '../config.ts';
 import type { MediaJobDeps } from '../jobs/media-job.ts';
 import { startJobWorker, type JobHandler, type JobKind } from '../jobs/run-job-worker.ts';
 import { sweepJobDirs } from '../jobs/work-dirs.ts';
+import { createAddressPolicy } from '../net/address-policy.ts';
 import { checkBoundedTools, MissingToolError } from '../media/bounded-command.ts';
 import type { Runtime } from './create-runtime.ts';
 
@@ -64,6 +65,11 @@ export async function startMediaWorker(rt: Runtime, kind: JobKind, group: string
     retryBackoffMs: config.retryBackoffMs,
     retryBackoffMaxMs: config.retryBackoffMaxMs,
     jobTimeoutMs: config.jobTimeoutMs,
+    admission: {
+      addressPolicy: createAddressPolicy({ allowPrivateNetworks: config.allowPrivateNetworks, allowList: config.addressAllowList }),
+      knownOrgs: config.knownOrgs,
+      contracts: rt.contracts,
+    },
     handler: makeHandler(mediaJobDeps(rt)),
   });
 }

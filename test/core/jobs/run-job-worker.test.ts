@@ -8,18 +8,20 @@ import { seal } from '../../../services/core/crypto/secret-box.ts';
 import { MediaError } from '../../../services/core/errors.ts';
 import { createEventCodec, type EventCodec, type JobEvent } from '../../../services/core/events/event-codec.ts';
 import { retryDelayMs, startJobWorker, type JobHandler } from '../../../services/core/jobs/run-job-worker.ts';
+import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
 import { systemClock } from '../../../services/core/time.ts';
 
 const key = { id: 'k', key: Buffer.alloc(32, 3) };
+const awsCreds = { region: 'eu-west-1', accessKeyId: 'AKIA-TEST', secretAccessKey: 'shh' };
 const result = { outputUrl: 'https://h.example.com/o.mp4', format: 'mp4' as const, width: 2, height: 2, durationSeconds: 1, sizeBytes: 10 };
 
 function job(n: number, extra: Partial<JobRequested> = {}): JobRequested {
   const jobId = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
   return {
     jobId, kind: 'transcode', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),
-    input: { url: 's3://bucket-1/in.mp4', creds: seal({ secret: 'shh' }, key, jobId) }, output: { url: 'https://h.example.com/o.mp4' },
+    input: { url: 's3://bucket-1/in.mp4', creds: seal(awsCreds, key, jobId) }, output: { url: 'https://h.example.com/o.mp4' },
     transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }, ...extra,
   };
 }
@@ -29,6 +31,7 @@ interface HarnessOptions {
   random?: () => number;
   /** Wraps the bus the worker publishes on (the observers read the real one). */
   wrapBus?: (bus: EventBus) => EventBus;
+  knownOrgs?: ReadonlySet<string>;
 }
 
 async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptions = {}) {
@@ -43,7 +46,7 @@ async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptio
   } });
   await bus.subscribe({ group: 'dlq', topics: [topics.deadLetter], fromBeginning: true, handler: async (r) => void dead.push(r.value.toString()) });
   const workerBus = extra.wrapBus?.(bus) ?? bus;
-  await startJobWorker({ bus: workerBus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key], ...(extra.random ? { random: extra.random } : {}) }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: extra.retryBackoffMs ?? 10, jobTimeoutMs: 2000, progressIntervalMs: 0, handler });
+  await startJobWorker({ bus: workerBus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key], ...(extra.random ? { random: extra.random } : {}) }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: extra.retryBackoffMs ?? 10, jobTimeoutMs: 2000, progressIntervalMs: 0, admission: { addressPolicy: createAddressPolicy({ allowPrivateNetworks: false }), contracts: loadContracts(), ...(extra.knownOrgs ? { knownOrgs: extra.knownOrgs } : {}) }, handler });
   const submit = (j: JobRequested): Promise<void> => bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
   const until = async (check: () => boolean): Promise<void> => {
     const end = Date.now() + 5000;
@@ -67,7 +70,7 @@ describe('job worker loop', () => {
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     await new Promise((r) => setTimeout(r, 50));
     expect(h.events.map((e) => e.type)).to.deep.equal(['media.job.processing', 'media.job.progress', 'media.job.succeeded']);
-    expect(opened).to.deep.equal({ secret: 'shh' });
+    expect(opened).to.deep.equal(awsCreds);
     expect(h.events[2]?.id).to.equal(`${job(1).jobId}:media.job.succeeded:1`);
     await h.bus.close();
   });
@@ -186,5 +189,71 @@ describe('job worker loop', () => {
     expect(JSON.parse(h.dead[0] ?? '{}')).to.include({ reason: 'invalid_event', detail: 'value is not JSON', sourceTopic: topics.transcodeRequests });
     expect(JSON.parse(h.dead[1] ?? '{}').detail).to.match(/transcode\.encoder/);
     await h.bus.close();
+  });
+
+  describe('job requests produced straight to the bus pass the ingress rules', () => {
+    const refusedWith = async (j: JobRequested, extra: HarnessOptions = {}) => {
+      let ran = false;
+      const h = await harness(async () => {
+        ran = true;
+        return result;
+      }, 3, extra);
+      await h.submit(j);
+      await h.until(() => h.dead.length === 1 && h.events.some((e) => e.type === 'media.job.failed'));
+      const failed = h.events.find((e) => e.type === 'media.job.failed');
+      const dead = JSON.parse(h.dead[0] ?? '{}') as { reason: string; detail: string };
+      await h.bus.close();
+      expect(ran, 'the handler ran').to.equal(false);
+      expect(failed?.data).to.deep.include({ jobId: j.jobId, orgId: j.orgId, attempt: 1 });
+      return { failed: failed?.data as { error: { code: string; message: string }; callbacks?: { failureUrl?: string } }, dead };
+    };
+    const failureUrl = 'https://hooks.example.com/fail';
+
+    it('a refused URL: failed as invalid_event naming the field, dead-lettered as url_forbidden, failure callback kept', async () => {
+      const { failed, dead } = await refusedWith(job(20, { output: { url: 'http://169.254.169.254/x' }, callbacks: { failureUrl } }));
+      expect(failed.error).to.deep.include({ code: 'invalid_event', retryable: false });
+      expect(failed.error.message).to.contain('data.output.url');
+      expect(failed.callbacks).to.deep.equal({ failureUrl });
+      expect(dead.reason).to.equal('url_forbidden');
+    });
+
+    it('a refused failureUrl is not called back', async () => {
+      const { failed } = await refusedWith(job(21, { callbacks: { failureUrl: 'http://127.0.0.1:9/fail' } }));
+      expect(failed.error.message).to.contain('data.callbacks.failureUrl');
+      expect(failed.callbacks).to.equal(undefined);
+    });
+
+    it('an organisation the service does not know', async () => {
+      const { failed, dead } = await refusedWith(job(22), { knownOrgs: new Set(['acme']) });
+      expect(failed.error.message).to.contain('data.orgId');
+      expect(dead.reason).to.equal('unknown_org');
+    });
+
+    it('credentials that do not open with the configured keys', async () => {
+      const j = job(23);
+      const { failed, dead } = await refusedWith({ ...j, input: { url: j.input.url, creds: seal(awsCreds, { id: 'k', key: Buffer.alloc(32, 9) }, j.jobId) } });
+      expect(failed.error.message).to.contain('data.input.creds');
+      expect(dead.reason).to.equal('secret_unreadable');
+    });
+
+    it('a rule of the HTTP API the event schema does not hold: the credentials must fit the bucket', async () => {
+      const j = job(24);
+      const { failed, dead } = await refusedWith({ ...j, input: { url: j.input.url, creds: seal({ accountName: 'acct', accountKey: 'k' }, key, j.jobId) } });
+      expect(failed.error.message).to.match(/^data\.input\.creds/);
+      expect(dead.reason).to.equal('invalid_event');
+    });
+
+    it('data that breaks its schema still fails the job it names', async () => {
+      const h = await harness(async () => result);
+      const bad = JSON.parse(h.codec.encode(topics.transcodeRequests, 'media.job.requested', job(25)).value.toString()) as { data: { transcode: { bitrateKbps: string } } };
+      bad.data.transcode.bitrateKbps = '3000';
+      await h.bus.publish([{ topic: topics.transcodeRequests, key: 'k', value: Buffer.from(JSON.stringify(bad)) }]);
+      await h.until(() => h.events.some((e) => e.type === 'media.job.failed'));
+      const failed = h.events.find((e) => e.type === 'media.job.failed');
+      expect(failed?.data).to.deep.include({ jobId: job(25).jobId });
+      expect(JSON.stringify(failed?.data)).to.contain('data.transcode.bitrateKbps');
+      expect(await h.metrics.registry.metrics()).to.match(/^media_jobs_finished_total\{kind="transcode",outcome="failed",code="invalid_event"\} 1$/m);
+      await h.bus.close();
+    });
   });
 });
