@@ -47,11 +47,14 @@ export function buildSummaryArgs(o: {
   const audio = o.spec.format === 'mp4' && o.hasAudio && !o.spec.removeAudio;
   const inputs = o.clips.flatMap((c) => inputArgs(o.inputPath, ['-ss', String(c.startSeconds), '-t', String(c.durationSeconds)]));
   const wmInputs = o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? [];
-  const parts = o.clips.map((_, i) => `[${i}:v]${audio ? `[${i}:a]` : ''}`).join('');
+  // A seek between two frames gives the clip's first frame a small positive time; the output
+  // would fill the gap by showing that frame twice (a frozen frame at the join).
+  const starts = o.clips.map((_, i) => `[${i}:v]setpts=PTS-STARTPTS[c${i}];`).join('');
+  const parts = o.clips.map((_, i) => `[c${i}]${audio ? `[${i}:a]` : ''}`).join('');
   const fps = o.spec.format === 'gif' ? `,fps=${GIF_FPS}` : '';
   const scale = `scale=${o.size.width}:${o.size.height}:flags=lanczos,setsar=1${fps}`;
   const watermark = o.watermark ? `[in];${o.watermark.filter(n)};[out]` : ',';
-  const body = `${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}[cv]${audio ? '[a]' : ''};[cv]${scale}${watermark}`;
+  const body = `${starts}${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}[cv]${audio ? '[a]' : ''};[cv]${scale}${watermark}`;
   const common = [...inputs, ...wmInputs, '-threads', String(o.threads), '-map_metadata', '-1', '-fflags', '+bitexact', '-flags', '+bitexact'];
   if (o.spec.format === 'gif') {
     const graph = `${body}split[p0][p1];[p0]palettegen=stats_mode=diff[pal];[p1][pal]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]`;

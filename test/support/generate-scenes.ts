@@ -77,3 +77,19 @@ export const UNEVEN_SCENES: readonly SceneSpec[] = [
   { source: 'sierpinski', seconds: 3 },
   { source: 'pal75bars,hue=s=0', seconds: 5, burst: { at: 1.5, seconds: 1.5 } },
 ];
+
+/** Another structure for the same checks: a long opening, short scenes clustered, bursts early and late. */
+export const CLUSTERED_SCENES: readonly SceneSpec[] = [
+  { source: 'gradients', seconds: 20 },
+  { source: 'smptebars', seconds: 2 },
+  { source: 'testsrc2,hue=h=240', seconds: 3 },
+  { source: 'color=c=darkgreen', seconds: 12, burst: { at: 9, seconds: 1.5 } },
+  { source: 'mandelbrot', seconds: 5 },
+  { source: 'rgbtestsrc,negate', seconds: 2 },
+  { source: 'life', seconds: 7 },
+  { source: 'pal100bars', seconds: 15, burst: { at: 3, seconds: 1.5 } },
+  { source: 'cellauto', seconds: 2.5 },
+  { source: 'testsrc,hue=s=0', seconds: 4 },
+  { source: 'yuvtestsrc', seconds: 2 },
+  { source: 'color=c=orange', seconds: 9, burst: { at: 6.5, seconds: 1.5 } },
+];
