@@ -2,7 +2,12 @@ import { createReadStream } from 'node:fs';
 import type { MediaInfo } from '../core/media/probe-media.ts';
 import { inputArgs, type FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { detectCuts } from './detect-scenes.ts';
-import { ANALYSIS_HEIGHT, ANALYSIS_WIDTH, createFrameChangeReader, type FrameChange } from './frame-features.ts';
+import {
+  ANALYSIS_HEIGHT,
+  ANALYSIS_WIDTH,
+  createFrameChangeReader,
+  type FrameChange,
+} from './frame-features.ts';
 import type { Timeline } from './select-segments.ts';
 
 /** Analysis samples per second of input. */
@@ -45,11 +50,29 @@ function decoderShortcuts(codec: string | undefined): string[] {
  * every sample by a quarter of a second), scaled to 64×36 rgb24 on stdout; audio, where there
  * is some, as 4 kHz mono s16le into a file.
  */
-export function analysisArgs(o: { inputPath: string; codec: string | undefined; audioPath?: string; threads: number }): string[] {
+export function analysisArgs(o: {
+  inputPath: string;
+  codec: string | undefined;
+  audioPath?: string;
+  threads: number;
+}): string[] {
   return [
-    '-threads', String(o.threads), ...decoderShortcuts(o.codec), ...inputArgs(o.inputPath),
-    '-map', '0:v:0', '-vf', `fps=${SAMPLES_PER_SECOND}:round=up,scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1',
-    ...(o.audioPath ? ['-map', '0:a:0', '-ac', '1', '-ar', String(AUDIO_RATE), '-f', 's16le', '-y', o.audioPath] : []),
+    '-threads',
+    String(o.threads),
+    ...decoderShortcuts(o.codec),
+    ...inputArgs(o.inputPath),
+    '-map',
+    '0:v:0',
+    '-vf',
+    `fps=${SAMPLES_PER_SECOND}:round=up,scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area`,
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    'rgb24',
+    'pipe:1',
+    ...(o.audioPath
+      ? ['-map', '0:a:0', '-ac', '1', '-ar', String(AUDIO_RATE), '-f', 's16le', '-y', o.audioPath]
+      : []),
   ];
 }
 
@@ -57,7 +80,12 @@ export function analysisArgs(o: { inputPath: string; codec: string | undefined; 
 export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Promise<Timeline> {
   const changes: FrameChange[] = [];
   const duration = o.input.durationSeconds;
-  const args = analysisArgs({ inputPath: o.inputPath, codec: o.input.video?.codec, threads: o.threads, ...(o.input.audio ? { audioPath: o.audioPath } : {}) });
+  const args = analysisArgs({
+    inputPath: o.inputPath,
+    codec: o.input.video?.codec,
+    threads: o.threads,
+    ...(o.input.audio ? { audioPath: o.audioPath } : {}),
+  });
   await deps.runFfmpeg(args, {
     signal: o.signal,
     stallTimeoutMs: deps.stallTimeoutMs,
@@ -66,7 +94,12 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
   });
   const loudness = o.input.audio ? await readLoudness(o.audioPath, changes.length) : [];
   const activity = changes.map((c, i) => c.motion + AUDIO_WEIGHT * (loudness[i] ?? 0));
-  return { durationSeconds: duration, sampleSeconds: 1 / SAMPLES_PER_SECOND, activity, cuts: detectCuts(changes) };
+  return {
+    durationSeconds: duration,
+    sampleSeconds: 1 / SAMPLES_PER_SECOND,
+    activity,
+    cuts: detectCuts(changes),
+  };
 }
 
 /**

@@ -20,7 +20,8 @@ export function clipsOf(segments: readonly SummarySegment[]): Clip[] {
   const clips: Clip[] = [];
   for (const s of segments) {
     const last = clips.at(-1);
-    if (last && Math.abs(last.startSeconds + last.durationSeconds - s.startSeconds) < 1e-6) last.durationSeconds = round(last.durationSeconds + s.durationSeconds);
+    if (last && Math.abs(last.startSeconds + last.durationSeconds - s.startSeconds) < 1e-6)
+      last.durationSeconds = round(last.durationSeconds + s.durationSeconds);
     else clips.push({ startSeconds: s.startSeconds, durationSeconds: s.durationSeconds });
   }
   return clips;
@@ -45,7 +46,9 @@ export function buildSummaryArgs(o: {
 }): string[] {
   const n = o.clips.length;
   const audio = o.spec.format === 'mp4' && o.hasAudio && !o.spec.removeAudio;
-  const inputs = o.clips.flatMap((c) => inputArgs(o.inputPath, ['-ss', String(c.startSeconds), '-t', String(c.durationSeconds)]));
+  const inputs = o.clips.flatMap((c) =>
+    inputArgs(o.inputPath, ['-ss', String(c.startSeconds), '-t', String(c.durationSeconds)]),
+  );
   const wmInputs = o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? [];
   // A seek between two frames gives the clip's first frame a small positive time; the output
   // would fill the gap by showing that frame twice (a frozen frame at the join).
@@ -55,16 +58,55 @@ export function buildSummaryArgs(o: {
   const scale = `scale=${o.size.width}:${o.size.height}:flags=lanczos,setsar=1${fps}`;
   const watermark = o.watermark ? `[in];${o.watermark.filter(n)};[out]` : ',';
   const body = `${starts}${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}[cv]${audio ? '[a]' : ''};[cv]${scale}${watermark}`;
-  const common = [...inputs, ...wmInputs, '-threads', String(o.threads), '-map_metadata', '-1', '-fflags', '+bitexact', '-flags', '+bitexact'];
+  const common = [
+    ...inputs,
+    ...wmInputs,
+    '-threads',
+    String(o.threads),
+    '-map_metadata',
+    '-1',
+    '-fflags',
+    '+bitexact',
+    '-flags',
+    '+bitexact',
+  ];
   if (o.spec.format === 'gif') {
     const graph = `${body}split[p0][p1];[p0]palettegen=stats_mode=diff[pal];[p1][pal]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]`;
     // -loop 0: the GIF plays forever.
-    return [...common, '-filter_complex', graph, '-map', '[v]', '-loop', '0', '-f', 'gif', '-y', o.outputPath];
+    return [
+      ...common,
+      '-filter_complex',
+      graph,
+      '-map',
+      '[v]',
+      '-loop',
+      '0',
+      '-f',
+      'gif',
+      '-y',
+      o.outputPath,
+    ];
   }
   // veryfast: a preview of up to 30 s at source width must cost a fraction of decoding the input.
   return [
-    ...common, '-filter_complex', `${body}format=yuv420p[v]`, '-map', '[v]', ...(audio ? ['-map', '[a]', '-c:a', 'aac', '-b:a', '128k'] : ['-an']),
-    '-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-movflags', '+faststart', '-f', 'mp4', '-y', o.outputPath,
+    ...common,
+    '-filter_complex',
+    `${body}format=yuv420p[v]`,
+    '-map',
+    '[v]',
+    ...(audio ? ['-map', '[a]', '-c:a', 'aac', '-b:a', '128k'] : ['-an']),
+    '-c:v',
+    'libx264',
+    '-preset',
+    'veryfast',
+    '-crf',
+    '23',
+    '-movflags',
+    '+faststart',
+    '-f',
+    'mp4',
+    '-y',
+    o.outputPath,
   ];
 }
 

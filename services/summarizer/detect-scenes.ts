@@ -21,13 +21,19 @@ const changeOf = (c: FrameChange): number => c.colour + c.motion;
  * not cut itself to pieces while a still one still notices a change. Neighbouring samples that
  * both pass are one cut, placed at the first: the new scene is already on screen there.
  */
-export function detectCuts(changes: readonly FrameChange[], options: CutOptions = DEFAULT_CUT_OPTIONS): number[] {
+export function detectCuts(
+  changes: readonly FrameChange[],
+  options: CutOptions = DEFAULT_CUT_OPTIONS,
+): number[] {
   const score = changes.map(changeOf);
   const cuts: number[] = [];
   let previousPassed = false;
   for (let i = 1; i < score.length; i++) {
     const s = score[i] ?? 0;
-    const around = [...score.slice(Math.max(1, i - options.window), Math.max(1, i - 1)), ...score.slice(i + 2, i + 2 + options.window)];
+    const around = [
+      ...score.slice(Math.max(1, i - options.window), Math.max(1, i - 1)),
+      ...score.slice(i + 2, i + 2 + options.window),
+    ];
     const passed = s >= options.minChange && s >= options.medianFactor * median(around);
     if (passed && !previousPassed) cuts.push(i);
     previousPassed = passed;

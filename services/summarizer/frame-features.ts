@@ -55,7 +55,9 @@ export function lumaDifference(a: Uint8Array, b: Uint8Array): number {
  * previous frame and the one being assembled, and reports each frame's change. The first frame
  * reports no change.
  */
-export function createFrameChangeReader(onFrame: (change: FrameChange) => void): (chunk: Buffer) => void {
+export function createFrameChangeReader(
+  onFrame: (change: FrameChange) => void,
+): (chunk: Buffer) => void {
   let current = new Uint8Array(ANALYSIS_FRAME_BYTES);
   let previous = new Uint8Array(ANALYSIS_FRAME_BYTES);
   let previousHistogram: Float64Array | undefined;
@@ -69,7 +71,14 @@ export function createFrameChangeReader(onFrame: (change: FrameChange) => void):
       offset += take;
       if (filled < ANALYSIS_FRAME_BYTES) break;
       const histogram = colourHistogram(current);
-      onFrame(previousHistogram ? { colour: histogramDistance(previousHistogram, histogram), motion: lumaDifference(previous, current) } : { colour: 0, motion: 0 });
+      onFrame(
+        previousHistogram
+          ? {
+              colour: histogramDistance(previousHistogram, histogram),
+              motion: lumaDifference(previous, current),
+            }
+          : { colour: 0, motion: 0 },
+      );
       previousHistogram = histogram;
       [previous, current] = [current, previous];
       filled = 0;

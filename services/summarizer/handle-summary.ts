@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import type { JobRequested, JobResult, SummarySpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
-import { deliverOutput, fetchInput, inWorkDir, withCpuSlot, type MediaJobDeps } from '../core/jobs/media-job.ts';
+import {
+  deliverOutput,
+  fetchInput,
+  inWorkDir,
+  withCpuSlot,
+  type MediaJobDeps,
+} from '../core/jobs/media-job.ts';
 import { outputSize, type OutputSize } from '../core/media/output-size.ts';
 import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { prepareWatermark } from '../core/media/prepare-watermark.ts';
@@ -31,8 +37,16 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
       const inputPath = join(workDir, 'input');
       const outputPath = join(workDir, `summary.${spec.format}`);
       await fetchInput(deps, job, ctx, inputPath);
-      const { out, segments } = await withCpuSlot(deps, ctx, () => summarise(deps, ctx, job, spec, { workDir, inputPath, outputPath }));
-      await deliverOutput(deps, job, ctx, outputPath, spec.format === 'gif' ? 'image/gif' : 'video/mp4');
+      const { out, segments } = await withCpuSlot(deps, ctx, () =>
+        summarise(deps, ctx, job, spec, { workDir, inputPath, outputPath }),
+      );
+      await deliverOutput(
+        deps,
+        job,
+        ctx,
+        outputPath,
+        spec.format === 'gif' ? 'image/gif' : 'video/mp4',
+      );
       const result: JobResult = {
         outputUrl: job.output.url,
         format: spec.format,
@@ -56,7 +70,11 @@ async function summarise(
   paths: { workDir: string; inputPath: string; outputPath: string },
 ): Promise<{ out: VerifiedOutput; segments: SummarySegment[] }> {
   const input = await deps.probe(paths.inputPath);
-  if (!input.video || input.durationSeconds <= 0) throw new MediaError('input_unsupported', 'the input has no video stream with a known duration');
+  if (!input.video || input.durationSeconds <= 0)
+    throw new MediaError(
+      'input_unsupported',
+      'the input has no video stream with a known duration',
+    );
   checkInputPixels(input.video, deps.maxPixels);
   const size = summarySize(spec, input.video);
   checkOutputPixels(size, deps.maxPixels);
@@ -68,13 +86,30 @@ async function summarise(
     signal: ctx.signal,
     onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
   });
-  const segments = selectSegments(timeline, { targetSeconds: summaryTargetSeconds(input.durationSeconds) });
+  const segments = selectSegments(timeline, {
+    targetSeconds: summaryTargetSeconds(input.durationSeconds),
+  });
   const watermark = spec.watermark
-    ? await prepareWatermark(spec.watermark, job.orgId, paths.workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal })
+    ? await prepareWatermark(spec.watermark, job.orgId, paths.workDir, {
+        http: deps.httpStore,
+        probe: deps.probe,
+        fontFile: deps.fontFile,
+        imagesDir: deps.watermarkImagesDir,
+        signal: ctx.signal,
+      })
     : undefined;
   const clips = clipsOf(segments);
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
-  const args = buildSummaryArgs({ spec, inputPath: paths.inputPath, outputPath: paths.outputPath, clips, size, hasAudio: Boolean(input.audio), threads: deps.threads, ...(watermark ? { watermark } : {}) });
+  const args = buildSummaryArgs({
+    spec,
+    inputPath: paths.inputPath,
+    outputPath: paths.outputPath,
+    clips,
+    size,
+    hasAudio: Boolean(input.audio),
+    threads: deps.threads,
+    ...(watermark ? { watermark } : {}),
+  });
   await runEncode(deps, ctx, args, { from: ANALYSED_PERCENT, to: 95, expectedSeconds: total });
   const out = await verifyOutput(deps.probe, paths.outputPath, {
     format: spec.format,
@@ -89,6 +124,7 @@ async function summarise(
 
 /** `width` as given (even), else the input's (MP4) or at most 480 px (GIF); the aspect ratio kept. */
 function summarySize(spec: SummarySpec, input: NonNullable<MediaInfo['video']>): OutputSize {
-  const width = spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.width) : input.width);
+  const width =
+    spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.width) : input.width);
   return outputSize({ width }, input);
 }

@@ -78,12 +78,21 @@ export function selectSegments(timeline: Timeline, options: SelectionOptions): S
   const nominal = options.nominalSegmentSeconds ?? 2;
   const scenes = scenesOf(timeline);
   const activity = settledActivity(timeline, scenes);
-  if (timeline.durationSeconds <= options.targetSeconds + EPSILON) return wholeInput(timeline, scenes, activity);
+  if (timeline.durationSeconds <= options.targetSeconds + EPSILON)
+    return wholeInput(timeline, scenes, activity);
   let eligible = scenes.filter((s) => s.end - s.start >= min - EPSILON);
   // Nothing but flicker: the cuts mean nothing to a viewer, so the input is one scene.
-  if (eligible.length === 0) eligible = [{ index: 0, start: 0, end: timeline.durationSeconds, first: 0, last: activity.length }];
+  if (eligible.length === 0)
+    eligible = [
+      { index: 0, start: 0, end: timeline.durationSeconds, first: 0, last: activity.length },
+    ];
   const slots = Math.max(1, Math.floor((options.targetSeconds + EPSILON) / min));
-  const units = unitsOf(chooseScenes(eligible, slots, activity, timeline), slots, timeline.durationSeconds / Math.max(1, Math.floor(options.targetSeconds / nominal)), min);
+  const units = unitsOf(
+    chooseScenes(eligible, slots, activity, timeline),
+    slots,
+    timeline.durationSeconds / Math.max(1, Math.floor(options.targetSeconds / nominal)),
+    min,
+  );
   const lengths = allotLengths(units, options.targetSeconds, min, max);
   return units.map((unit, i) => place(unit, lengths[i] ?? min, activity, timeline.sampleSeconds));
 }
@@ -98,32 +107,56 @@ function scenesOf(timeline: Timeline): Scene[] {
     // A sample shows the last frame at or before its time: the one that opens a scene shows it,
     // the one before the next cut still shows this scene.
     const start = first === 0 ? 0 : first * timeline.sampleSeconds;
-    const end = last >= n ? timeline.durationSeconds : Math.min(timeline.durationSeconds, (last - 1) * timeline.sampleSeconds - END_GUARD);
+    // The container's duration may count audio that outlasts the video; the samples do not.
+    const end =
+      last >= n
+        ? Math.min(timeline.durationSeconds, n * timeline.sampleSeconds)
+        : Math.min(timeline.durationSeconds, (last - 1) * timeline.sampleSeconds - END_GUARD);
     scenes.push({ index: k, start, end: Math.max(start, end), first, last });
   }
-  return scenes.length ? scenes : [{ index: 0, start: 0, end: timeline.durationSeconds, first: 0, last: n }];
+  return scenes.length
+    ? scenes
+    : [{ index: 0, start: 0, end: timeline.durationSeconds, first: 0, last: n }];
 }
 
 /** A scene's first sample measures the cut, not the scene: it takes its successor's activity. */
 function settledActivity(timeline: Timeline, scenes: readonly Scene[]): number[] {
   const activity = [...timeline.activity];
-  for (const scene of scenes) activity[scene.first] = scene.first + 1 < scene.last ? (timeline.activity[scene.first + 1] ?? 0) : 0;
+  for (const scene of scenes)
+    activity[scene.first] =
+      scene.first + 1 < scene.last ? (timeline.activity[scene.first + 1] ?? 0) : 0;
   return activity;
 }
 
-function wholeInput(timeline: Timeline, scenes: readonly Scene[], activity: readonly number[]): SummarySegment[] {
+function wholeInput(
+  timeline: Timeline,
+  scenes: readonly Scene[],
+  activity: readonly number[],
+): SummarySegment[] {
   return scenes.map((scene, k) => {
     const start = scene.start;
     const end = scenes[k + 1]?.start ?? timeline.durationSeconds;
-    return segment(start, end, meanActivity(activity, start, end, timeline.sampleSeconds), scene.index);
+    return segment(
+      start,
+      end,
+      meanActivity(activity, start, end, timeline.sampleSeconds),
+      scene.index,
+    );
   });
 }
 
 /** When the target cannot hold one segment per scene: the longest scenes, then the busiest, then the earliest. */
-function chooseScenes(eligible: readonly Scene[], slots: number, activity: readonly number[], timeline: Timeline): Scene[] {
+function chooseScenes(
+  eligible: readonly Scene[],
+  slots: number,
+  activity: readonly number[],
+  timeline: Timeline,
+): Scene[] {
   if (eligible.length <= slots) return [...eligible];
   const busy = (s: Scene): number => meanActivity(activity, s.start, s.end, timeline.sampleSeconds);
-  const ranked = [...eligible].sort((a, b) => b.end - b.start - (a.end - a.start) || busy(b) - busy(a) || a.index - b.index);
+  const ranked = [...eligible].sort(
+    (a, b) => b.end - b.start - (a.end - a.start) || busy(b) - busy(a) || a.index - b.index,
+  );
   return ranked.slice(0, slots).sort((a, b) => a.index - b.index);
 }
 
@@ -135,14 +168,23 @@ interface Unit {
 
 /** A scene many shares long gets a segment per share, as long as the slots allow. */
 function unitsOf(scenes: readonly Scene[], slots: number, share: number, min: number): Unit[] {
-  const counts = scenes.map((s) => Math.max(1, Math.min(Math.round((s.end - s.start) / share), Math.floor((s.end - s.start + EPSILON) / min))));
+  const counts = scenes.map((s) =>
+    Math.max(
+      1,
+      Math.min(
+        Math.round((s.end - s.start) / share),
+        Math.floor((s.end - s.start + EPSILON) / min),
+      ),
+    ),
+  );
   let total = counts.reduce((a, b) => a + b, 0);
   while (total > slots) {
     // Take a share back from the scene whose shares are shortest (the latest on a tie).
     let pick = -1;
     for (let k = 0; k < scenes.length; k++) {
       if ((counts[k] ?? 1) <= 1) continue;
-      if (pick < 0 || shareOf(scenes[k], counts[k]) <= shareOf(scenes[pick], counts[pick])) pick = k;
+      if (pick < 0 || shareOf(scenes[k], counts[k]) <= shareOf(scenes[pick], counts[pick]))
+        pick = k;
     }
     if (pick < 0) break;
     counts[pick] = (counts[pick] ?? 2) - 1;
@@ -151,11 +193,16 @@ function unitsOf(scenes: readonly Scene[], slots: number, share: number, min: nu
   return scenes.flatMap((scene, k) => {
     const count = counts[k] ?? 1;
     const width = (scene.end - scene.start) / count;
-    return Array.from({ length: count }, (_, j) => ({ scene, start: scene.start + j * width, end: j === count - 1 ? scene.end : scene.start + (j + 1) * width }));
+    return Array.from({ length: count }, (_, j) => ({
+      scene,
+      start: scene.start + j * width,
+      end: j === count - 1 ? scene.end : scene.start + (j + 1) * width,
+    }));
   });
 }
 
-const shareOf = (scene: Scene | undefined, count: number | undefined): number => (scene ? (scene.end - scene.start) / (count ?? 1) : Infinity);
+const shareOf = (scene: Scene | undefined, count: number | undefined): number =>
+  scene ? (scene.end - scene.start) / (count ?? 1) : Infinity;
 
 /**
  * Every unit starts at the minimum; the rest of the target goes a step at a time to the shortest
@@ -170,7 +217,10 @@ function allotLengths(units: readonly Unit[], target: number, min: number, max: 
       const room = roomOf(units[i], lengths[i]);
       if (room < STEP - EPSILON || (lengths[i] ?? 0) + STEP > max + EPSILON) continue;
       const shorter = pick < 0 || (lengths[i] ?? 0) < (lengths[pick] ?? 0) - EPSILON;
-      const sameButRoomier = pick >= 0 && Math.abs((lengths[i] ?? 0) - (lengths[pick] ?? 0)) <= EPSILON && room > roomOf(units[pick], lengths[pick]) + EPSILON;
+      const sameButRoomier =
+        pick >= 0 &&
+        Math.abs((lengths[i] ?? 0) - (lengths[pick] ?? 0)) <= EPSILON &&
+        room > roomOf(units[pick], lengths[pick]) + EPSILON;
       if (shorter || sameButRoomier) pick = i;
     }
     if (pick < 0) break;
@@ -180,10 +230,16 @@ function allotLengths(units: readonly Unit[], target: number, min: number, max: 
   return lengths;
 }
 
-const roomOf = (unit: Unit | undefined, length: number | undefined): number => (unit ? unit.end - unit.start - (length ?? 0) : 0);
+const roomOf = (unit: Unit | undefined, length: number | undefined): number =>
+  unit ? unit.end - unit.start - (length ?? 0) : 0;
 
 /** The most active window of `length` inside the unit; on a tie, the one nearest its middle. */
-function place(unit: Unit, length: number, activity: readonly number[], dt: number): SummarySegment {
+function place(
+  unit: Unit,
+  length: number,
+  activity: readonly number[],
+  dt: number,
+): SummarySegment {
   const starts: number[] = [];
   for (let s = unit.start; s + length <= unit.end + EPSILON; s += GRID) starts.push(s);
   starts.push(Math.max(unit.start, unit.end - length));
@@ -192,7 +248,12 @@ function place(unit: Unit, length: number, activity: readonly number[], dt: numb
   let bestScore = -Infinity;
   for (const s of starts) {
     const score = meanActivity(activity, s, s + length, dt);
-    if (score > bestScore + EPSILON || (Math.abs(score - bestScore) <= EPSILON && Math.abs(s - middle) < Math.abs(best - middle) - EPSILON)) [best, bestScore] = [s, score];
+    if (
+      score > bestScore + EPSILON ||
+      (Math.abs(score - bestScore) <= EPSILON &&
+        Math.abs(s - middle) < Math.abs(best - middle) - EPSILON)
+    )
+      [best, bestScore] = [s, score];
   }
   return segment(best, Math.min(unit.end, best + length), bestScore, unit.scene.index);
 }
@@ -212,7 +273,13 @@ function meanActivity(activity: readonly number[], start: number, end: number, d
 function segment(start: number, end: number, score: number, sceneIndex: number): SummarySegment {
   const startSeconds = round(start);
   const endSeconds = round(end);
-  return { startSeconds, endSeconds, durationSeconds: round(endSeconds - startSeconds), score: round(Math.max(0, score)), sceneIndex };
+  return {
+    startSeconds,
+    endSeconds,
+    durationSeconds: round(endSeconds - startSeconds),
+    score: round(Math.max(0, score)),
+    sceneIndex,
+  };
 }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000;

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { detectCuts } from '../../services/summarizer/detect-scenes.ts';
-import { ANALYSIS_FRAME_BYTES, colourHistogram, createFrameChangeReader, histogramDistance, lumaDifference, type FrameChange } from '../../services/summarizer/frame-features.ts';
+import {
+  ANALYSIS_FRAME_BYTES,
+  colourHistogram,
+  createFrameChangeReader,
+  histogramDistance,
+  lumaDifference,
+  type FrameChange,
+} from '../../services/summarizer/frame-features.ts';
 
 const solid = (r: number, g: number, b: number): Uint8Array => {
   const frame = new Uint8Array(ANALYSIS_FRAME_BYTES);
@@ -13,7 +20,9 @@ describe('frame features', () => {
     const red = colourHistogram(solid(250, 0, 0));
     expect(histogramDistance(red, red)).to.equal(0);
     expect(histogramDistance(red, colourHistogram(solid(0, 0, 250)))).to.be.closeTo(2 / 3, 1e-9);
-    expect(histogramDistance(colourHistogram(solid(0, 0, 0)), colourHistogram(solid(255, 255, 255)))).to.be.closeTo(1, 1e-9);
+    expect(
+      histogramDistance(colourHistogram(solid(0, 0, 0)), colourHistogram(solid(255, 255, 255))),
+    ).to.be.closeTo(1, 1e-9);
     const withBox = solid(250, 0, 0);
     withBox.fill(255, 0, 300);
     expect(histogramDistance(red, colourHistogram(withBox))).to.be.below(0.05);
@@ -30,7 +39,13 @@ describe('frame features', () => {
       const changes: FrameChange[] = [];
       const read = createFrameChangeReader((c) => changes.push(c));
       for (let i = 0; i < stream.length; i += size) read(stream.subarray(i, i + size));
-      expect(changes.map((c) => [Math.round(c.colour * 1000) / 1000, Math.round(c.motion * 1000) / 1000]), `chunks of ${size}`).to.deep.equal([
+      expect(
+        changes.map((c) => [
+          Math.round(c.colour * 1000) / 1000,
+          Math.round(c.motion * 1000) / 1000,
+        ]),
+        `chunks of ${size}`,
+      ).to.deep.equal([
         [0, 0],
         [0, 0],
         [1, 1],
@@ -40,16 +55,25 @@ describe('frame features', () => {
 });
 
 describe('cut detection', () => {
-  const still = (n: number): FrameChange[] => Array.from({ length: n }, () => ({ colour: 0, motion: 0 }));
-  const busy = (n: number, level = 1): FrameChange[] => Array.from({ length: n }, (_, i) => ({ colour: level * (0.05 + 0.05 * (i % 3)), motion: level * 0.2 }));
+  const still = (n: number): FrameChange[] =>
+    Array.from({ length: n }, () => ({ colour: 0, motion: 0 }));
+  const busy = (n: number, level = 1): FrameChange[] =>
+    Array.from({ length: n }, (_, i) => ({
+      colour: level * (0.05 + 0.05 * (i % 3)),
+      motion: level * 0.2,
+    }));
 
   it('finds a hard cut between still scenes, at the sample that shows the new scene', () => {
-    expect(detectCuts([...still(10), { colour: 0.6, motion: 0.4 }, ...still(10)])).to.deep.equal([10]);
+    expect(detectCuts([...still(10), { colour: 0.6, motion: 0.4 }, ...still(10)])).to.deep.equal([
+      10,
+    ]);
   });
 
   it('a busy scene does not cut itself to pieces, yet a real cut inside busy scenes is found', () => {
     expect(detectCuts(busy(40, 2.5))).to.deep.equal([]);
-    expect(detectCuts([...busy(20), { colour: 0.9, motion: 0.5 }, ...busy(20)])).to.deep.equal([20]);
+    expect(detectCuts([...busy(20), { colour: 0.9, motion: 0.5 }, ...busy(20)])).to.deep.equal([
+      20,
+    ]);
   });
 
   it('a burst of motion in a still scene is no cut', () => {
@@ -58,6 +82,13 @@ describe('cut detection', () => {
   });
 
   it('two strong samples in a row are one cut, at the first', () => {
-    expect(detectCuts([...still(10), { colour: 0.95, motion: 0.5 }, { colour: 0.9, motion: 0.55 }, ...still(10)])).to.deep.equal([10]);
+    expect(
+      detectCuts([
+        ...still(10),
+        { colour: 0.95, motion: 0.5 },
+        { colour: 0.9, motion: 0.55 },
+        ...still(10),
+      ]),
+    ).to.deep.equal([10]);
   });
 });

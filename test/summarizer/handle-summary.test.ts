@@ -3,7 +3,11 @@ import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { JobRequested, JobResult, SummarySpec } from '../../services/core/contracts/types.generated.ts';
+import type {
+  JobRequested,
+  JobResult,
+  SummarySpec,
+} from '../../services/core/contracts/types.generated.ts';
 import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
@@ -18,7 +22,18 @@ const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
 
 /** What an ffmpeg detection filter reports on a file (freezedetect, blackdetect), from its log. */
 async function detect(path: string, filter: string, key: string): Promise<string[]> {
-  const { stderr } = await run(ffmpeg, ['-hide_banner', '-nostats', '-i', path, '-vf', filter, '-an', '-f', 'null', '-']);
+  const { stderr } = await run(ffmpeg, [
+    '-hide_banner',
+    '-nostats',
+    '-i',
+    path,
+    '-vf',
+    filter,
+    '-an',
+    '-f',
+    'null',
+    '-',
+  ]);
   return stderr.split('\n').filter((l) => l.includes(key));
 }
 
@@ -33,17 +48,39 @@ describe('summary handler with real ffmpeg', function () {
   let files: TestServer;
   let scenesSeconds = 0;
   const handler = createSummaryHandler(testMediaJobDeps());
-  const ctx: JobContext = { signal: new AbortController().signal, attempt: 1, log: silentLogger, progress: () => {}, openSecret: () => undefined };
+  const ctx: JobContext = {
+    signal: new AbortController().signal,
+    attempt: 1,
+    log: silentLogger,
+    progress: () => {},
+    openSecret: () => undefined,
+  };
   const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000002', kind: 'summary', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/${input}` }, output: { url: `${files.url}/files/${output}` }, summary,
+    jobId: '00000000-0000-4000-8000-000000000002',
+    kind: 'summary',
+    orgId: 'o',
+    attempt: 1,
+    submittedAt: new Date().toISOString(),
+    input: { url: `${files.url}/files/${input}` },
+    output: { url: `${files.url}/files/${output}` },
+    summary,
   });
-  const total = (r: JobResult): number => (r.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
+  const total = (r: JobResult): number =>
+    (r.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
 
   before(async () => {
     files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 30, width: 320, height: 240, audio: true });
-    ({ durationSeconds: scenesSeconds } = await generateScenes(join(files.dir, 'scenes.mp4'), UNEVEN_SCENES.slice(0, 6), { width: 320, height: 180, audio: true, preset: 'veryfast' }));
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 30,
+      width: 320,
+      height: 240,
+      audio: true,
+    });
+    ({ durationSeconds: scenesSeconds } = await generateScenes(
+      join(files.dir, 'scenes.mp4'),
+      UNEVEN_SCENES.slice(0, 6),
+      { width: 320, height: 180, audio: true, preset: 'veryfast' },
+    ));
   });
   after(() => files.close());
 
@@ -53,7 +90,9 @@ describe('summary handler with real ffmpeg', function () {
     const probed = await ffprobe(path);
     expect(probed.streams.map((s) => s.codec_name).sort()).to.deep.equal(['aac', 'h264']);
     const head = (await readFile(path)).subarray(0, 64 * 1024);
-    expect(head.indexOf('moov')).to.be.greaterThan(0).and.below(head.indexOf('mdat') < 0 ? Infinity : head.indexOf('mdat'));
+    expect(head.indexOf('moov'))
+      .to.be.greaterThan(0)
+      .and.below(head.indexOf('mdat') < 0 ? Infinity : head.indexOf('mdat'));
     const segments = result.segments ?? [];
     expect(new Set(segments.map((s) => s.sceneIndex)).size).to.equal(6);
     for (const [i, s] of segments.entries()) {
@@ -64,7 +103,9 @@ describe('summary handler with real ffmpeg', function () {
     const duration = Number(probed.format.duration);
     expect(duration).to.be.closeTo(total(result), 0.3);
     // Each clip ends on a whole frame (25 fps here): at most one frame over its segment.
-    expect(duration).to.be.at.most(summaryTargetSeconds(scenesSeconds) + segments.length * 0.04 + 0.001);
+    expect(duration).to.be.at.most(
+      summaryTargetSeconds(scenesSeconds) + segments.length * 0.04 + 0.001,
+    );
     expect(result.width).to.equal(320);
     expect(result.height).to.equal(180);
   });
@@ -81,11 +122,24 @@ describe('summary handler with real ffmpeg', function () {
     const first = await handler(job({ format: 'mp4', width: 200 }, 'd1.mp4', 'scenes.mp4'), ctx);
     const second = await handler(job({ format: 'mp4', width: 200 }, 'd2.mp4', 'scenes.mp4'), ctx);
     expect(second.segments).to.deep.equal(first.segments);
-    expect((await readFile(join(files.dir, 'd2.mp4'))).equals(await readFile(join(files.dir, 'd1.mp4')))).to.equal(true);
+    expect(
+      (await readFile(join(files.dir, 'd2.mp4'))).equals(await readFile(join(files.dir, 'd1.mp4'))),
+    ).to.equal(true);
   });
 
   it('mp4 with removeAudio has no audio stream; width (odd → even, aspect kept) and a text watermark apply', async () => {
-    await handler(job({ format: 'mp4', removeAudio: true, width: 161, watermark: { text: 'demo: 50%', fontSize: 12 } }, 'quiet.mp4'), ctx);
+    await handler(
+      job(
+        {
+          format: 'mp4',
+          removeAudio: true,
+          width: 161,
+          watermark: { text: 'demo: 50%', fontSize: 12 },
+        },
+        'quiet.mp4',
+      ),
+      ctx,
+    );
     const probed = await ffprobe(join(files.dir, 'quiet.mp4'));
     expect(probed.streams.map((s) => s.codec_type)).to.deep.equal(['video']);
     expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([160, 120]);
@@ -104,8 +158,34 @@ describe('summary handler with real ffmpeg', function () {
   });
 
   it('gif with a width and an image watermark', async () => {
-    await run(ffmpeg, ['-v', 'error', '-f', 'lavfi', '-i', 'color=c=red:s=20x10', '-frames:v', '1', '-y', join(files.dir, 'logo.png')]);
-    const result = await handler(job({ format: 'gif', width: 200, watermark: { imageUrl: `${files.url}/files/logo.png`, width: 20, height: 10, opacity: 0.5 } }, 's.gif'), ctx);
+    await run(ffmpeg, [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'color=c=red:s=20x10',
+      '-frames:v',
+      '1',
+      '-y',
+      join(files.dir, 'logo.png'),
+    ]);
+    const result = await handler(
+      job(
+        {
+          format: 'gif',
+          width: 200,
+          watermark: {
+            imageUrl: `${files.url}/files/logo.png`,
+            width: 20,
+            height: 10,
+            opacity: 0.5,
+          },
+        },
+        's.gif',
+      ),
+      ctx,
+    );
     expect(result.format).to.equal('gif');
     const probed = await ffprobe(join(files.dir, 's.gif'));
     expect(probed.streams[0]?.codec_name).to.equal('gif');

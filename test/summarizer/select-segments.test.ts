@@ -1,13 +1,32 @@
 import { expect } from 'chai';
-import { MAX_TARGET_SECONDS, MIN_TARGET_SECONDS, selectSegments, summaryTargetSeconds, type SummarySegment, type Timeline } from '../../services/summarizer/select-segments.ts';
+import {
+  MAX_TARGET_SECONDS,
+  MIN_TARGET_SECONDS,
+  selectSegments,
+  summaryTargetSeconds,
+  type SummarySegment,
+  type Timeline,
+} from '../../services/summarizer/select-segments.ts';
 
 const DT = 0.5;
 
 /** A timeline of `seconds` with cuts at the given seconds and activity 1 inside the given spans. */
-function timeline(seconds: number, cutsAt: number[], busy: [number, number][] = [], base = 0.01): Timeline {
+function timeline(
+  seconds: number,
+  cutsAt: number[],
+  busy: [number, number][] = [],
+  base = 0.01,
+): Timeline {
   const n = Math.floor(seconds / DT) + 1;
-  const activity = Array.from({ length: n }, (_, i) => (busy.some(([a, b]) => i * DT > a && i * DT <= b) ? 1 : base));
-  return { durationSeconds: seconds, sampleSeconds: DT, activity, cuts: cutsAt.map((t) => Math.round(t / DT)) };
+  const activity = Array.from({ length: n }, (_, i) =>
+    busy.some(([a, b]) => i * DT > a && i * DT <= b) ? 1 : base,
+  );
+  return {
+    durationSeconds: seconds,
+    sampleSeconds: DT,
+    activity,
+    cuts: cutsAt.map((t) => Math.round(t / DT)),
+  };
 }
 
 function checkRules(segments: readonly SummarySegment[], t: Timeline, target: number): void {
@@ -19,7 +38,11 @@ function checkRules(segments: readonly SummarySegment[], t: Timeline, target: nu
     expect(s.endSeconds).to.be.closeTo(s.startSeconds + s.durationSeconds, 1e-9);
     expect(s.endSeconds).to.be.at.most(t.durationSeconds);
     // The last sample before a cut may lag by a run of B-frames: a segment ends well before it.
-    for (const cut of cutTimes) expect(cut <= s.startSeconds || cut - DT >= s.endSeconds, `segment ${s.startSeconds}-${s.endSeconds} crosses the cut at ${cut}`).to.equal(true);
+    for (const cut of cutTimes)
+      expect(
+        cut <= s.startSeconds || cut - DT >= s.endSeconds,
+        `segment ${s.startSeconds}-${s.endSeconds} crosses the cut at ${cut}`,
+      ).to.equal(true);
     previousEnd = s.endSeconds;
   }
   expect(segments.reduce((sum, s) => sum + s.durationSeconds, 0)).to.be.at.most(target + 1e-9);
@@ -55,15 +78,22 @@ describe('segment selection', () => {
   });
 
   it('places each segment on the most active moment of its scene', () => {
-    const t = timeline(60, [20, 40], [
-      [11, 12.5],
-      [47, 48],
-    ]);
+    const t = timeline(
+      60,
+      [20, 40],
+      [
+        [11, 12.5],
+        [47, 48],
+      ],
+    );
     const segments = selectSegments(t, { targetSeconds: 6 });
-    const burst = (a: number, b: number): SummarySegment | undefined => segments.find((s) => s.startSeconds <= a && s.endSeconds >= b);
+    const burst = (a: number, b: number): SummarySegment | undefined =>
+      segments.find((s) => s.startSeconds <= a && s.endSeconds >= b);
     expect(burst(11, 12.5), JSON.stringify(segments)).to.not.equal(undefined);
     expect(burst(47, 48), JSON.stringify(segments)).to.not.equal(undefined);
-    expect(burst(11, 12.5)?.score).to.be.greaterThan(segments.find((s) => s.sceneIndex === 1)?.score ?? 1);
+    expect(burst(11, 12.5)?.score).to.be.greaterThan(
+      segments.find((s) => s.sceneIndex === 1)?.score ?? 1,
+    );
   });
 
   it('keeps the longest scenes when the target cannot hold one segment per scene, in temporal order', () => {
@@ -88,7 +118,10 @@ describe('segment selection', () => {
   });
 
   it('treats an input of nothing but flicker as one scene', () => {
-    const t = timeline(30, Array.from({ length: 59 }, (_, i) => (i + 1) * DT));
+    const t = timeline(
+      30,
+      Array.from({ length: 59 }, (_, i) => (i + 1) * DT),
+    );
     const segments = selectSegments(t, { targetSeconds: 7.5 });
     expect(segments.length).to.be.greaterThan(0);
     expect(segments.every((s) => s.durationSeconds >= 1)).to.equal(true);
@@ -96,6 +129,8 @@ describe('segment selection', () => {
 
   it('is deterministic: the same timeline gives the same segments', () => {
     const t = timeline(240, [13, 50, 51.5, 120, 200], [[60, 61]]);
-    expect(selectSegments(t, { targetSeconds: 30 })).to.deep.equal(selectSegments(structuredClone(t), { targetSeconds: 30 }));
+    expect(selectSegments(t, { targetSeconds: 30 })).to.deep.equal(
+      selectSegments(structuredClone(t), { targetSeconds: 30 }),
+    );
   });
 });

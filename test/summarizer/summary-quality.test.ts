@@ -5,8 +5,18 @@ import { join } from 'node:path';
 import { createProber } from '../../services/core/media/probe-media.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { analyseVideo } from '../../services/summarizer/analyse-video.ts';
-import { selectSegments, summaryTargetSeconds, type SummarySegment } from '../../services/summarizer/select-segments.ts';
-import { CLUSTERED_SCENES, generateScenes, UNEVEN_SCENES, type KnownStructure, type SceneSpec } from '../support/generate-scenes.ts';
+import {
+  selectSegments,
+  summaryTargetSeconds,
+  type SummarySegment,
+} from '../../services/summarizer/select-segments.ts';
+import {
+  CLUSTERED_SCENES,
+  generateScenes,
+  UNEVEN_SCENES,
+  type KnownStructure,
+  type SceneSpec,
+} from '../support/generate-scenes.ts';
 import { evenlySpaced, measureQuality, type Quality } from '../support/summary-quality.ts';
 
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
@@ -26,15 +36,40 @@ describe('summary quality on videos of known structure', function () {
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });
-    for (const r of results) console.log(`      ${r.name}: ours ${JSON.stringify(r.ours)} · even spacing ${JSON.stringify(r.even)}`);
+    for (const r of results)
+      console.log(
+        `      ${r.name}: ours ${JSON.stringify(r.ours)} · even spacing ${JSON.stringify(r.even)}`,
+      );
   });
 
-  async function summarise(name: string, scenes: readonly SceneSpec[]): Promise<{ known: KnownStructure; segments: SummarySegment[] }> {
+  async function summarise(
+    name: string,
+    scenes: readonly SceneSpec[],
+  ): Promise<{ known: KnownStructure; segments: SummarySegment[] }> {
     const path = join(dir, `${name}.mp4`);
-    const known = await generateScenes(path, scenes, { width: 320, height: 180, audio: true, preset: 'veryfast' });
+    const known = await generateScenes(path, scenes, {
+      width: 320,
+      height: 180,
+      audio: true,
+      preset: 'veryfast',
+    });
     const input = await probe(path);
-    const timeline = await analyseVideo({ runFfmpeg, stallTimeoutMs: 30_000 }, { inputPath: path, input, audioPath: join(dir, `${name}.pcm`), threads: 1, signal: new AbortController().signal });
-    return { known, segments: selectSegments(timeline, { targetSeconds: summaryTargetSeconds(input.durationSeconds) }) };
+    const timeline = await analyseVideo(
+      { runFfmpeg, stallTimeoutMs: 30_000 },
+      {
+        inputPath: path,
+        input,
+        audioPath: join(dir, `${name}.pcm`),
+        threads: 1,
+        signal: new AbortController().signal,
+      },
+    );
+    return {
+      known,
+      segments: selectSegments(timeline, {
+        targetSeconds: summaryTargetSeconds(input.durationSeconds),
+      }),
+    };
   }
 
   for (const [name, scenes] of [
@@ -45,7 +80,10 @@ describe('summary quality on videos of known structure', function () {
       const { known, segments } = await summarise(name, scenes);
       const total = segments.reduce((sum, s) => sum + s.durationSeconds, 0);
       const ours = measureQuality(segments, known);
-      const even = measureQuality(evenlySpaced(known.durationSeconds, segments.length, total), known);
+      const even = measureQuality(
+        evenlySpaced(known.durationSeconds, segments.length, total),
+        known,
+      );
       results.push({ name, ours, even });
       expect(total).to.be.at.most(summaryTargetSeconds(known.durationSeconds) + 1e-9);
       expect(ours.sceneCoverage, JSON.stringify(segments)).to.be.at.least(0.95);

@@ -23,15 +23,50 @@ export interface KnownStructure {
  * Scenes of different sources and colourings joined with hard cuts, still scenes with a short
  * burst of motion inside, 25 fps, a tone of a different pitch per scene when `audio` is set.
  */
-export async function generateScenes(path: string, scenes: readonly SceneSpec[], o: { width: number; height: number; audio?: boolean; preset?: string; threads?: number }): Promise<KnownStructure> {
+export async function generateScenes(
+  path: string,
+  scenes: readonly SceneSpec[],
+  o: { width: number; height: number; audio?: boolean; preset?: string; threads?: number },
+): Promise<KnownStructure> {
   const size = `${o.width}x${o.height}`;
   const inputs = scenes.flatMap((scene, i) => ['-f', 'lavfi', '-i', sceneGraph(scene, size, i)]);
-  const audioInputs = o.audio ? scenes.flatMap((scene, i) => ['-f', 'lavfi', '-i', `sine=frequency=${220 + 110 * i}:duration=${scene.seconds}`]) : [];
+  const audioInputs = o.audio
+    ? scenes.flatMap((scene, i) => [
+        '-f',
+        'lavfi',
+        '-i',
+        `sine=frequency=${220 + 110 * i}:duration=${scene.seconds}`,
+      ])
+    : [];
   const n = scenes.length;
   const pads = scenes.map((_, i) => `[${i}:v]${o.audio ? `[${n + i}:a]` : ''}`).join('');
   const graph = `${pads}concat=n=${n}:v=1:a=${o.audio ? 1 : 0}[v]${o.audio ? '[a]' : ''}`;
-  const args = ['-hide_banner', '-loglevel', 'error', ...inputs, ...audioInputs, '-filter_complex', graph, '-map', '[v]', ...(o.audio ? ['-map', '[a]', '-c:a', 'aac'] : [])];
-  args.push('-c:v', 'libx264', '-preset', o.preset ?? 'ultrafast', '-pix_fmt', 'yuv420p', '-threads', String(o.threads ?? 1), '-f', 'mp4', '-y', path);
+  const args = [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    ...inputs,
+    ...audioInputs,
+    '-filter_complex',
+    graph,
+    '-map',
+    '[v]',
+    ...(o.audio ? ['-map', '[a]', '-c:a', 'aac'] : []),
+  ];
+  args.push(
+    '-c:v',
+    'libx264',
+    '-preset',
+    o.preset ?? 'ultrafast',
+    '-pix_fmt',
+    'yuv420p',
+    '-threads',
+    String(o.threads ?? 1),
+    '-f',
+    'mp4',
+    '-y',
+    path,
+  );
   await run(process.env['TEST_FFMPEG'] ?? 'ffmpeg', args);
   return knownStructure(scenes);
 }
@@ -53,7 +88,11 @@ export function knownStructure(scenes: readonly SceneSpec[]): KnownStructure {
   const out: KnownStructure = { durationSeconds: 0, scenes: [], bursts: [] };
   for (const scene of scenes) {
     out.scenes.push({ start, end: start + scene.seconds });
-    if (scene.burst) out.bursts.push({ start: start + scene.burst.at, end: start + scene.burst.at + scene.burst.seconds });
+    if (scene.burst)
+      out.bursts.push({
+        start: start + scene.burst.at,
+        end: start + scene.burst.at + scene.burst.seconds,
+      });
     start += scene.seconds;
   }
   out.durationSeconds = start;

@@ -11,10 +11,16 @@ export const even = (n: number): number => Math.max(2, Math.floor(n / 2) * 2);
  * The output size: both given → both (rounded down to even); one given → the other keeps the
  * input's aspect ratio (even); none → the input's, rounded down to even.
  */
-export function outputSize(spec: { width?: number; height?: number }, input: OutputSize): OutputSize {
+export function outputSize(
+  spec: { width?: number; height?: number },
+  input: OutputSize,
+): OutputSize {
   const { width, height } = spec;
-  if (width !== undefined && height !== undefined) return { width: even(width), height: even(height) };
-  if (width !== undefined) return { width: even(width), height: even((input.height * width) / input.width) };
-  if (height !== undefined) return { width: even((input.width * height) / input.height), height: even(height) };
+  if (width !== undefined && height !== undefined)
+    return { width: even(width), height: even(height) };
+  if (width !== undefined)
+    return { width: even(width), height: even((input.height * width) / input.width) };
+  if (height !== undefined)
+    return { width: even((input.width * height) / input.height), height: even(height) };
   return { width: even(input.width), height: even(input.height) };
 }

@@ -15,11 +15,20 @@ export interface ProgressSpan {
  * Runs one ffmpeg of a job: its cancel signal, the stall limit, and progress mapped onto the
  * job's percent (each tick also keeps the job's lease alive).
  */
-export function runEncode(deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number }, ctx: JobContext, args: readonly string[], span: ProgressSpan): Promise<void> {
+export function runEncode(
+  deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number },
+  ctx: JobContext,
+  args: readonly string[],
+  span: ProgressSpan,
+): Promise<void> {
   const expected = span.expectedSeconds > 0 ? span.expectedSeconds : 1;
   return deps.runFfmpeg(args, {
     signal: ctx.signal,
     stallTimeoutMs: deps.stallTimeoutMs,
-    onProgress: (p) => ctx.progress(span.from + (span.to - span.from) * Math.min(1, p.outTimeSeconds / expected), 'encode'),
+    onProgress: (p) =>
+      ctx.progress(
+        span.from + (span.to - span.from) * Math.min(1, p.outTimeSeconds / expected),
+        'encode',
+      ),
   });
 }
