@@ -2,11 +2,14 @@ import { createReadStream } from 'node:fs';
 import type { MediaInfo } from '../core/media/probe-media.ts';
 import { inputArgs, type FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { detectCuts } from './detect-scenes.ts';
+import { MediaError } from '../core/errors.ts';
 import {
   ANALYSIS_HEIGHT,
   ANALYSIS_WIDTH,
   createFrameChangeReader,
+  frameChange,
   type FrameChange,
+  type FrameChangeReader,
 } from './frame-features.ts';
 import type { Timeline } from './select-segments.ts';
 
@@ -34,10 +37,12 @@ export interface AnalysisOptions {
 }
 
 /**
- * Decoder shortcuts for the analysis only: no deblocking, and no B-frames in H.264 (x264's
- * B-frames reference nothing a P-frame needs; skipping them costs 10.5 s instead of 15.1 s for
- * non-reference frames only, against 40.7 s for a full decode of a 588 s 720p input). HEVC
- * encoders use B-frames as references, so only non-reference frames go there.
+ * Decoder shortcuts for the analysis only: no deblocking, and no B-frames in H.264. On a 588 s
+ * 720p x264 input that decode took 10.5 s, against 15.1 s skipping only non-reference frames
+ * and 40.7 s for a full decode; a P-frame that refers to a skipped B-frame (b-pyramid) is
+ * decoded from a stand-in, and the samples then differed from the non-reference-only ones by a
+ * median of 0 and a 95th percentile of 1.2 % in luma: colours and motion survive. HEVC encoders
+ * lean on B-frames as references, so only non-reference frames go there.
  */
 function decoderShortcuts(codec: string | undefined): string[] {
   if (codec === 'h264') return ['-skip_loop_filter', 'all', '-skip_frame', 'bidir'];
@@ -45,26 +50,68 @@ function decoderShortcuts(codec: string | undefined): string[] {
   return [];
 }
 
+/** Inputs at least this long per thread are analysed in stretches side by side, in seconds. */
+export const MIN_PART_SECONDS = 60;
+const MAX_PARTS = 4;
+
+/** Seconds a later stretch is read before its start: one sample, dropped. */
+const LEAD = 1 / SAMPLES_PER_SECOND;
+
+/** A stretch of the input analysed by one ffmpeg; the last one runs to the end. */
+export interface AnalysisPart {
+  startSeconds: number;
+  /** Length in seconds, a whole number of samples; unset for the last part. */
+  seconds?: number;
+}
+
 /**
- * One decode of the input: video sampled at 2 frames/s (`round=up`: the default rounding shifts
- * every sample by a quarter of a second), scaled to 64×36 rgb24 on stdout; audio, where there
- * is some, as 4 kHz mono s16le into a file.
+ * H.264 without B-frames decodes one frame after the other, so one decoder keeps one core busy
+ * however many threads it has: a long input is cut into one stretch per thread instead.
+ */
+export function analysisParts(durationSeconds: number, threads: number): AnalysisPart[] {
+  const count = Math.max(
+    1,
+    Math.min(MAX_PARTS, threads, Math.floor(durationSeconds / MIN_PART_SECONDS)),
+  );
+  const length = Math.ceil((durationSeconds / count) * SAMPLES_PER_SECOND) / SAMPLES_PER_SECOND;
+  return Array.from({ length: count }, (_, k) => ({
+    startSeconds: k * length,
+    ...(k < count - 1 ? { seconds: length } : {}),
+  }));
+}
+
+/**
+ * One decode of a stretch: video sampled at 2 frames/s (`round=up`: the default rounding shifts
+ * every sample by a quarter of a second; a later stretch pads its first sample to its start, so
+ * samples stay on the input's half-second grid), scaled to 64×36 rgb24
+ * on stdout; audio, where there is some, as 4 kHz mono s16le into a file.
  */
 export function analysisArgs(o: {
   inputPath: string;
   codec: string | undefined;
+  part?: AnalysisPart;
   audioPath?: string;
   threads: number;
 }): string[] {
+  const start = o.part?.startSeconds ?? 0;
+  // A later stretch starts one sample early: its first sample then takes the frame it would show
+  // in one pass (the last at or before the time), and is the one dropped (see LEAD).
+  const from = start > 0 ? start - LEAD : 0;
+  const seconds = o.part?.seconds;
+  const seek = [
+    ...(from > 0 ? ['-ss', String(from)] : []),
+    ...(seconds !== undefined ? ['-t', String(seconds + start - from)] : []),
+  ];
+  const fps = `fps=${SAMPLES_PER_SECOND}:round=up${start > 0 ? ':start_time=0' : ''}`;
   return [
     '-threads',
     String(o.threads),
     ...decoderShortcuts(o.codec),
-    ...inputArgs(o.inputPath),
+    ...inputArgs(o.inputPath, seek),
     '-map',
     '0:v:0',
     '-vf',
-    `fps=${SAMPLES_PER_SECOND}:round=up,scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area`,
+    `${fps},scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area`,
     '-f',
     'rawvideo',
     '-pix_fmt',
@@ -78,21 +125,42 @@ export function analysisArgs(o: {
 
 /** The input's timeline: per-sample activity (motion, plus loudness where there is audio) and its cuts. */
 export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Promise<Timeline> {
-  const changes: FrameChange[] = [];
   const duration = o.input.durationSeconds;
-  const args = analysisArgs({
-    inputPath: o.inputPath,
-    codec: o.input.video?.codec,
-    threads: o.threads,
-    ...(o.input.audio ? { audioPath: o.audioPath } : {}),
+  const parts = analysisParts(duration, o.threads);
+  const done = parts.map(() => 0);
+  const readers = parts.map((part, k) => {
+    // Whole samples of its own: [start, start + seconds), after the lead sample of a later part.
+    const samples = part.seconds === undefined ? undefined : part.seconds * SAMPLES_PER_SECOND;
+    return createFrameChangeReader({
+      skip: k === 0 ? 0 : 1,
+      ...(samples === undefined ? {} : { limit: samples }),
+    });
   });
-  await deps.runFfmpeg(args, {
-    signal: o.signal,
-    stallTimeoutMs: deps.stallTimeoutMs,
-    onStdout: createFrameChangeReader((change) => changes.push(change)),
-    onProgress: (p) => o.onProgress?.(Math.min(1, p.outTimeSeconds / (duration || 1))),
-  });
-  const loudness = o.input.audio ? await readLoudness(o.audioPath, changes.length) : [];
+  const audioPaths = parts.map((_, k) => (o.input.audio ? `${o.audioPath}.${k}` : undefined));
+  await runAll(
+    o.signal,
+    parts.map((part, k) => (signal: AbortSignal) => {
+      const audioPath = audioPaths[k];
+      const args = analysisArgs({
+        inputPath: o.inputPath,
+        codec: o.input.video?.codec,
+        part,
+        threads: parts.length > 1 ? 1 : o.threads,
+        ...(audioPath ? { audioPath } : {}),
+      });
+      return deps.runFfmpeg(args, {
+        signal,
+        stallTimeoutMs: deps.stallTimeoutMs,
+        onStdout: (chunk) => readers[k]?.write(chunk),
+        onProgress: (p) => {
+          done[k] = p.outTimeSeconds;
+          o.onProgress?.(Math.min(1, done.reduce((a, b) => a + b, 0) / (duration || 1)));
+        },
+      });
+    }),
+  );
+  const changes = joinParts(parts, readers);
+  const loudness = o.input.audio ? await readLoudness(parts, audioPaths, changes.length) : [];
   const activity = changes.map((c, i) => c.motion + AUDIO_WEIGHT * (loudness[i] ?? 0));
   return {
     durationSeconds: duration,
@@ -102,19 +170,87 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
   };
 }
 
+/** Runs the tasks side by side; the first failure stops the others (no ffmpeg outlives its job). */
+async function runAll(
+  signal: AbortSignal,
+  tasks: ((signal: AbortSignal) => Promise<void>)[],
+): Promise<void> {
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const settled = await Promise.allSettled(
+      tasks.map((task) =>
+        task(controller.signal).catch((error: unknown) => {
+          controller.abort();
+          throw error;
+        }),
+      ),
+    );
+    const failures = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
+    // The sibling stopped because of the first failure reports "canceled": the cause comes first.
+    const cause =
+      failures.find((e) => !(e instanceof MediaError && e.code === 'canceled')) ?? failures[0];
+    if (cause instanceof Error) throw cause;
+    if (cause !== undefined) throw new MediaError('internal', 'the analysis failed', { cause });
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The parts' changes as one sequence; the change across each join is measured between the parts' edge frames. */
+function joinParts(
+  parts: readonly AnalysisPart[],
+  readers: readonly FrameChangeReader[],
+): FrameChange[] {
+  const all: FrameChange[] = [];
+  readers.forEach((reader, k) => {
+    const changes = [...reader.changes];
+    const before = readers[k - 1]?.last();
+    const first = reader.first();
+    if (k > 0 && before && first && changes.length > 0) changes[0] = frameChange(before, first);
+    all.push(...changes);
+    // A part that came up short keeps the next part on the grid.
+    const seconds = parts[k]?.seconds;
+    if (seconds !== undefined) {
+      const expected = seconds * SAMPLES_PER_SECOND;
+      for (let i = changes.length; i < expected; i++) all.push({ colour: 0, motion: 0 });
+    }
+  });
+  return all;
+}
+
 /**
  * RMS of each half second of the raw audio, relative to the loudest (0 to 1), one per video
- * sample: the value for sample i is the half second that ends at it. Streamed, never whole.
+ * sample: sample i gets the half second that ends at it (sample 0 none). Streamed, never whole.
  */
-async function readLoudness(path: string, samples: number): Promise<number[]> {
+async function readLoudness(
+  parts: readonly AnalysisPart[],
+  paths: readonly (string | undefined)[],
+  samples: number,
+): Promise<number[]> {
+  const windows: number[] = [];
+  for (const [k, path] of paths.entries()) {
+    if (!path) continue;
+    const part = await windowRms(path);
+    const seconds = parts[k]?.seconds;
+    // A later part's first window is its lead: the previous part's last.
+    const skip = k > 0 ? 1 : 0;
+    const keep = seconds === undefined ? part.length - skip : seconds * SAMPLES_PER_SECOND;
+    for (let i = 0; i < keep; i++) windows.push(part[skip + i] ?? 0);
+  }
+  const loudest = windows.reduce((a, b) => Math.max(a, b), 1e-6);
+  return Array.from({ length: samples }, (_, i) => (i === 0 ? 0 : (windows[i - 1] ?? 0) / loudest));
+}
+
+async function windowRms(path: string): Promise<number[]> {
   const perWindow = AUDIO_RATE / SAMPLES_PER_SECOND;
-  const rms: number[] = [0];
+  const rms: number[] = [];
   let sum = 0;
   let count = 0;
   let carry: Buffer | undefined;
   for await (const data of createReadStream(path)) {
-    let chunk = data as Buffer;
-    if (carry) chunk = Buffer.concat([carry, chunk]);
+    const chunk = carry ? Buffer.concat([carry, data as Buffer]) : (data as Buffer);
     const even = chunk.length - (chunk.length % 2);
     for (let i = 0; i < even; i += 2) {
       const v = chunk.readInt16LE(i) / 32768;
@@ -128,7 +264,5 @@ async function readLoudness(path: string, samples: number): Promise<number[]> {
     carry = even < chunk.length ? chunk.subarray(even) : undefined;
   }
   if (count > 0) rms.push(Math.sqrt(sum / count));
-  const kept = rms.slice(0, samples);
-  const loudest = kept.reduce((a, b) => Math.max(a, b), 1e-6);
-  return kept.map((r) => r / loudest);
+  return rms;
 }

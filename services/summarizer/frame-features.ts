@@ -50,38 +50,71 @@ export function lumaDifference(a: Uint8Array, b: Uint8Array): number {
   return sum / Math.max(1, Math.floor(n / 3)) / 255;
 }
 
+/** The change from one analysis frame to the next. */
+export function frameChange(previous: Uint8Array, next: Uint8Array): FrameChange {
+  return {
+    colour: histogramDistance(colourHistogram(previous), colourHistogram(next)),
+    motion: lumaDifference(previous, next),
+  };
+}
+
+/** What a stretch of the raw rgb24 analysis stream told, frame by frame. */
+export interface FrameChangeReader {
+  /** Takes ffmpeg's stdout chunk by chunk. */
+  write: (chunk: Buffer) => void;
+  /** One per frame kept; the first kept frame reports no change (it has no predecessor here). */
+  readonly changes: FrameChange[];
+  /** Copies of the first and last frames kept, to measure the change across two stretches. */
+  first(): Uint8Array | undefined;
+  last(): Uint8Array | undefined;
+}
+
 /**
- * A consumer for a raw rgb24 stream of analysis frames, fed chunk by chunk: keeps only the
- * previous frame and the one being assembled, and reports each frame's change. The first frame
- * reports no change.
+ * Reads frames fed chunk by chunk, holding only the previous frame and the one being assembled.
+ * `skip` frames are dropped first and at most `limit` kept after them (the rest are ignored), so
+ * stretches of the input analysed apart join on exact sample boundaries.
  */
 export function createFrameChangeReader(
-  onFrame: (change: FrameChange) => void,
-): (chunk: Buffer) => void {
+  o: { skip?: number; limit?: number } = {},
+): FrameChangeReader {
+  const changes: FrameChange[] = [];
   let current = new Uint8Array(ANALYSIS_FRAME_BYTES);
   let previous = new Uint8Array(ANALYSIS_FRAME_BYTES);
   let previousHistogram: Float64Array | undefined;
+  let first: Uint8Array | undefined;
   let filled = 0;
-  return (chunk) => {
-    let offset = 0;
-    while (offset < chunk.length) {
-      const take = Math.min(ANALYSIS_FRAME_BYTES - filled, chunk.length - offset);
-      current.set(chunk.subarray(offset, offset + take), filled);
-      filled += take;
-      offset += take;
-      if (filled < ANALYSIS_FRAME_BYTES) break;
-      const histogram = colourHistogram(current);
-      onFrame(
-        previousHistogram
-          ? {
-              colour: histogramDistance(previousHistogram, histogram),
-              motion: lumaDifference(previous, current),
-            }
-          : { colour: 0, motion: 0 },
-      );
-      previousHistogram = histogram;
-      [previous, current] = [current, previous];
-      filled = 0;
-    }
+  let seen = 0;
+  const skip = o.skip ?? 0;
+  const limit = o.limit ?? Infinity;
+  const take = (): void => {
+    const histogram = colourHistogram(current);
+    changes.push(
+      previousHistogram
+        ? {
+            colour: histogramDistance(previousHistogram, histogram),
+            motion: lumaDifference(previous, current),
+          }
+        : { colour: 0, motion: 0 },
+    );
+    first ??= current.slice();
+    previousHistogram = histogram;
+    [previous, current] = [current, previous];
+  };
+  return {
+    changes,
+    first: () => first,
+    last: () => (previousHistogram ? previous.slice() : undefined),
+    write: (chunk) => {
+      let offset = 0;
+      while (offset < chunk.length) {
+        const n = Math.min(ANALYSIS_FRAME_BYTES - filled, chunk.length - offset);
+        current.set(chunk.subarray(offset, offset + n), filled);
+        filled += n;
+        offset += n;
+        if (filled < ANALYSIS_FRAME_BYTES) break;
+        filled = 0;
+        if (seen++ >= skip && changes.length < limit) take();
+      }
+    },
   };
 }

@@ -4,6 +4,7 @@ import {
   ANALYSIS_FRAME_BYTES,
   colourHistogram,
   createFrameChangeReader,
+  frameChange,
   histogramDistance,
   lumaDifference,
   type FrameChange,
@@ -14,6 +15,11 @@ const solid = (r: number, g: number, b: number): Uint8Array => {
   for (let i = 0; i < frame.length; i += 3) [frame[i], frame[i + 1], frame[i + 2]] = [r, g, b];
   return frame;
 };
+
+const rounded = (c: FrameChange): number[] => [
+  Math.round(c.colour * 1000) / 1000,
+  Math.round(c.motion * 1000) / 1000,
+];
 
 describe('frame features', () => {
   it('histogram distance: 0 for the same colours, 1 for none in common, small for a small object', () => {
@@ -36,21 +42,29 @@ describe('frame features', () => {
   it('the reader assembles frames across chunks of any size and reports each change once', () => {
     const stream = Buffer.concat([solid(0, 0, 0), solid(0, 0, 0), solid(255, 255, 255)]);
     for (const size of [1, 1000, ANALYSIS_FRAME_BYTES, stream.length]) {
-      const changes: FrameChange[] = [];
-      const read = createFrameChangeReader((c) => changes.push(c));
-      for (let i = 0; i < stream.length; i += size) read(stream.subarray(i, i + size));
-      expect(
-        changes.map((c) => [
-          Math.round(c.colour * 1000) / 1000,
-          Math.round(c.motion * 1000) / 1000,
-        ]),
-        `chunks of ${size}`,
-      ).to.deep.equal([
+      const reader = createFrameChangeReader();
+      for (let i = 0; i < stream.length; i += size) reader.write(stream.subarray(i, i + size));
+      expect(reader.changes.map(rounded), `chunks of ${size}`).to.deep.equal([
         [0, 0],
         [0, 0],
         [1, 1],
       ]);
     }
+  });
+
+  it('skips and limits frames, so stretches analysed apart join on the sample grid', () => {
+    const frames = [solid(0, 0, 0), solid(10, 10, 10), solid(255, 255, 255), solid(0, 0, 255)];
+    const reader = createFrameChangeReader({ skip: 1, limit: 2 });
+    reader.write(Buffer.concat(frames));
+    expect(reader.changes.map(rounded)).to.deep.equal([
+      [0, 0],
+      [1, 0.961],
+    ]);
+    expect(reader.first()).to.deep.equal(frames[1]);
+    expect(reader.last()).to.deep.equal(frames[2]);
+    expect(
+      rounded(frameChange(frames[2] ?? solid(0, 0, 0), frames[3] ?? solid(0, 0, 0))),
+    ).to.deep.equal([0.667, 0.886]);
   });
 });
 

@@ -28,8 +28,7 @@ export async function generateScenes(
   scenes: readonly SceneSpec[],
   o: { width: number; height: number; audio?: boolean; preset?: string; threads?: number },
 ): Promise<KnownStructure> {
-  const size = `${o.width}x${o.height}`;
-  const inputs = scenes.flatMap((scene, i) => ['-f', 'lavfi', '-i', sceneGraph(scene, size, i)]);
+  const inputs = scenes.flatMap((scene, i) => ['-f', 'lavfi', '-i', sceneGraph(scene, o, i)]);
   const audioInputs = o.audio
     ? scenes.flatMap((scene, i) => [
         '-f',
@@ -71,15 +70,23 @@ export async function generateScenes(
   return knownStructure(scenes);
 }
 
-function sceneGraph(scene: SceneSpec, size: string, index: number): string {
+function sceneGraph(
+  scene: SceneSpec,
+  frame: { width: number; height: number },
+  index: number,
+): string {
+  const size = `${frame.width}x${frame.height}`;
   const [name, ...filters] = scene.source.split(',');
   // Not every source takes a duration (mandelbrot, life): trim ends them all alike.
-  const base = `${name}${name?.includes('=') ? ':' : '='}size=${size}:rate=25,trim=duration=${scene.seconds}`;
+  // Random sources get a fixed seed, so a video of one structure is the same on every run.
+  const seed = ['life', 'cellauto', 'sierpinski'].includes(name ?? '') ? ':seed=1' : '';
+  const base = `${name}${name?.includes('=') ? ':' : '='}size=${size}:rate=25${seed},trim=duration=${scene.seconds}`;
   const colour = [...filters, 'format=yuv420p', 'setsar=1'].join(',');
   if (!scene.burst) return `${base},${colour}`;
   const { at, seconds } = scene.burst;
   // The box crosses the frame left to right during the burst and is absent otherwise.
-  const box = `testsrc2=size=96x72:rate=25:duration=${scene.seconds},hue=h=${40 * index}`;
+  // A tenth of the frame's area, whatever its size.
+  const box = `testsrc2=size=${2 * Math.round(frame.width * 0.15)}x${2 * Math.round(frame.height * 0.2)}:rate=25:duration=${scene.seconds},hue=h=${40 * index}`;
   return `${base},${colour}[bg];${box}[box];[bg][box]overlay=x='(t-${at})*W/${seconds}-w/2':y=(H-h)/2:enable='between(t,${at},${at + seconds})'`;
 }
 
