@@ -1,8 +1,15 @@
-import { createReadStream } from 'node:fs';
 import type { MediaInfo } from '../core/media/probe-media.ts';
 import { inputArgs, type FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { detectCuts } from './detect-scenes.ts';
 import { MediaError } from '../core/errors.ts';
+import {
+  analysisParts,
+  AUDIO_RATE,
+  LEAD,
+  SAMPLES_PER_SECOND,
+  type AnalysisPart,
+} from './analysis-parts.ts';
+import { readKeyframes, readLoudness } from './read-analysis-files.ts';
 import {
   ANALYSIS_HEIGHT,
   ANALYSIS_WIDTH,
@@ -13,10 +20,6 @@ import {
 } from './frame-features.ts';
 import type { Timeline } from './select-segments.ts';
 
-/** Analysis samples per second of input. */
-export const SAMPLES_PER_SECOND = 2;
-/** Sample rate of the mono audio the loudness is measured on, in Hz: energy needs no more. */
-export const AUDIO_RATE = 4000;
 /** How much loudness (0 to 1, relative to the loudest moment) counts against motion (0 to 1). */
 export const AUDIO_WEIGHT = 0.1;
 
@@ -28,8 +31,8 @@ export interface AnalysisDeps {
 export interface AnalysisOptions {
   inputPath: string;
   input: MediaInfo;
-  /** Where the loudness pass writes its raw samples (a file in the job's directory). */
-  audioPath: string;
+  /** Prefix of the analysis's own files (audio samples, keyframe list) in the job's directory. */
+  scratchPath: string;
   threads: number;
   signal: AbortSignal;
   /** Share of the input analysed, 0 to 1. */
@@ -50,36 +53,6 @@ function decoderShortcuts(codec: string | undefined): string[] {
   return [];
 }
 
-/** Inputs at least this long per thread are analysed in stretches side by side, in seconds. */
-export const MIN_PART_SECONDS = 60;
-const MAX_PARTS = 4;
-
-/** Seconds a later stretch is read before its start: one sample, dropped. */
-const LEAD = 1 / SAMPLES_PER_SECOND;
-
-/** A stretch of the input analysed by one ffmpeg; the last one runs to the end. */
-export interface AnalysisPart {
-  startSeconds: number;
-  /** Length in seconds, a whole number of samples; unset for the last part. */
-  seconds?: number;
-}
-
-/**
- * H.264 without B-frames decodes one frame after the other, so one decoder keeps one core busy
- * however many threads it has: a long input is cut into one stretch per thread instead.
- */
-export function analysisParts(durationSeconds: number, threads: number): AnalysisPart[] {
-  const count = Math.max(
-    1,
-    Math.min(MAX_PARTS, threads, Math.floor(durationSeconds / MIN_PART_SECONDS)),
-  );
-  const length = Math.ceil((durationSeconds / count) * SAMPLES_PER_SECOND) / SAMPLES_PER_SECOND;
-  return Array.from({ length: count }, (_, k) => ({
-    startSeconds: k * length,
-    ...(k < count - 1 ? { seconds: length } : {}),
-  }));
-}
-
 /**
  * One decode of a stretch: video sampled at 2 frames/s (`round=up`: the default rounding shifts
  * every sample by a quarter of a second; a later stretch pads its first sample to its start, so
@@ -91,6 +64,8 @@ export function analysisArgs(o: {
   codec: string | undefined;
   part?: AnalysisPart;
   audioPath?: string;
+  /** Where the keyframes' times go (a framecrc listing). */
+  keyframesPath: string;
   threads: number;
 }): string[] {
   const start = o.part?.startSeconds ?? 0;
@@ -108,15 +83,24 @@ export function analysisArgs(o: {
     String(o.threads),
     ...decoderShortcuts(o.codec),
     ...inputArgs(o.inputPath, seek),
+    '-filter_complex',
+    `[0:v:0]split[a][k];[a]${fps},scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area[s];[k]select=key,scale=8:8[kf]`,
     '-map',
-    '0:v:0',
-    '-vf',
-    `${fps},scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area`,
+    '[s]',
     '-f',
     'rawvideo',
     '-pix_fmt',
     'rgb24',
     'pipe:1',
+    // Where the render can seek cheaply: one tiny frame per keyframe, listed with its time.
+    '-map',
+    '[kf]',
+    '-fps_mode',
+    'passthrough',
+    '-f',
+    'framecrc',
+    '-y',
+    o.keyframesPath,
     ...(o.audioPath
       ? ['-map', '0:a:0', '-ac', '1', '-ar', String(AUDIO_RATE), '-f', 's16le', '-y', o.audioPath]
       : []),
@@ -136,7 +120,8 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
       ...(samples === undefined ? {} : { limit: samples }),
     });
   });
-  const audioPaths = parts.map((_, k) => (o.input.audio ? `${o.audioPath}.${k}` : undefined));
+  const audioPaths = parts.map((_, k) => (o.input.audio ? `${o.scratchPath}.${k}.pcm` : undefined));
+  const keyframePaths = parts.map((_, k) => `${o.scratchPath}.${k}.keys`);
   await runAll(
     o.signal,
     parts.map((part, k) => (signal: AbortSignal) => {
@@ -147,6 +132,7 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
         part,
         threads: parts.length > 1 ? 1 : o.threads,
         ...(audioPath ? { audioPath } : {}),
+        keyframesPath: keyframePaths[k] ?? '',
       });
       return deps.runFfmpeg(args, {
         signal,
@@ -167,6 +153,7 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
     sampleSeconds: 1 / SAMPLES_PER_SECOND,
     activity,
     cuts: detectCuts(changes),
+    keyframes: await readKeyframes(parts, keyframePaths),
   };
 }
 
@@ -218,51 +205,4 @@ function joinParts(
     }
   });
   return all;
-}
-
-/**
- * RMS of each half second of the raw audio, relative to the loudest (0 to 1), one per video
- * sample: sample i gets the half second that ends at it (sample 0 none). Streamed, never whole.
- */
-async function readLoudness(
-  parts: readonly AnalysisPart[],
-  paths: readonly (string | undefined)[],
-  samples: number,
-): Promise<number[]> {
-  const windows: number[] = [];
-  for (const [k, path] of paths.entries()) {
-    if (!path) continue;
-    const part = await windowRms(path);
-    const seconds = parts[k]?.seconds;
-    // A later part's first window is its lead: the previous part's last.
-    const skip = k > 0 ? 1 : 0;
-    const keep = seconds === undefined ? part.length - skip : seconds * SAMPLES_PER_SECOND;
-    for (let i = 0; i < keep; i++) windows.push(part[skip + i] ?? 0);
-  }
-  const loudest = windows.reduce((a, b) => Math.max(a, b), 1e-6);
-  return Array.from({ length: samples }, (_, i) => (i === 0 ? 0 : (windows[i - 1] ?? 0) / loudest));
-}
-
-async function windowRms(path: string): Promise<number[]> {
-  const perWindow = AUDIO_RATE / SAMPLES_PER_SECOND;
-  const rms: number[] = [];
-  let sum = 0;
-  let count = 0;
-  let carry: Buffer | undefined;
-  for await (const data of createReadStream(path)) {
-    const chunk = carry ? Buffer.concat([carry, data as Buffer]) : (data as Buffer);
-    const even = chunk.length - (chunk.length % 2);
-    for (let i = 0; i < even; i += 2) {
-      const v = chunk.readInt16LE(i) / 32768;
-      sum += v * v;
-      if (++count === perWindow) {
-        rms.push(Math.sqrt(sum / count));
-        sum = 0;
-        count = 0;
-      }
-    }
-    carry = even < chunk.length ? chunk.subarray(even) : undefined;
-  }
-  if (count > 0) rms.push(Math.sqrt(sum / count));
-  return rms;
 }

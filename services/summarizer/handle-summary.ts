@@ -81,7 +81,7 @@ async function summarise(
   const timeline = await analyseVideo(deps, {
     inputPath: paths.inputPath,
     input,
-    audioPath: join(paths.workDir, 'analysis-audio.raw'),
+    scratchPath: join(paths.workDir, 'analysis'),
     threads: deps.threads,
     signal: ctx.signal,
     onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
@@ -107,6 +107,7 @@ async function summarise(
     clips,
     size,
     hasAudio: Boolean(input.audio),
+    describedByHeader: input.formatName.split(',').includes('mp4'),
     threads: deps.threads,
     ...(watermark ? { watermark } : {}),
   });

@@ -7,6 +7,8 @@ export interface Timeline {
   activity: readonly number[];
   /** Samples that open a new scene, ascending, never 0 (see detectCuts). */
   cuts: readonly number[];
+  /** Keyframe times in seconds, ascending, where known: seeking to one costs no extra decoding. */
+  keyframes?: readonly number[];
 }
 
 /** A stretch of the input that goes into the summary. */
@@ -59,6 +61,11 @@ const STEP = 0.5;
 const GRID = 0.25;
 const EPSILON = 1e-9;
 /**
+ * A window with up to this share less activity than the busiest still counts as busy (when
+ * keyframes are known): a burst of motion then loses at most a tenth of itself to a cheap seek.
+ */
+const BUSY_SLACK = 0.1;
+/**
  * The analysis skips B-frames, so the sample before a cut may show a frame up to a run of
  * B-frames (3 with x264's defaults, 0.12 s at 25 fps) older than its time: a scene's last sure
  * moment is this much before that sample.
@@ -94,7 +101,10 @@ export function selectSegments(timeline: Timeline, options: SelectionOptions): S
     min,
   );
   const lengths = allotLengths(units, options.targetSeconds, min, max);
-  return units.map((unit, i) => place(unit, lengths[i] ?? min, activity, timeline.sampleSeconds));
+  const keyframes = timeline.keyframes ?? [];
+  return units.map((unit, i) =>
+    place(unit, lengths[i] ?? min, activity, timeline.sampleSeconds, keyframes),
+  );
 }
 
 function scenesOf(timeline: Timeline): Scene[] {
@@ -233,29 +243,52 @@ function allotLengths(units: readonly Unit[], target: number, min: number, max: 
 const roomOf = (unit: Unit | undefined, length: number | undefined): number =>
   unit ? unit.end - unit.start - (length ?? 0) : 0;
 
-/** The most active window of `length` inside the unit; on a tie, the one nearest its middle. */
+/**
+ * The busiest window of `length` inside the unit. Windows within a tenth of its activity count
+ * as busy too, and of those the one that starts soonest after a keyframe wins: the render
+ * decodes from the keyframe before each segment, so this is what makes a long input cheap to
+ * summarise (x264 puts keyframes up to 10 s apart). Then the one nearest the unit's middle.
+ */
 function place(
   unit: Unit,
   length: number,
   activity: readonly number[],
   dt: number,
+  keyframes: readonly number[],
 ): SummarySegment {
-  const starts: number[] = [];
+  const last = Math.max(unit.start, unit.end - length);
+  const starts: number[] = [last];
   for (let s = unit.start; s + length <= unit.end + EPSILON; s += GRID) starts.push(s);
-  starts.push(Math.max(unit.start, unit.end - length));
-  const middle = (unit.start + unit.end - length) / 2;
-  let best = unit.start;
-  let bestScore = -Infinity;
-  for (const s of starts) {
-    const score = meanActivity(activity, s, s + length, dt);
-    if (
-      score > bestScore + EPSILON ||
-      (Math.abs(score - bestScore) <= EPSILON &&
-        Math.abs(s - middle) < Math.abs(best - middle) - EPSILON)
+  for (const k of keyframes) if (k >= unit.start && k <= last) starts.push(k);
+  const scored = starts.map((s) => ({
+    s,
+    score: meanActivity(activity, s, s + length, dt),
+    seek: seekCost(s, keyframes),
+  }));
+  const busiest = Math.max(...scored.map((c) => c.score));
+  const middle = (unit.start + last) / 2;
+  const pick = scored
+    .filter(
+      (c) => c.score >= busiest - Math.max(EPSILON, keyframes.length ? BUSY_SLACK * busiest : 0),
     )
-      [best, bestScore] = [s, score];
+    .reduce((a, b) => {
+      if (Math.abs(a.seek - b.seek) > EPSILON) return b.seek < a.seek ? b : a;
+      const da = Math.abs(a.s - middle);
+      const db = Math.abs(b.s - middle);
+      if (Math.abs(da - db) > EPSILON) return db < da ? b : a;
+      return b.s < a.s ? b : a;
+    });
+  return segment(pick.s, Math.min(unit.end, pick.s + length), pick.score, unit.scene.index);
+}
+
+/** Seconds of video decoded before `start` when seeking to it: back to the keyframe before it. */
+function seekCost(start: number, keyframes: readonly number[]): number {
+  let before = 0;
+  for (const k of keyframes) {
+    if (k > start + EPSILON) break;
+    before = k;
   }
-  return segment(best, Math.min(unit.end, best + length), bestScore, unit.scene.index);
+  return keyframes.length ? start - before : 0;
 }
 
 /** Activity of sample i covers (t(i) − dt, t(i)]; the mean over [start, end) weighs each by its overlap. */

@@ -5,11 +5,8 @@ import { join } from 'node:path';
 import { MediaError } from '../../services/core/errors.ts';
 import { createProber, type MediaInfo } from '../../services/core/media/probe-media.ts';
 import { createFfmpegRunner, type FfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
-import {
-  analyseVideo,
-  analysisArgs,
-  analysisParts,
-} from '../../services/summarizer/analyse-video.ts';
+import { analyseVideo, analysisArgs } from '../../services/summarizer/analyse-video.ts';
+import { analysisParts } from '../../services/summarizer/analysis-parts.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
@@ -47,6 +44,7 @@ describe('video analysis', function () {
       inputPath: '/w/input',
       codec: 'h264',
       part: { startSeconds: 86.5 },
+      keyframesPath: '/w/keys',
       threads: 1,
     });
     expect(args.join(' '))
@@ -60,11 +58,11 @@ describe('video analysis', function () {
     const options = { inputPath: path, input, signal: new AbortController().signal };
     const one = await analyseVideo(
       { runFfmpeg, stallTimeoutMs: 30_000 },
-      { ...options, audioPath: join(dir, 'a1'), threads: 1 },
+      { ...options, scratchPath: join(dir, 'a1'), threads: 1 },
     );
     const two = await analyseVideo(
       { runFfmpeg, stallTimeoutMs: 30_000 },
-      { ...options, audioPath: join(dir, 'a2'), threads: 2 },
+      { ...options, scratchPath: join(dir, 'a2'), threads: 2 },
     );
     expect(two.activity).to.have.length(one.activity.length);
     expect(two.cuts).to.deep.equal(one.cuts);
@@ -87,7 +85,7 @@ describe('video analysis', function () {
       {
         inputPath: path,
         input,
-        audioPath: join(dir, 'a3'),
+        scratchPath: join(dir, 'a3'),
         threads: 2,
         signal: new AbortController().signal,
       },

@@ -127,6 +127,17 @@ describe('segment selection', () => {
     expect(segments.every((s) => s.durationSeconds >= 1)).to.equal(true);
   });
 
+  it('of windows about as busy, takes the one that starts soonest after a keyframe (cheap to seek to)', () => {
+    const t = { ...timeline(60, [20, 40], [], 0.1), keyframes: [0, 10, 20, 33.5, 40, 50] };
+    const segments = selectSegments(t, { targetSeconds: 6 });
+    expect(segments.map((s) => s.startSeconds)).to.deep.equal([10, 33.5, 50]);
+    // A real burst still wins over a cheap seek.
+    const burst = { ...timeline(60, [20, 40], [[26, 27]], 0.1), keyframes: [0, 10, 20, 40, 50] };
+    const withBurst = selectSegments(burst, { targetSeconds: 6 });
+    expect(withBurst[1]?.startSeconds).to.be.at.most(26);
+    expect(withBurst[1]?.endSeconds).to.be.at.least(27);
+  });
+
   it('is deterministic: the same timeline gives the same segments', () => {
     const t = timeline(240, [13, 50, 51.5, 120, 200], [[60, 61]]);
     expect(selectSegments(t, { targetSeconds: 30 })).to.deep.equal(

@@ -59,7 +59,7 @@ describe('summary quality on videos of known structure', function () {
       {
         inputPath: path,
         input,
-        audioPath: join(dir, `${name}.pcm`),
+        scratchPath: join(dir, `${name}.pcm`),
         threads: 1,
         signal: new AbortController().signal,
       },
