@@ -45,7 +45,7 @@ describe('summary quality on videos of known structure', function () {
   async function summarise(
     name: string,
     scenes: readonly SceneSpec[],
-  ): Promise<{ known: KnownStructure; segments: SummarySegment[] }> {
+  ): Promise<{ known: KnownStructure; segments: SummarySegment[]; cutSeconds: number[] }> {
     const path = join(dir, `${name}.mp4`);
     const known = await generateScenes(path, scenes, {
       width: 320,
@@ -66,6 +66,7 @@ describe('summary quality on videos of known structure', function () {
     );
     return {
       known,
+      cutSeconds: timeline.cuts.map((c) => c * timeline.sampleSeconds),
       segments: selectSegments(timeline, {
         targetSeconds: summaryTargetSeconds(input.durationSeconds),
       }),
@@ -76,8 +77,13 @@ describe('summary quality on videos of known structure', function () {
     ['uneven', UNEVEN_SCENES],
     ['clustered', CLUSTERED_SCENES],
   ] as const)
-    it(`${name} scenes: covers ≥ 0.95 of the scenes, ≥ 0.15 above even spacing, catches the bursts, no clip across a cut`, async () => {
-      const { known, segments } = await summarise(name, scenes);
+    it(`${name} scenes: every cut found, none taken from a burst; covers ≥ 0.95 of the scenes, ≥ 0.15 above even spacing, catches the bursts, no clip across a cut`, async () => {
+      const { known, segments, cutSeconds } = await summarise(name, scenes);
+      // A cut is seen by the first sample at or after it (B-frames skipped: up to 0.2 s later).
+      const trueCuts = known.scenes.slice(1).map((scene) => scene.start);
+      expect(cutSeconds).to.have.length(trueCuts.length);
+      for (const [i, cut] of trueCuts.entries())
+        expect(cutSeconds[i], `cut at ${cut}`).to.be.within(cut - 0.25, cut + 0.75);
       const total = segments.reduce((sum, s) => sum + s.durationSeconds, 0);
       const ours = measureQuality(segments, known);
       const even = measureQuality(
