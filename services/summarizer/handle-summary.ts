@@ -1,19 +1,34 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobResult } from '../core/contracts/types.generated.ts';
+import type { JobRequested, JobResult, SummarySpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobHandler } from '../core/jobs/run-job-worker.ts';
-import { prepareWatermark } from '../core/media/prepare-watermark.ts';
-import { deliverOutput, fetchInput, inWorkDir, withCpuSlot, type MediaJobDeps } from '../core/jobs/media-job.ts';
+import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
+import {
+  deliverOutput,
+  fetchInput,
+  inWorkDir,
+  withCpuSlot,
+  type MediaJobDeps,
+} from '../core/jobs/media-job.ts';
+import { outputSize, type OutputSize } from '../core/media/output-size.ts';
 import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
-import { buildSummaryArgs, DEFAULT_GIF_WIDTH } from './build-summary-args.ts';
-import { planSegments } from './plan-segments.ts';
+import { prepareWatermark } from '../core/media/prepare-watermark.ts';
+import type { MediaInfo } from '../core/media/probe-media.ts';
+import { runEncode } from '../core/media/run-encode.ts';
+import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
+import { analyseVideo } from './analyse-video.ts';
+import { buildSummaryArgs, clipsOf, DEFAULT_GIF_WIDTH } from './build-summary-args.ts';
+import { selectSegments, summaryTargetSeconds, type SummarySegment } from './select-segments.ts';
 
 export type SummarizerDeps = MediaJobDeps;
 
-const even = (n: number): number => Math.max(2, Math.floor(n / 2) * 2);
+/** Percent of the job reached when the analysis ends and the render starts. */
+const ANALYSED_PERCENT = 35;
 
-/** fetch input (transfer slot) → plan segments, render (gif or mp4), verify (CPU slot) → upload (transfer slot). */
+/**
+ * fetch input (transfer slot) → probe, analyse, select, render (gif or mp4), verify (CPU slot)
+ * → upload (transfer slot). Same input and options → same segments, and for MP4 the same bytes.
+ */
 export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
   return async (job, ctx) => {
     const spec = job.summary;
@@ -21,31 +36,21 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
     return inWorkDir(deps, ctx, async (workDir) => {
       const inputPath = join(workDir, 'input');
       const outputPath = join(workDir, `summary.${spec.format}`);
-      const expectedCodec = spec.format === 'gif' ? 'gif' : 'h264';
       await fetchInput(deps, job, ctx, inputPath);
-      const { out, segments } = await withCpuSlot(deps, ctx, async () => {
-        const input = await deps.probe(inputPath);
-        if (!input.video || input.durationSeconds <= 0) throw new MediaError('input_unsupported', 'the input has no video stream with a known duration');
-        checkInputPixels(input.video, deps.maxPixels);
-        const segments = planSegments(input.durationSeconds);
-        const width = even(spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.video.width) : input.video.width));
-        checkOutputPixels({ width, height: even((input.video.height * width) / input.video.width) }, deps.maxPixels);
-        const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
-        const total = segments.reduce((sum, s) => sum + s.durationSeconds, 0);
-        await deps.runFfmpeg(
-          buildSummaryArgs({ spec, inputPath, outputPath, segments, width, hasAudio: Boolean(input.audio), threads: deps.threads, ...(watermark ? { watermark } : {}) }),
-          { signal: ctx.signal, stallTimeoutMs: deps.stallTimeoutMs, onProgress: (p) => ctx.progress(5 + 90 * Math.min(1, p.outTimeSeconds / total), 'encode') },
-        );
-        const out = await deps.probe(outputPath);
-        if (out.video?.codec !== expectedCodec || out.video.width !== width || Math.abs(out.durationSeconds - total) > Math.max(0.5, total * 0.1))
-          throw new MediaError('output_invalid', `the summary failed verification (${out.video?.codec ?? 'no video'} ${out.video?.width ?? 0}px ${out.durationSeconds}s)`);
-        return { out: { ...out, video: out.video }, segments };
-      });
-      await deliverOutput(deps, job, ctx, outputPath, spec.format === 'gif' ? 'image/gif' : 'video/mp4');
+      const { out, segments } = await withCpuSlot(deps, ctx, () =>
+        summarise(deps, ctx, job, spec, { workDir, inputPath, outputPath }),
+      );
+      await deliverOutput(
+        deps,
+        job,
+        ctx,
+        outputPath,
+        spec.format === 'gif' ? 'image/gif' : 'video/mp4',
+      );
       const result: JobResult = {
         outputUrl: job.output.url,
         format: spec.format,
-        videoCodec: expectedCodec,
+        videoCodec: out.video.codec,
         width: out.video.width,
         height: out.video.height,
         durationSeconds: Math.round(out.durationSeconds * 1000) / 1000,
@@ -55,4 +60,72 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
       return result;
     });
   };
+}
+
+async function summarise(
+  deps: SummarizerDeps,
+  ctx: JobContext,
+  job: JobRequested,
+  spec: SummarySpec,
+  paths: { workDir: string; inputPath: string; outputPath: string },
+): Promise<{ out: VerifiedOutput; segments: SummarySegment[] }> {
+  const input = await deps.probe(paths.inputPath);
+  if (!input.video || input.durationSeconds <= 0)
+    throw new MediaError(
+      'input_unsupported',
+      'the input has no video stream with a known duration',
+    );
+  checkInputPixels(input.video, deps.maxPixels);
+  const size = summarySize(spec, input.video);
+  checkOutputPixels(size, deps.maxPixels);
+  const timeline = await analyseVideo(deps, {
+    inputPath: paths.inputPath,
+    input,
+    scratchPath: join(paths.workDir, 'analysis'),
+    threads: deps.threads,
+    signal: ctx.signal,
+    onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
+  });
+  const segments = selectSegments(timeline, {
+    targetSeconds: summaryTargetSeconds(input.durationSeconds),
+  });
+  const watermark = spec.watermark
+    ? await prepareWatermark(spec.watermark, job.orgId, paths.workDir, {
+        http: deps.httpStore,
+        probe: deps.probe,
+        fontFile: deps.fontFile,
+        imagesDir: deps.watermarkImagesDir,
+        signal: ctx.signal,
+      })
+    : undefined;
+  const clips = clipsOf(segments);
+  const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
+  const args = buildSummaryArgs({
+    spec,
+    inputPath: paths.inputPath,
+    outputPath: paths.outputPath,
+    clips,
+    size,
+    hasAudio: Boolean(input.audio),
+    describedByHeader: input.formatName.split(',').includes('mp4'),
+    threads: deps.threads,
+    ...(watermark ? { watermark } : {}),
+  });
+  await runEncode(deps, ctx, args, { from: ANALYSED_PERCENT, to: 95, expectedSeconds: total });
+  const out = await verifyOutput(deps.probe, paths.outputPath, {
+    format: spec.format,
+    videoCodec: spec.format === 'gif' ? 'gif' : 'h264',
+    ...size,
+    durationSeconds: total,
+    toleranceSeconds: Math.max(0.5, total * 0.1),
+    ...(spec.format === 'mp4' && (spec.removeAudio || !input.audio) ? { audio: false } : {}),
+  });
+  return { out, segments };
+}
+
+/** `width` as given (even), else the input's (MP4) or at most 480 px (GIF); the aspect ratio kept. */
+function summarySize(spec: SummarySpec, input: NonNullable<MediaInfo['video']>): OutputSize {
+  const width =
+    spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.width) : input.width);
+  return outputSize({ width }, input);
 }

@@ -1,25 +1,9 @@
 import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { OutputSize } from '../core/media/output-size.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 
-export interface OutputSize {
-  width: number;
-  height: number;
-}
-
-const even = (n: number): number => Math.max(2, Math.floor(n / 2) * 2);
-
-/**
- * The output size: both given → both (rounded down to even, as x264/x265 need); one given → the
- * other keeps the aspect ratio (even); none → the input's, rounded down to even.
- */
-export function outputSize(spec: Pick<TranscodeSpec, 'width' | 'height'>, input: OutputSize): OutputSize {
-  const { width, height } = spec;
-  if (width !== undefined && height !== undefined) return { width: even(width), height: even(height) };
-  if (width !== undefined) return { width: even(width), height: even((input.height * width) / input.width) };
-  if (height !== undefined) return { width: even((input.width * height) / input.height), height: even(height) };
-  return { width: even(input.width), height: even(input.height) };
-}
+export { outputSize, type OutputSize } from '../core/media/output-size.ts';
 
 function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   const rate = [`-b:v`, `${kbps}k`];
@@ -51,7 +35,7 @@ export function buildTranscodeArgs(options: {
   const kbps = Number(spec.bitrateKbps);
   const scale = `scale=${size.width}:${size.height}:flags=bicubic,setsar=1`;
   const graph = options.watermark
-    ? `[0:v]${scale}[in];${options.watermark.filter};[out]format=yuv420p[v]`
+    ? `[0:v]${scale}[in];${options.watermark.filter(1)};[out]format=yuv420p[v]`
     : `[0:v]${scale},format=yuv420p[v]`;
   const audio = !options.hasAudio ? ['-an'] : spec.container === 'webm' ? ['-c:a', 'libopus', '-b:a', '96k'] : ['-c:a', 'aac', '-b:a', '128k'];
   return [

@@ -8,6 +8,8 @@ import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-
 import { deliverOutput, fetchInput, inWorkDir, withCpuSlot, type MediaJobDeps } from '../core/jobs/media-job.ts';
 import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
+import { runEncode } from '../core/media/run-encode.ts';
+import { verifyOutput } from '../core/media/verify-output.ts';
 import { buildTranscodeArgs, needsRemux, outputSize, type OutputSize } from './build-transcode-args.ts';
 
 export type TranscoderDeps = MediaJobDeps;
@@ -51,25 +53,17 @@ async function encode(
   o: { spec: TranscodeSpec; inputPath: string; outputPath: string; size: OutputSize; input: MediaInfo; watermark: PreparedWatermark | undefined },
 ): Promise<void> {
   const args = buildTranscodeArgs({ spec: o.spec, inputPath: o.inputPath, outputPath: o.outputPath, size: o.size, hasAudio: Boolean(o.input.audio), threads: deps.threads, ...(o.watermark ? { watermark: o.watermark } : {}) });
-  const total = o.input.durationSeconds || 1;
-  await deps.runFfmpeg(args, {
-    signal: ctx.signal,
-    stallTimeoutMs: deps.stallTimeoutMs,
-    onProgress: (p) => ctx.progress(5 + 90 * Math.min(1, p.outTimeSeconds / total), 'encode'),
-  });
+  await runEncode(deps, ctx, args, { from: 5, to: 95, expectedSeconds: o.input.durationSeconds });
 }
 
 async function verify(probe: Prober, path: string, spec: TranscodeSpec, size: OutputSize, input: MediaInfo, outputUrl: string): Promise<JobResult> {
-  const out = await probe(path).catch((cause: unknown) => {
-    throw new MediaError('output_invalid', 'the output could not be read back', { cause });
+  const out = await verifyOutput(probe, path, {
+    format: spec.container,
+    videoCodec: VIDEO_CODEC[spec.encoder],
+    ...size,
+    durationSeconds: input.durationSeconds,
+    toleranceSeconds: Math.max(0.5, input.durationSeconds * 0.05),
   });
-  const problems: string[] = [];
-  if (!out.formatName.split(',').includes(spec.container)) problems.push(`container ${out.formatName}`);
-  if (out.video?.codec !== VIDEO_CODEC[spec.encoder]) problems.push(`codec ${out.video?.codec ?? 'none'}`);
-  if (out.video?.width !== size.width || out.video.height !== size.height) problems.push(`size ${out.video?.width}x${out.video?.height}`);
-  const tolerance = Math.max(0.5, input.durationSeconds * 0.05);
-  if (Math.abs(out.durationSeconds - input.durationSeconds) > tolerance) problems.push(`duration ${out.durationSeconds}s`);
-  if (problems.length) throw new MediaError('output_invalid', `the output failed verification: ${problems.join(', ')}`);
   const { size: sizeBytes } = await stat(path);
   return {
     outputUrl,

@@ -112,12 +112,15 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    const result = callback.body['result'] as { segments: unknown[]; format: string };
+    const result = callback.body['result'] as { segments: Record<string, unknown>[]; format: string };
     expect(result.format).to.equal('gif');
-    expect(result.segments).to.have.length(2);
+    expect(result.segments.length).to.be.at.least(2);
+    for (const segment of result.segments) expect(segment).to.have.all.keys('startSeconds', 'endSeconds', 'durationSeconds', 'score', 'sceneIndex');
     const probed = await ffprobe(join(files.dir, 'summary.gif'));
     expect(probed.streams[0]?.codec_name).to.equal('gif');
     expect(probed.streams[0]?.width).to.equal(160);
-    expect((await jobStatus(app.ingress.url, id))['type']).to.equal('summary/gif');
+    const status = await jobStatus(app.ingress.url, id);
+    expect(status['type']).to.equal('summary/gif');
+    expect((status['result'] as { segments: unknown[] }).segments).to.deep.equal(result.segments);
   });
 });

@@ -1,54 +1,195 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { JobRequested, SummarySpec } from '../../services/core/contracts/types.generated.ts';
+import type {
+  JobRequested,
+  JobResult,
+  SummarySpec,
+} from '../../services/core/contracts/types.generated.ts';
 import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
+import { summaryTargetSeconds } from '../../services/summarizer/select-segments.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
+import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
+const run = promisify(execFile);
+const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
+
+/** What an ffmpeg detection filter reports on a file (freezedetect, blackdetect), from its log. */
+async function detect(path: string, filter: string, key: string): Promise<string[]> {
+  const { stderr } = await run(ffmpeg, [
+    '-hide_banner',
+    '-nostats',
+    '-i',
+    path,
+    '-vf',
+    filter,
+    '-an',
+    '-f',
+    'null',
+    '-',
+  ]);
+  return stderr.split('\n').filter((l) => l.includes(key));
+}
+
+/** The loop count of a GIF's NETSCAPE2.0 extension (0 = forever), undefined without one. */
+function gifLoopCount(bytes: Buffer): number | undefined {
+  const at = bytes.indexOf('NETSCAPE2.0');
+  return at < 0 ? undefined : bytes.readUInt16LE(at + 13);
+}
+
 describe('summary handler with real ffmpeg', function () {
-  this.timeout(120_000);
+  this.timeout(180_000);
   let files: TestServer;
+  let scenesSeconds = 0;
   const handler = createSummaryHandler(testMediaJobDeps());
-  const ctx: JobContext = { signal: new AbortController().signal, attempt: 1, log: silentLogger, progress: () => {}, openSecret: () => undefined };
-  const job = (summary: SummarySpec, output: string): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000002', kind: 'summary', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/input.mp4` }, output: { url: `${files.url}/files/${output}` }, summary,
+  const ctx: JobContext = {
+    signal: new AbortController().signal,
+    attempt: 1,
+    log: silentLogger,
+    progress: () => {},
+    openSecret: () => undefined,
+  };
+  const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested => ({
+    jobId: '00000000-0000-4000-8000-000000000002',
+    kind: 'summary',
+    orgId: 'o',
+    attempt: 1,
+    submittedAt: new Date().toISOString(),
+    input: { url: `${files.url}/files/${input}` },
+    output: { url: `${files.url}/files/${output}` },
+    summary,
   });
+  const total = (r: JobResult): number =>
+    (r.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
 
   before(async () => {
     files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 30, width: 320, height: 240, audio: true });
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 30,
+      width: 320,
+      height: 240,
+      audio: true,
+    });
+    ({ durationSeconds: scenesSeconds } = await generateScenes(
+      join(files.dir, 'scenes.mp4'),
+      UNEVEN_SCENES.slice(0, 6),
+      { width: 320, height: 180, audio: true, preset: 'veryfast' },
+    ));
   });
   after(() => files.close());
 
-  it('mp4 summary keeps audio, lists its segments in order, and has their total length', async () => {
-    const result = await handler(job({ format: 'mp4' }, 's.mp4'), ctx);
-    const probed = await ffprobe(join(files.dir, 's.mp4'));
+  it('mp4: h264 + aac, index first, segments in order with their scenes and scores, duration within the target', async () => {
+    const result = await handler(job({ format: 'mp4' }, 's.mp4', 'scenes.mp4'), ctx);
+    const path = join(files.dir, 's.mp4');
+    const probed = await ffprobe(path);
     expect(probed.streams.map((s) => s.codec_name).sort()).to.deep.equal(['aac', 'h264']);
-    const total = (result.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
-    expect(result.segments).to.have.length(3);
-    expect(Number(probed.format.duration)).to.be.closeTo(total, 0.3);
+    const head = (await readFile(path)).subarray(0, 64 * 1024);
+    expect(head.indexOf('moov'))
+      .to.be.greaterThan(0)
+      .and.below(head.indexOf('mdat') < 0 ? Infinity : head.indexOf('mdat'));
+    const segments = result.segments ?? [];
+    expect(new Set(segments.map((s) => s.sceneIndex)).size).to.equal(6);
+    for (const [i, s] of segments.entries()) {
+      expect(s.endSeconds).to.equal(Math.round((s.startSeconds + s.durationSeconds) * 1000) / 1000);
+      expect(s.score).to.be.a('number');
+      if (i > 0) expect(s.startSeconds).to.be.at.least(segments[i - 1]?.endSeconds ?? 0);
+    }
+    const duration = Number(probed.format.duration);
+    expect(duration).to.be.closeTo(total(result), 0.3);
+    // Each clip ends on a whole frame (25 fps here): at most one frame over its segment.
+    expect(duration).to.be.at.most(
+      summaryTargetSeconds(scenesSeconds) + segments.length * 0.04 + 0.001,
+    );
     expect(result.width).to.equal(320);
+    expect(result.height).to.equal(180);
   });
 
-  it('mp4 summary with removeAudio has no audio stream; width and a text watermark apply', async () => {
-    await handler(job({ format: 'mp4', removeAudio: true, width: 161, watermark: { text: 'demo: 50%', fontSize: 12 } }, 'quiet.mp4'), ctx);
+  it('mp4 joins: no frozen and no black frames where clips meet', async () => {
+    const result = await handler(job({ format: 'mp4' }, 'joins.mp4'), ctx);
+    expect((result.segments ?? []).length).to.be.at.least(2);
+    const path = join(files.dir, 'joins.mp4');
+    expect(await detect(path, 'freezedetect=n=0.001:d=0.08', 'freeze_start')).to.deep.equal([]);
+    expect(await detect(path, 'blackdetect=d=0.04:pix_th=0.1', 'black_start')).to.deep.equal([]);
+  });
+
+  it('mp4 is deterministic: the same job gives the same segments and the same bytes', async () => {
+    const first = await handler(job({ format: 'mp4', width: 200 }, 'd1.mp4', 'scenes.mp4'), ctx);
+    const second = await handler(job({ format: 'mp4', width: 200 }, 'd2.mp4', 'scenes.mp4'), ctx);
+    expect(second.segments).to.deep.equal(first.segments);
+    expect(
+      (await readFile(join(files.dir, 'd2.mp4'))).equals(await readFile(join(files.dir, 'd1.mp4'))),
+    ).to.equal(true);
+  });
+
+  it('mp4 with removeAudio has no audio stream; width (odd → even, aspect kept) and a text watermark apply', async () => {
+    await handler(
+      job(
+        {
+          format: 'mp4',
+          removeAudio: true,
+          width: 161,
+          watermark: { text: 'demo: 50%', fontSize: 12 },
+        },
+        'quiet.mp4',
+      ),
+      ctx,
+    );
     const probed = await ffprobe(join(files.dir, 'quiet.mp4'));
     expect(probed.streams.map((s) => s.codec_type)).to.deep.equal(['video']);
-    expect(probed.streams[0]?.width).to.equal(160);
+    expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([160, 120]);
   });
 
-  it('gif summary with an image watermark', async () => {
-    await promisify(execFile)('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'color=c=red:s=20x10', '-frames:v', '1', '-y', join(files.dir, 'logo.png')]);
-    const result = await handler(job({ format: 'gif', watermark: { imageUrl: `${files.url}/files/logo.png`, width: 20, height: 10, opacity: 0.5 } }, 's.gif'), ctx);
+  it('gif: a GIF that loops forever, 480 px at most by default, its size reported', async () => {
+    const result = await handler(job({ format: 'gif' }, 'default.gif', 'scenes.mp4'), ctx);
+    const path = join(files.dir, 'default.gif');
+    const probed = await ffprobe(path);
+    expect(probed.format.format_name).to.equal('gif');
+    expect(probed.streams[0]?.codec_name).to.equal('gif');
+    expect(probed.streams[0]?.width).to.equal(320);
+    expect(gifLoopCount(await readFile(path))).to.equal(0);
+    expect(result.sizeBytes).to.equal((await stat(path)).size);
+    expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
+  });
+
+  it('gif with a width and an image watermark', async () => {
+    await run(ffmpeg, [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'color=c=red:s=20x10',
+      '-frames:v',
+      '1',
+      '-y',
+      join(files.dir, 'logo.png'),
+    ]);
+    const result = await handler(
+      job(
+        {
+          format: 'gif',
+          width: 200,
+          watermark: {
+            imageUrl: `${files.url}/files/logo.png`,
+            width: 20,
+            height: 10,
+            opacity: 0.5,
+          },
+        },
+        's.gif',
+      ),
+      ctx,
+    );
     expect(result.format).to.equal('gif');
     const probed = await ffprobe(join(files.dir, 's.gif'));
     expect(probed.streams[0]?.codec_name).to.equal('gif');
-    expect(probed.streams[0]?.width).to.equal(320);
+    expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([200, 150]);
+    expect(gifLoopCount(await readFile(join(files.dir, 's.gif')))).to.equal(0);
   });
 });

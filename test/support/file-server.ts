@@ -59,7 +59,11 @@ export async function startTestServer(): Promise<TestServer> {
         return res.writeHead(callbackStatus.get(url.pathname) ?? 200).end();
       }
       res.writeHead(404).end();
-    })().catch(() => res.writeHead(500).end());
+    })().catch(() => {
+      // A stream that fails after its headers went out (the client hung up) can only be cut.
+      if (res.headersSent) res.destroy();
+      else res.writeHead(500).end();
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -285,11 +285,22 @@ export interface JobResult {
   sizeBytes: number;
   bitrateKbps?: number;
   /**
+   * Summaries only: the stretches of the input the summary shows, in temporal order. endSeconds, score and sceneIndex are optional so earlier events stay valid.
+   *
    * @maxItems 100
    */
   segments?: {
     startSeconds: number;
     durationSeconds: number;
+    endSeconds?: number;
+    /**
+     * Mean activity of the stretch (motion, and loudness where there is audio); higher is busier.
+     */
+    score?: number;
+    /**
+     * The scene of the input (0-based, in order) the stretch lies in.
+     */
+    sceneIndex?: number;
   }[];
 }
 // from schemas/http/callback-redelivery.v1.schema.json

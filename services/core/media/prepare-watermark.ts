@@ -12,10 +12,13 @@ const SAFE_PATH = /^[A-Za-z0-9_./-]+$/;
 
 /** A watermark as ffmpeg filters: applied to stream `[in]`, the result is `[out]`. */
 export interface PreparedWatermark {
-  /** Extra `-i` inputs (an image), in order after the main input. */
+  /** Extra `-i` inputs (an image), to add after the command's own inputs. */
   inputs: string[];
-  /** A filtergraph fragment from `[in]` to `[out]`; the image input, if any, is `[1:v]`. */
-  filter: string;
+  /**
+   * A filtergraph fragment from `[in]` to `[out]`, given the index the first of `inputs` gets in
+   * the command (1 after a single input; the number of clips in a summary).
+   */
+  filter: (firstInput: number) => string;
 }
 
 export interface WatermarkDeps {
@@ -63,7 +66,7 @@ export async function prepareWatermark(watermark: Watermark, orgId: string, work
     const at = corner(position, 'w-tw', 'h-th');
     return {
       inputs: [],
-      filter: `[in]drawtext=fontfile=${safePath(deps.fontFile)}:textfile=${safePath(textFile)}:expansion=none:fontsize=${watermark.fontSize}:fontcolor=${color}@${opacity}:${at}[out]`,
+      filter: () => `[in]drawtext=fontfile=${safePath(deps.fontFile)}:textfile=${safePath(textFile)}:expansion=none:fontsize=${watermark.fontSize}:fontcolor=${color}@${opacity}:${at}[out]`,
     };
   }
   const image = join(workDir, 'watermark-image');
@@ -86,6 +89,6 @@ export async function prepareWatermark(watermark: Watermark, orgId: string, work
   const at = corner(position, 'main_w-overlay_w', 'main_h-overlay_h');
   return {
     inputs: [safePath(image)],
-    filter: `[1:v]scale=${watermark.width}:${watermark.height},format=rgba,colorchannelmixer=aa=${opacity}[wm];[in][wm]overlay=${at}:format=auto[out]`,
+    filter: (firstInput) => `[${firstInput}:v]scale=${watermark.width}:${watermark.height},format=rgba,colorchannelmixer=aa=${opacity}[wm];[in][wm]overlay=${at}:format=auto[out]`,
   };
 }

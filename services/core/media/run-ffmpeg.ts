@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { MediaError } from '../errors.ts';
 import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
 
@@ -19,22 +20,31 @@ export interface RunFfmpegOptions {
   /** Kill ffmpeg when no progress line arrives for this long (ms). */
   stallTimeoutMs: number;
   onProgress?: (progress: FfmpegProgress) => void;
+  /**
+   * Receives ffmpeg's stdout (an output written to `pipe:1`), chunk by chunk as it arrives;
+   * progress then moves to fd 3. Called synchronously, so a consumer that does its work in the
+   * call holds at most one chunk (pipes carry 64 KiB), whatever the length of the output.
+   */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 /** Runs ffmpeg (argument array, never a shell) and resolves when it exits cleanly. */
 export type FfmpegRunner = (args: readonly string[], options: RunFfmpegOptions) => Promise<void>;
 
 /**
- * ffmpeg with `-progress pipe:1`: progress blocks on stdout, errors on stderr (last 4 KiB kept
+ * ffmpeg with `-progress pipe:1` (`pipe:3` when onStdout takes stdout): progress blocks, errors on stderr (last 4 KiB kept
  * for the log, never for the caller: it names local paths). Bounded in memory and killed with
  * its worker (see boundedCommand); killed on abort or stall; never left running.
  */
 export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): FfmpegRunner {
-  return (args, { signal, stallTimeoutMs, onProgress }) =>
+  return (args, { signal, stallTimeoutMs, onProgress, onStdout }) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
-      const [command, commandArgs] = boundedCommand(ffmpegPath, ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-progress', 'pipe:1', ...args], bounds);
-      const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const progressFd = onStdout ? 3 : 1;
+      const [command, commandArgs] = boundedCommand(ffmpegPath, ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-progress', `pipe:${progressFd}`, ...args], bounds);
+      // setpriv and prlimit exec without closing descriptors, so fd 3 reaches ffmpeg.
+      const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe', ...(onStdout ? ['pipe' as const] : [])] });
+      const progressStream = child.stdio[progressFd] as Readable;
       let stderr = '';
       let stalled = false;
       let pending = '';
@@ -46,10 +56,22 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
       }
       const onAbort = (): void => void child.kill('SIGKILL');
       signal.addEventListener('abort', onAbort, { once: true });
-      child.stderr.on('data', (chunk: Buffer) => {
+      child.stderr?.on('data', (chunk: Buffer) => {
         stderr = (stderr + chunk.toString('utf8')).slice(-4096);
       });
-      child.stdout.on('data', (chunk: Buffer) => {
+      let consumerError: unknown;
+      if (onStdout)
+        child.stdout?.on('data', (chunk: Buffer) => {
+          if (consumerError !== undefined) return;
+          try {
+            onStdout(chunk);
+          } catch (error) {
+            // A consumer that cannot go on stops ffmpeg; its error is the job's.
+            consumerError = error;
+            child.kill('SIGKILL');
+          }
+        });
+      progressStream.on('data', (chunk: Buffer) => {
         pending += chunk.toString('utf8');
         const lines = pending.split('\n');
         pending = lines.pop() ?? '';
@@ -73,6 +95,7 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
       child.on('close', (code) => {
         clearTimeout(stallTimer);
         signal.removeEventListener('abort', onAbort);
+        if (consumerError !== undefined) return reject(consumerError instanceof Error ? consumerError : new MediaError('internal', 'the ffmpeg output could not be read', { cause: consumerError }));
         if (code === 0) return resolve();
         if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
         if (stalled) return reject(new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`));

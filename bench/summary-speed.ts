@@ -1,0 +1,197 @@
+// Side-by-side benchmark, one run: a summary job (download from a local file server → probe →
+// analysis → selection → render → ffprobe verify → upload) against one full-resolution decode of
+// the same input by ffmpeg, interleaved. The input (720p, scenes of uneven length with audio,
+// x264 veryfast with B-frames) is generated once and cached under the OS temp dir.
+// Usage: npm run bench:summary -- [rounds=1] [minutes=10] [formats=mp4,gif]
+import { execFile } from 'node:child_process';
+import { access, mkdir, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { JobRequested, JobResult } from '../services/core/contracts/types.generated.ts';
+import type { JobContext } from '../services/core/jobs/run-job-worker.ts';
+import { silentLogger } from '../services/core/observability/logger.ts';
+import { analyseVideo } from '../services/summarizer/analyse-video.ts';
+import { createSummaryHandler } from '../services/summarizer/handle-summary.ts';
+import { startTestServer } from '../test/support/file-server.ts';
+import { generateScenes, UNEVEN_SCENES, type SceneSpec } from '../test/support/generate-scenes.ts';
+import { testMediaJobDeps } from '../test/support/media-job-deps.ts';
+
+const run = promisify(execFile);
+const rounds = Number(process.argv[2] ?? 1);
+const minutes = Number(process.argv[3] ?? 10);
+const formats = (process.argv[4] ?? 'mp4,gif').split(',') as ('mp4' | 'gif')[];
+const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
+const median = (xs: number[]): number =>
+  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+/** UNEVEN_SCENES over and over, each pass with the sources shifted, cut to the length asked. */
+function scenesFor(seconds: number): SceneSpec[] {
+  const scenes: SceneSpec[] = [];
+  let total = 0;
+  for (let i = 0; total < seconds - 1e-9; i++) {
+    const shape = UNEVEN_SCENES[i % UNEVEN_SCENES.length];
+    const source =
+      UNEVEN_SCENES[(i + 3 * Math.floor(i / UNEVEN_SCENES.length)) % UNEVEN_SCENES.length]?.source;
+    if (!shape || !source) break;
+    const length = Math.min(shape.seconds, seconds - total);
+    const burst =
+      shape.burst && shape.burst.at + shape.burst.seconds <= length ? { burst: shape.burst } : {};
+    scenes.push({ source, seconds: Math.round(length * 100) / 100, ...burst });
+    total += length;
+  }
+  return scenes;
+}
+
+async function cachedInput(): Promise<string> {
+  const dir = join(tmpdir(), 'media-service-bench');
+  const path = join(dir, `summary-input-${minutes}min-720p-v1.mp4`);
+  if (
+    await access(path).then(
+      () => true,
+      () => false,
+    )
+  )
+    return path;
+  await mkdir(dir, { recursive: true });
+  console.log(
+    `generating the ${minutes}-minute 720p input once (cached as ${path}); this takes a few minutes`,
+  );
+  const partial = `${path}.${process.pid}.partial`;
+  await generateScenes(partial, scenesFor(minutes * 60), {
+    width: 1280,
+    height: 720,
+    audio: true,
+    preset: 'veryfast',
+    threads: 2,
+  });
+  await rename(partial, path);
+  return path;
+}
+
+const input = await cachedInput();
+const files = await startTestServer();
+await run('cp', [input, join(files.dir, 'input.mp4')]);
+const deps = testMediaJobDeps({
+  maxInputBytes: 8 * 1024 ** 3,
+  stallTimeoutMs: 120_000,
+  threads: 2,
+});
+const handler = createSummaryHandler(deps);
+/** When each stage of the last job began, from its progress reports (seconds since its start). */
+let stages: Record<string, number> = {};
+let jobStarted = 0;
+const ctx: JobContext = {
+  signal: new AbortController().signal,
+  attempt: 1,
+  log: silentLogger,
+  progress: (percent, stage) => {
+    // The handler reports 5–35 % while it analyses and 35–95 % while it renders.
+    const name = stage === 'encode' ? (percent < 35 ? 'analyse' : 'render') : stage;
+    stages[name] ??= (performance.now() - jobStarted) / 1000;
+  },
+  openSecret: () => undefined,
+};
+
+async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
+  const started = performance.now();
+  const value = await work();
+  return [(performance.now() - started) / 1000, value];
+}
+
+const fullDecode = (): Promise<[number, unknown]> =>
+  timed(() =>
+    run(ffmpeg, [
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-nostdin',
+      '-threads',
+      '2',
+      '-i',
+      input,
+      '-f',
+      'null',
+      '-',
+    ]),
+  );
+const summary = (format: 'mp4' | 'gif', i: number): Promise<[number, JobResult]> =>
+  timed(() => {
+    const job: JobRequested = {
+      jobId: '00000000-0000-4000-8000-00000000be0c',
+      kind: 'summary',
+      orgId: 'bench',
+      attempt: 1,
+      submittedAt: new Date().toISOString(),
+      input: { url: `${files.url}/files/input.mp4` },
+      output: { url: `${files.url}/files/summary-${i}.${format}` },
+      summary: { format },
+    };
+    stages = {};
+    jobStarted = performance.now();
+    return handler(job, ctx);
+  });
+
+/** Seconds spent in each stage of the last job: download (with probe), analyse, render (with verify), upload. */
+function stageTimes(total: number): string {
+  const order = ['download', 'analyse', 'render', 'upload'].filter((s) => stages[s] !== undefined);
+  return order
+    .map((s, i) => `${s} ${((stages[order[i + 1] ?? ''] ?? total) - (stages[s] ?? 0)).toFixed(1)}`)
+    .join(', ');
+}
+const analysisOnly = async (): Promise<number> => {
+  const info = await deps.probe(input);
+  const dir = join(tmpdir(), `media-bench-${process.pid}`);
+  await mkdir(dir, { recursive: true });
+  const [seconds] = await timed(() =>
+    analyseVideo(deps, {
+      inputPath: input,
+      input: info,
+      scratchPath: join(dir, 'a.pcm'),
+      threads: 2,
+      signal: ctx.signal,
+    }),
+  );
+  await rm(dir, { recursive: true, force: true });
+  return seconds;
+};
+
+const decode: number[] = [];
+const analysis: number[] = [];
+const jobs: Record<string, number[]> = Object.fromEntries(formats.map((f) => [f, []]));
+const results: Record<string, JobResult> = {};
+for (let i = 0; i < rounds; i++) {
+  // Alternate which goes first, so neither always runs on a warmer machine.
+  const steps = [
+    async (): Promise<void> => void decode.push((await fullDecode())[0]),
+    async (): Promise<void> => void analysis.push(await analysisOnly()),
+  ];
+  for (const format of formats)
+    steps.push(async () => {
+      const [seconds, result] = await summary(format, i);
+      jobs[format]?.push(seconds);
+      results[format] = result;
+      console.log(`round ${i + 1} ${format}: ${seconds.toFixed(2)} s (${stageTimes(seconds)})`);
+    });
+  for (const step of i % 2 === 0 ? steps : [...steps].reverse()) await step();
+}
+const d = median(decode);
+console.log(
+  `input: ${minutes} min 1280x720 25 fps, H.264 (x264 veryfast, B-frames) + AAC; ${rounds} round(s), interleaved; 2 cores`,
+);
+console.log('| step | seconds (median) | / full decode |');
+console.log('|---|---|---|');
+console.log(`| full-resolution decode (ffmpeg -i … -f null -) | ${d.toFixed(2)} | 1.000 |`);
+console.log(
+  `| analysis alone (2 fps, 64×36) | ${median(analysis).toFixed(2)} | ${(median(analysis) / d).toFixed(3)} |`,
+);
+for (const format of formats) {
+  const r = results[format];
+  const detail = r
+    ? ` (${r.segments?.length ?? 0} segments, ${r.durationSeconds} s, ${r.width}×${r.height}, ${r.sizeBytes} bytes)`
+    : '';
+  console.log(
+    `| ${format} summary job${detail} | ${median(jobs[format] ?? []).toFixed(2)} | ${(median(jobs[format] ?? []) / d).toFixed(3)} |`,
+  );
+}
+await files.close();

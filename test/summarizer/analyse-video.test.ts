@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MediaError } from '../../services/core/errors.ts';
+import { createProber, type MediaInfo } from '../../services/core/media/probe-media.ts';
+import { createFfmpegRunner, type FfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
+import { analyseVideo, analysisArgs } from '../../services/summarizer/analyse-video.ts';
+import { analysisParts } from '../../services/summarizer/analysis-parts.ts';
+import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
+
+const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
+const runFfmpeg = createFfmpegRunner(process.env['TEST_FFMPEG'] ?? 'ffmpeg', bounds);
+const probe = createProber(process.env['TEST_FFPROBE'] ?? 'ffprobe', bounds);
+
+describe('video analysis', function () {
+  this.timeout(180_000);
+  let dir: string;
+  let path: string;
+  let input: MediaInfo;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'analyse-video-'));
+    path = join(dir, 'input.mp4');
+    // Two passes over the scenes, 172 s: long enough to be analysed in two stretches.
+    await generateScenes(path, [...UNEVEN_SCENES, ...UNEVEN_SCENES], {
+      width: 160,
+      height: 90,
+      audio: true,
+      preset: 'veryfast',
+    });
+    input = await probe(path);
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('a long input is cut into stretches of whole samples, one per thread (at most 4, at least 60 s each)', () => {
+    expect(analysisParts(30, 2)).to.deep.equal([{ startSeconds: 0 }]);
+    expect(analysisParts(172.04, 2)).to.deep.equal([
+      { startSeconds: 0, seconds: 86.5 },
+      { startSeconds: 86.5 },
+    ]);
+    expect(analysisParts(600, 8)).to.have.length(4);
+    const args = analysisArgs({
+      inputPath: '/w/input',
+      codec: 'h264',
+      part: { startSeconds: 86.5 },
+      keyframesPath: '/w/keys',
+      threads: 1,
+    });
+    expect(args.join(' '))
+      .to.contain('-skip_frame bidir')
+      .and.contain('-ss 86')
+      .and.contain('fps=2:round=up:start_time=0')
+      .and.not.contain('-t ');
+  });
+
+  it('stretches analysed side by side give the cuts and activity of one pass', async () => {
+    const options = { inputPath: path, input, signal: new AbortController().signal };
+    const one = await analyseVideo(
+      { runFfmpeg, stallTimeoutMs: 30_000 },
+      { ...options, scratchPath: join(dir, 'a1'), threads: 1 },
+    );
+    const two = await analyseVideo(
+      { runFfmpeg, stallTimeoutMs: 30_000 },
+      { ...options, scratchPath: join(dir, 'a2'), threads: 2 },
+    );
+    expect(two.activity).to.have.length(one.activity.length);
+    expect(two.cuts).to.deep.equal(one.cuts);
+    expect(one.cuts).to.have.length(2 * UNEVEN_SCENES.length - 1);
+    const worst = Math.max(...one.activity.map((a, i) => Math.abs(a - (two.activity[i] ?? 0))));
+    expect(worst).to.be.below(0.05);
+  });
+
+  it('a failing stretch stops its sibling and fails the analysis with its own error', async () => {
+    let calls = 0;
+    const failing: FfmpegRunner = (args, o) => {
+      if (calls++ === 0)
+        return Promise.reject(
+          new MediaError('transcode_failed', 'ffmpeg could not process this input'),
+        );
+      return runFfmpeg(args, o);
+    };
+    const error = await analyseVideo(
+      { runFfmpeg: failing, stallTimeoutMs: 30_000 },
+      {
+        inputPath: path,
+        input,
+        scratchPath: join(dir, 'a3'),
+        threads: 2,
+        signal: new AbortController().signal,
+      },
+    ).catch((e: unknown) => e);
+    expect((error as MediaError).code).to.equal('transcode_failed');
+  });
+});
