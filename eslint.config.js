@@ -7,14 +7,32 @@ import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescrip
 
 const services = ['ingress', 'transcoder', 'summarizer', 'notifier', 'all-in-one'];
 const otherServices = (self) =>
-  services.filter((s) => s !== self).map((s) => ({ group: [`../${s}/*`, `../../${s}/*`], message: 'services never import each other; share through core/' }));
+  services
+    .filter((s) => s !== self)
+    .map((s) => ({
+      group: [`../${s}/*`, `../../${s}/*`],
+      message: 'services never import each other; share through core/',
+    }));
 const sdks = [
-  { group: ['kafkajs', '@kafkajs/*'], message: 'only services/core/bus/kafka-*.ts imports kafkajs' },
-  { group: ['@aws-sdk/*', '@azure/*', '@google-cloud/*'], message: 'only services/core/storage/*-store.ts imports cloud SDKs' },
+  {
+    group: ['kafkajs', '@kafkajs/*'],
+    message: 'only services/core/bus/kafka-*.ts imports kafkajs',
+  },
+  {
+    group: ['@aws-sdk/*', '@azure/*', '@google-cloud/*'],
+    message: 'only services/core/storage/*-store.ts imports cloud SDKs',
+  },
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'services/core/contracts/types.generated.ts', '.data/', 'test/support/*.cjs'] },
+  {
+    ignores: [
+      'node_modules/',
+      'services/core/contracts/types.generated.ts',
+      '.data/',
+      'test/support/*.cjs',
+    ],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     files: ['**/*.ts'],
@@ -27,7 +45,9 @@ export default tseslint.config(
     rules: { 'import-x/no-cycle': 'error' },
   },
   {
-    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
@@ -35,7 +55,10 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       // Functions that implement an async interface need not await anything.
       '@typescript-eslint/require-await': 'off',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
     },
   },
   ...services.map((self) => ({
@@ -46,11 +69,26 @@ export default tseslint.config(
   {
     files: ['services/core/**/*.ts'],
     ignores: ['services/core/bus/kafka*.ts', 'services/core/storage/*-store.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: services.map((s) => `**/${s}/*`), message: 'core imports no service' }, ...sdks] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: services.map((s) => `**/${s}/*`), message: 'core imports no service' },
+            ...sdks,
+          ],
+        },
+      ],
+    },
   },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
   {
     files: ['test/**/*.ts'],
-    rules: { '@typescript-eslint/no-unused-expressions': 'off', '@typescript-eslint/no-unsafe-member-access': 'off', '@typescript-eslint/no-unsafe-assignment': 'off', '@typescript-eslint/no-unsafe-argument': 'off' },
+    rules: {
+      '@typescript-eslint/no-unused-expressions': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+    },
   },
 );

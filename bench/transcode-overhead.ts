@@ -20,37 +20,79 @@ const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 10);
 const only = process.argv[4];
 const KEY = 'bench-key-0123456789abcdef';
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const median = (xs: number[]): number =>
+  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
 const files = await startTestServer();
 const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-'));
 const input = join(files.dir, 'input.mp4');
 await generateClip(input, { seconds, width: 1280, height: 720, audio: true, noise: true });
-const app = await startAllInOne(loadConfig({ PORT: '0', API_KEYS: `${KEY}:bench`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), { log: silentLogger });
+const app = await startAllInOne(
+  loadConfig({
+    PORT: '0',
+    API_KEYS: `${KEY}:bench`,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+  }),
+  { log: silentLogger },
+);
 
 async function viaService(spec: TranscodeSpec, name: string): Promise<number> {
   const started = performance.now();
   const res = await fetch(`${app.ingress.url}/transcode`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ apiKey: KEY, inputUrl: `${files.url}/files/input.mp4`, outputUrl: `${files.url}/files/${name}`, ...spec, successUrl: `${files.url}/callbacks/${name}`, failureUrl: `${files.url}/callbacks/${name}` }),
+    body: JSON.stringify({
+      apiKey: KEY,
+      inputUrl: `${files.url}/files/input.mp4`,
+      outputUrl: `${files.url}/files/${name}`,
+      ...spec,
+      successUrl: `${files.url}/callbacks/${name}`,
+      failureUrl: `${files.url}/callbacks/${name}`,
+    }),
   });
   const { id } = (await res.json()) as { id: string };
   const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 600_000);
-  if (callback.body['status'] !== 'succeeded') throw new Error(`job failed: ${JSON.stringify(callback.body)}`);
+  if (callback.body['status'] !== 'succeeded')
+    throw new Error(`job failed: ${JSON.stringify(callback.body)}`);
   return (performance.now() - started) / 1000;
 }
 
 async function bare(spec: TranscodeSpec, out: string): Promise<number> {
-  const args = buildTranscodeArgs({ spec, inputPath: input, outputPath: out, size: { width: 1280, height: 720 }, hasAudio: true, threads: 2 });
+  const args = buildTranscodeArgs({
+    spec,
+    inputPath: input,
+    outputPath: out,
+    size: { width: 1280, height: 720 },
+    hasAudio: true,
+    threads: 2,
+  });
   const started = performance.now();
   await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args]);
   return (performance.now() - started) / 1000;
 }
 
 async function videoKbps(path: string): Promise<number> {
-  const { stdout } = await run('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'packet=size', '-of', 'csv=p=0', path], { maxBuffer: 64 << 20 });
-  const bytes = stdout.split('\n').filter(Boolean).reduce((t, l) => t + Number(l), 0);
+  const { stdout } = await run(
+    'ffprobe',
+    [
+      '-v',
+      'error',
+      '-select_streams',
+      'v:0',
+      '-show_entries',
+      'packet=size',
+      '-of',
+      'csv=p=0',
+      path,
+    ],
+    { maxBuffer: 64 << 20 },
+  );
+  const bytes = stdout
+    .split('\n')
+    .filter(Boolean)
+    .reduce((t, l) => t + Number(l), 0);
   return (bytes * 8) / 1000 / seconds;
 }
 
@@ -60,22 +102,30 @@ const specs: TranscodeSpec[] = [
   { encoder: 'vp8', container: 'webm', bitrateKbps: '2000' },
   { encoder: 'vp9', container: 'webm', bitrateKbps: '2000' },
 ];
-console.log(`clip: ${seconds}s 1280x720 with temporal noise and audio; ${rounds} rounds, interleaved; 2 cores`);
-console.log('| encoder/container | bare ffmpeg (s, median) | service job (s, median) | service / bare | video kbps vs target |');
+console.log(
+  `clip: ${seconds}s 1280x720 with temporal noise and audio; ${rounds} rounds, interleaved; 2 cores`,
+);
+console.log(
+  '| encoder/container | bare ffmpeg (s, median) | service job (s, median) | service / bare | video kbps vs target |',
+);
 console.log('|---|---|---|---|---|');
 for (const spec of specs.filter((s) => !only || s.encoder === only)) {
   const b: number[] = [];
   const s: number[] = [];
   for (let i = 0; i < rounds; i++) {
     // Alternate which goes first, so neither always runs on a warmer machine.
-    const runBare = async (): Promise<void> => void b.push(await bare(spec, join(dataDir, `bare.${spec.container}`)));
-    const runService = async (): Promise<void> => void s.push(await viaService(spec, `svc-${spec.encoder}-${i}.${spec.container}`));
+    const runBare = async (): Promise<void> =>
+      void b.push(await bare(spec, join(dataDir, `bare.${spec.container}`)));
+    const runService = async (): Promise<void> =>
+      void s.push(await viaService(spec, `svc-${spec.encoder}-${i}.${spec.container}`));
     if (i % 2 === 0) await runBare().then(runService);
     else await runService().then(runBare);
   }
   const kbps = await videoKbps(join(files.dir, `svc-${spec.encoder}-0.${spec.container}`));
   const target = Number(spec.bitrateKbps);
-  console.log(`| ${spec.encoder}/${spec.container} | ${median(b).toFixed(2)} | ${median(s).toFixed(2)} | ${(median(s) / median(b)).toFixed(3)} | ${kbps.toFixed(0)} (${(((kbps - target) / target) * 100).toFixed(1)} %) |`);
+  console.log(
+    `| ${spec.encoder}/${spec.container} | ${median(b).toFixed(2)} | ${median(s).toFixed(2)} | ${(median(s) / median(b)).toFixed(3)} | ${kbps.toFixed(0)} (${(((kbps - target) / target) * 100).toFixed(1)} %) |`,
+  );
 }
 console.log(`input size ${(await stat(input)).size} bytes`);
 await app.close();

@@ -28,9 +28,18 @@ const data = {
   submittedAt: new Date().toISOString(),
   input: { url: env('INPUT_URL') },
   output: { url: env('OUTPUT_URL') },
-  transcode: { encoder: env('ENCODER', 'vp9'), container: env('CONTAINER', 'webm'), bitrateKbps: env('BITRATE_KBPS', '1000') },
+  transcode: {
+    encoder: env('ENCODER', 'vp9'),
+    container: env('CONTAINER', 'webm'),
+    bitrateKbps: env('BITRATE_KBPS', '1000'),
+  },
   ...(process.env['SUCCESS_URL'] || process.env['FAILURE_URL']
-    ? { callbacks: { ...(process.env['SUCCESS_URL'] ? { successUrl: process.env['SUCCESS_URL'] } : {}), ...(process.env['FAILURE_URL'] ? { failureUrl: process.env['FAILURE_URL'] } : {}) } }
+    ? {
+        callbacks: {
+          ...(process.env['SUCCESS_URL'] ? { successUrl: process.env['SUCCESS_URL'] } : {}),
+          ...(process.env['FAILURE_URL'] ? { failureUrl: process.env['FAILURE_URL'] } : {}),
+        },
+      }
     : {}),
 };
 const attributes = {
@@ -41,19 +50,33 @@ const attributes = {
   subject: jobId,
 };
 const mode = env('MODE', 'structured');
-if (mode !== 'structured' && mode !== 'binary') throw new Error('MODE must be structured or binary');
+if (mode !== 'structured' && mode !== 'binary')
+  throw new Error('MODE must be structured or binary');
 // Structured: the whole event is the value. Binary: each attribute is a ce_ header, the value
 // is the data alone, and content-type is the data's type.
 const message =
   mode === 'structured'
-    ? { key: jobId, value: JSON.stringify({ ...attributes, data }), headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' } }
+    ? {
+        key: jobId,
+        value: JSON.stringify({ ...attributes, data }),
+        headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' },
+      }
     : {
         key: jobId,
         value: JSON.stringify(data),
-        headers: { ...Object.fromEntries(Object.entries(attributes).map(([name, value]) => [`ce_${name}`, value])), 'content-type': 'application/json' },
+        headers: {
+          ...Object.fromEntries(
+            Object.entries(attributes).map(([name, value]) => [`ce_${name}`, value]),
+          ),
+          'content-type': 'application/json',
+        },
       };
 
-const kafka = new Kafka({ clientId: 'example-producer', brokers: env('KAFKA_BROKERS').split(','), logLevel: logLevel.ERROR });
+const kafka = new Kafka({
+  clientId: 'example-producer',
+  brokers: env('KAFKA_BROKERS').split(','),
+  logLevel: logLevel.ERROR,
+});
 const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
 await producer.connect();
 try {

@@ -2,7 +2,7 @@
 # The whole test command (`npm test`):
 #   1. npm ci (npm install without a lockfile) when node_modules is missing, npm install
 #      when it is older than package.json / package-lock.json
-#   2. eslint, tsc --noEmit
+#   2. eslint, tsc --noEmit, prettier --check
 #   3. start the real test services (scripts/test-services/start-all.sh), always stopped
 #      again on exit, failure or Ctrl-C
 #   4. mocha over test/**/*.test.ts with the env of those services
@@ -86,6 +86,8 @@ say "npm run lint"
 npm run --silent lint || fail_early "lint"
 say "npm run typecheck"
 npm run --silent typecheck || fail_early "typecheck"
+say "npm run format:check"
+npm run --silent format:check || fail_early "formatting (npm run format fixes it)"
 
 # ---- 3. services -------------------------------------------------------------------
 say "starting test services"

@@ -6,24 +6,34 @@ const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
 describe('README matches the code', () => {
   it('starts with exactly the two command lines', () => {
-    expect(readme.split('\n').slice(0, 4)).to.deep.equal(['```sh', 'npm install && npm start', 'npm install && npm test', '```']);
+    expect(readme.split('\n').slice(0, 4)).to.deep.equal([
+      '```sh',
+      'npm install && npm start',
+      'npm install && npm test',
+      '```',
+    ]);
   });
 
   it('lists every error code with its HTTP status and retry flag, and no other', () => {
     const rows = [...readme.matchAll(/^\| ([a-z_]+) \| (\d{3}|–) \| (yes|no) \| (.+) \|$/gm)];
-    const documented = Object.fromEntries(rows.map((r) => [r[1], { http: r[2], retried: r[3], summary: r[4] }]));
+    const documented = Object.fromEntries(
+      rows.map((r) => [r[1], { http: r[2], retried: r[3], summary: r[4] }]),
+    );
     for (const [code, entry] of Object.entries(errorCatalog)) {
       expect(documented[code], code).to.not.equal(undefined);
       expect(documented[code]?.retried, code).to.equal(entry.retryable ? 'yes' : 'no');
       expect(documented[code]?.summary, code).to.equal(entry.summary);
-      if (documented[code]?.http !== '–') expect(Number(documented[code]?.http), code).to.equal(entry.status);
+      if (documented[code]?.http !== '–')
+        expect(Number(documented[code]?.http), code).to.equal(entry.status);
     }
     expect(Object.keys(documented).sort()).to.deep.equal(Object.keys(errorCatalog).sort());
   });
 
   it('documents every environment variable the config reads', () => {
     const source = readFileSync(new URL('../services/core/config.ts', import.meta.url), 'utf8');
-    const read = new Set([...source.matchAll(/(?:env\[|int\(env, |bool\(env, )'([A-Z_]+)'/g)].map((m) => m[1]));
+    const read = new Set(
+      [...source.matchAll(/(?:env\[|int\(env, |bool\(env, )'([A-Z_]+)'/g)].map((m) => m[1]),
+    );
     expect(read.size).to.be.greaterThan(15);
     for (const name of read) expect(readme, name).to.match(new RegExp(`^\\| ${name} \\|`, 'm'));
   });
@@ -36,8 +46,19 @@ describe('Grafana dashboard matches the metrics', () => {
     const registry = new Registry();
     createMetrics(registry, { defaultMetrics: false });
     const known = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
-    const dashboard = JSON.parse(readFileSync(new URL('../deploy/grafana/dashboards/media-service.json', import.meta.url), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
-    const used = dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b(media_[a-z_]+)/g)].map((m) => (m[1] ?? '').replace(/_(bucket|sum|count)$/, ''))));
+    const dashboard = JSON.parse(
+      readFileSync(
+        new URL('../deploy/grafana/dashboards/media-service.json', import.meta.url),
+        'utf8',
+      ),
+    ) as { panels: { targets: { expr: string }[] }[] };
+    const used = dashboard.panels.flatMap((p) =>
+      p.targets.flatMap((t) =>
+        [...t.expr.matchAll(/\b(media_[a-z_]+)/g)].map((m) =>
+          (m[1] ?? '').replace(/_(bucket|sum|count)$/, ''),
+        ),
+      ),
+    );
     expect(used.length).to.be.greaterThan(5);
     for (const name of used) expect(known.has(name), name).to.equal(true);
   });

@@ -1,7 +1,11 @@
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import { createRuntime } from '../core/runtime/create-runtime.ts';
-import { firstRunApiKey, firstRunSealingKey, firstRunWebhookSecret } from '../core/runtime/first-run-secrets.ts';
+import {
+  firstRunApiKey,
+  firstRunSealingKey,
+  firstRunWebhookSecret,
+} from '../core/runtime/first-run-secrets.ts';
 import { startIngress, type RunningIngress } from '../ingress/start-ingress.ts';
 import { startNotifierService } from '../notifier/start-notifier.ts';
 import { startSummarizer } from '../summarizer/start-summarizer.ts';
@@ -17,23 +21,44 @@ export interface AllInOne {
  * The four services in one process on the embedded bus: the launcher is the one place that
  * composes services (services never import each other).
  */
-export async function startAllInOne(config: Readonly<Config>, options: { log?: Logger } = {}): Promise<AllInOne> {
-  const sealingKeys = config.sealingKeys.length ? config.sealingKeys : [firstRunSealingKey(config.dataDir)];
-  const rt = createRuntime(config, { service: 'all-in-one', sealingKeys, ...(options.log ? { log: options.log } : {}) });
+export async function startAllInOne(
+  config: Readonly<Config>,
+  options: { log?: Logger } = {},
+): Promise<AllInOne> {
+  const sealingKeys = config.sealingKeys.length
+    ? config.sealingKeys
+    : [firstRunSealingKey(config.dataDir)];
+  const rt = createRuntime(config, {
+    service: 'all-in-one',
+    sealingKeys,
+    ...(options.log ? { log: options.log } : {}),
+  });
   let apiKeys = config.apiKeys;
   if (apiKeys.size === 0) {
     const firstRun = firstRunApiKey(config.dataDir);
     apiKeys = firstRun.apiKeys;
-    rt.log.warn('auth.first_run_key', { keyFile: firstRun.path, created: firstRun.created, note: 'API_KEYS is unset: the key in this file is the only one accepted' });
+    rt.log.warn('auth.first_run_key', {
+      keyFile: firstRun.path,
+      created: firstRun.created,
+      note: 'API_KEYS is unset: the key in this file is the only one accepted',
+    });
   }
   let fallbackSecret: string | undefined;
   if (config.webhookSecrets.size === 0) {
     const firstRun = firstRunWebhookSecret(config.dataDir);
     fallbackSecret = firstRun.secret;
-    rt.log.warn('callback.first_run_secret', { secretFile: firstRun.path, created: firstRun.created, note: 'WEBHOOK_SECRETS is unset: every callback is signed with the secret in this file' });
+    rt.log.warn('callback.first_run_secret', {
+      secretFile: firstRun.path,
+      created: firstRun.created,
+      note: 'WEBHOOK_SECRETS is unset: every callback is signed with the secret in this file',
+    });
   }
   const notifierOptions = fallbackSecret ? { fallbackSecret } : {};
-  const workers = await Promise.all([startTranscoder(rt), startSummarizer(rt), startNotifierService(rt, notifierOptions)]);
+  const workers = await Promise.all([
+    startTranscoder(rt),
+    startSummarizer(rt),
+    startNotifierService(rt, notifierOptions),
+  ]);
   const [current] = sealingKeys;
   if (!current) throw new Error('no sealing key');
   const ingress = await startIngress(rt, { apiKeys, sealingKey: current });

@@ -134,7 +134,8 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
   const value = Number(raw);
-  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
 }
 
@@ -149,7 +150,8 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 function url(env: Env, name: string): string | undefined {
   const raw = env[name];
   if (!raw) return undefined;
-  if (!/^https?:\/\/[^\s]+$/.test(raw)) throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  if (!/^https?:\/\/[^\s]+$/.test(raw))
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
   return raw;
 }
 
@@ -157,30 +159,52 @@ function url(env: Env, name: string): string | undefined {
 const ORG_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
 
 function addressList(env: Env, name: string): string[] {
-  const entries = (env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = (env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = entries.find((e) => !isAddressOrRange(e));
-  if (bad !== undefined) throw new ConfigError(`${name} must list IP addresses or CIDR ranges (e.g. "169.254.10.5,10.1.0.0/16"), got "${bad}"`);
+  if (bad !== undefined)
+    throw new ConfigError(
+      `${name} must list IP addresses or CIDR ranges (e.g. "169.254.10.5,10.1.0.0/16"), got "${bad}"`,
+    );
   return entries;
 }
 
 export function parseApiKeys(raw: string | undefined): Map<string, string> {
   const keys = new Map<string, string>();
   if (!raw) return keys;
-  for (const pair of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const at = pair.lastIndexOf(':');
     const key = pair.slice(0, at);
     const org = pair.slice(at + 1);
-    if (at <= 0 || !ORG_ID.test(org)) throw new ConfigError('API_KEYS must look like "key1:org1,key2:org2" (org: 1-64 letters, digits, . _ -, not starting with .)');
-    if (key.length < 16) throw new ConfigError('every key in API_KEYS must be at least 16 characters');
+    if (at <= 0 || !ORG_ID.test(org))
+      throw new ConfigError(
+        'API_KEYS must look like "key1:org1,key2:org2" (org: 1-64 letters, digits, . _ -, not starting with .)',
+      );
+    if (key.length < 16)
+      throw new ConfigError('every key in API_KEYS must be at least 16 characters');
     keys.set(key, org);
   }
   return keys;
 }
 
-function knownOrgs(raw: string | undefined, apiKeys: ReadonlyMap<string, string>): ReadonlySet<string> | undefined {
-  const listed = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+function knownOrgs(
+  raw: string | undefined,
+  apiKeys: ReadonlyMap<string, string>,
+): ReadonlySet<string> | undefined {
+  const listed = (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = listed.find((org) => !ORG_ID.test(org));
-  if (bad !== undefined) throw new ConfigError(`KNOWN_ORGS must list organisation ids (1-64 letters, digits, . _ -, not starting with .), got "${bad}"`);
+  if (bad !== undefined)
+    throw new ConfigError(
+      `KNOWN_ORGS must list organisation ids (1-64 letters, digits, . _ -, not starting with .), got "${bad}"`,
+    );
   if (listed.length > 0) return new Set(listed);
   return apiKeys.size > 0 ? new Set(apiKeys.values()) : undefined;
 }
@@ -200,13 +224,20 @@ export function parseSealingKeys(raw: string | undefined): SealingKey[] {
 export function parseWebhookSecrets(raw: string | undefined): Map<string, string> {
   const secrets = new Map<string, string>();
   if (!raw) return secrets;
-  for (const pair of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const at = pair.indexOf(':');
     const org = pair.slice(0, at);
     const secret = pair.slice(at + 1);
-    const key = /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret) ? Buffer.from(secret.slice(6), 'base64') : Buffer.alloc(0);
+    const key = /^whsec_[A-Za-z0-9+/]+={0,2}$/.test(secret)
+      ? Buffer.from(secret.slice(6), 'base64')
+      : Buffer.alloc(0);
     if (at <= 0 || !/^[A-Za-z0-9._-]{1,64}$/.test(org) || key.length < 24 || key.length > 64)
-      throw new ConfigError('WEBHOOK_SECRETS must look like "org1:whsec_<base64 of 24 to 64 bytes>,org2:whsec_…"');
+      throw new ConfigError(
+        'WEBHOOK_SECRETS must look like "org1:whsec_<base64 of 24 to 64 bytes>,org2:whsec_…"',
+      );
     if (secrets.has(org)) throw new ConfigError(`WEBHOOK_SECRETS names organisation ${org} twice`);
     secrets.set(org, secret);
   }
@@ -215,19 +246,27 @@ export function parseWebhookSecrets(raw: string | undefined): Map<string, string
 
 // Settings that were removed: starting with them set would silently change what callers get.
 const REPLACED: Record<string, string> = {
-  CALLBACK_SIGNING_SECRET: 'WEBHOOK_SECRETS (Standard Webhooks signatures, one secret per organisation)',
-  CALLBACK_MAX_ATTEMPTS: 'CALLBACK_RETRY_HORIZON_MS (callbacks are retried for a time, not a count)',
+  CALLBACK_SIGNING_SECRET:
+    'WEBHOOK_SECRETS (Standard Webhooks signatures, one secret per organisation)',
+  CALLBACK_MAX_ATTEMPTS:
+    'CALLBACK_RETRY_HORIZON_MS (callbacks are retried for a time, not a count)',
 };
 
 const LEVELS = new Set(['debug', 'info', 'warn', 'error', 'silent']);
 
 export function loadConfig(env: Env): Readonly<Config> {
   const logLevel = env['LOG_LEVEL'] ?? 'info';
-  if (!LEVELS.has(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${[...LEVELS].join(', ')}`);
+  if (!LEVELS.has(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${[...LEVELS].join(', ')}`);
   const prefix = env['KAFKA_TOPIC_PREFIX'] ?? '';
-  if (!/^[A-Za-z0-9._-]{0,100}$/.test(prefix)) throw new ConfigError('KAFKA_TOPIC_PREFIX may hold only letters, digits, . _ -');
-  for (const [name, by] of Object.entries(REPLACED)) if (env[name] !== undefined) throw new ConfigError(`${name} is no longer read; use ${by}`);
-  const brokers = (env['KAFKA_BROKERS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (!/^[A-Za-z0-9._-]{0,100}$/.test(prefix))
+    throw new ConfigError('KAFKA_TOPIC_PREFIX may hold only letters, digits, . _ -');
+  for (const [name, by] of Object.entries(REPLACED))
+    if (env[name] !== undefined) throw new ConfigError(`${name} is no longer read; use ${by}`);
+  const brokers = (env['KAFKA_BROKERS'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const apiKeys = parseApiKeys(env['API_KEYS']);
   return Object.freeze({
     port: int(env, 'PORT', 8080, 0, 65535),
@@ -252,7 +291,13 @@ export function loadConfig(env: Env): Readonly<Config> {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 1, 1, 64),
     transferConcurrency: int(env, 'TRANSFER_CONCURRENCY', 2, 1, 64),
     maxPixels: int(env, 'MAX_PIXELS', 7680 * 4320, 64 * 64, 16384 * 16384),
-    ffmpegMemoryLimitBytes: int(env, 'FFMPEG_MEMORY_LIMIT_BYTES', 2 * 1024 ** 3, 64 * 1024 ** 2, 1024 ** 4),
+    ffmpegMemoryLimitBytes: int(
+      env,
+      'FFMPEG_MEMORY_LIMIT_BYTES',
+      2 * 1024 ** 3,
+      64 * 1024 ** 2,
+      1024 ** 4,
+    ),
     minTransferBytesPerSecond: int(env, 'MIN_TRANSFER_BYTES_PER_SECOND', 16_384, 0, 1024 ** 3),
     transferRateWindowMs: int(env, 'TRANSFER_RATE_WINDOW_MS', 30_000, 100, 3600_000),
     workDir: env['WORK_DIR'] || undefined,
@@ -263,7 +308,13 @@ export function loadConfig(env: Env): Readonly<Config> {
     callbackBackoffMs: int(env, 'CALLBACK_BACKOFF_MS', 1000, 0, 3600_000),
     callbackBackoffMaxMs: int(env, 'CALLBACK_BACKOFF_MAX_MS', 3600_000, 0, 24 * 3600_000),
     // Seven days at most: the embedded bus and Kafka's default retention keep records that long.
-    callbackRetryHorizonMs: int(env, 'CALLBACK_RETRY_HORIZON_MS', 24 * 3600_000, 0, 7 * 24 * 3600_000),
+    callbackRetryHorizonMs: int(
+      env,
+      'CALLBACK_RETRY_HORIZON_MS',
+      24 * 3600_000,
+      0,
+      7 * 24 * 3600_000,
+    ),
     callbackConcurrency: int(env, 'CALLBACK_CONCURRENCY', 16, 1, 256),
     callbackMaxInFlightPerHost: int(env, 'CALLBACK_MAX_IN_FLIGHT_PER_HOST', 2, 1, 256),
     webhookSecrets: parseWebhookSecrets(env['WEBHOOK_SECRETS']),

@@ -4,33 +4,140 @@
  * The README's error list is checked against this table by a test.
  */
 export const errorCatalog = {
-  invalid_request: { status: 400, retryable: false, summary: 'The body breaks a field rule; the message names the field.' },
-  invalid_json: { status: 400, retryable: false, summary: 'The body is not parseable JSON, or not a JSON object.' },
-  url_forbidden: { status: 400, retryable: false, summary: 'A URL points at a loopback, private, link-local or metadata address.' },
-  unauthorized: { status: 401, retryable: false, summary: 'apiKey (or X-Api-Key on GET) is missing or unknown.' },
-  not_found: { status: 404, retryable: false, summary: 'No such path, or no such job for this organisation.' },
-  method_not_allowed: { status: 405, retryable: false, summary: 'The path exists but not with this method.' },
-  job_not_finished: { status: 409, retryable: false, summary: 'The job has not finished, so it has no final callback to redeliver yet.' },
-  no_callback: { status: 409, retryable: false, summary: 'The job asked for no callback for its outcome; there is nothing to redeliver.' },
-  payload_too_large: { status: 413, retryable: false, summary: 'The body is larger than MAX_BODY_BYTES.' },
-  unsupported_media_type: { status: 415, retryable: false, summary: 'The body is not sent as application/json.' },
-  bus_unavailable: { status: 503, retryable: true, summary: 'The event bus did not accept the job; nothing was queued.' },
-  internal: { status: 500, retryable: false, summary: 'A fault of the service; the details are in its log, not in the response.' },
-  input_not_found: { status: 422, retryable: false, summary: 'The input location answered 404 (or the object does not exist).' },
-  input_unreachable: { status: 502, retryable: true, summary: 'The input could not be read (network error, 5xx, time-out).' },
-  input_rejected: { status: 422, retryable: false, summary: 'The input location refused the request (4xx other than 404).' },
-  input_too_large: { status: 422, retryable: false, summary: 'The input is larger than MAX_INPUT_BYTES, or its frame (or the output frame made from it) is larger in area than MAX_PIXELS.' },
-  input_unsupported: { status: 422, retryable: false, summary: 'The input is not a video container ffprobe accepts (allow-list) or has no video stream.' },
-  watermark_unavailable: { status: 422, retryable: false, summary: 'The watermark image could not be fetched or is not png, jpeg or webp.' },
-  option_unsupported: { status: 422, retryable: false, summary: 'The requested combination cannot be produced by this build.' },
+  invalid_request: {
+    status: 400,
+    retryable: false,
+    summary: 'The body breaks a field rule; the message names the field.',
+  },
+  invalid_json: {
+    status: 400,
+    retryable: false,
+    summary: 'The body is not parseable JSON, or not a JSON object.',
+  },
+  url_forbidden: {
+    status: 400,
+    retryable: false,
+    summary: 'A URL points at a loopback, private, link-local or metadata address.',
+  },
+  unauthorized: {
+    status: 401,
+    retryable: false,
+    summary: 'apiKey (or X-Api-Key on GET) is missing or unknown.',
+  },
+  not_found: {
+    status: 404,
+    retryable: false,
+    summary: 'No such path, or no such job for this organisation.',
+  },
+  method_not_allowed: {
+    status: 405,
+    retryable: false,
+    summary: 'The path exists but not with this method.',
+  },
+  job_not_finished: {
+    status: 409,
+    retryable: false,
+    summary: 'The job has not finished, so it has no final callback to redeliver yet.',
+  },
+  no_callback: {
+    status: 409,
+    retryable: false,
+    summary: 'The job asked for no callback for its outcome; there is nothing to redeliver.',
+  },
+  payload_too_large: {
+    status: 413,
+    retryable: false,
+    summary: 'The body is larger than MAX_BODY_BYTES.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    retryable: false,
+    summary: 'The body is not sent as application/json.',
+  },
+  bus_unavailable: {
+    status: 503,
+    retryable: true,
+    summary: 'The event bus did not accept the job; nothing was queued.',
+  },
+  internal: {
+    status: 500,
+    retryable: false,
+    summary: 'A fault of the service; the details are in its log, not in the response.',
+  },
+  input_not_found: {
+    status: 422,
+    retryable: false,
+    summary: 'The input location answered 404 (or the object does not exist).',
+  },
+  input_unreachable: {
+    status: 502,
+    retryable: true,
+    summary: 'The input could not be read (network error, 5xx, time-out).',
+  },
+  input_rejected: {
+    status: 422,
+    retryable: false,
+    summary: 'The input location refused the request (4xx other than 404).',
+  },
+  input_too_large: {
+    status: 422,
+    retryable: false,
+    summary:
+      'The input is larger than MAX_INPUT_BYTES, or its frame (or the output frame made from it) is larger in area than MAX_PIXELS.',
+  },
+  input_unsupported: {
+    status: 422,
+    retryable: false,
+    summary:
+      'The input is not a video container ffprobe accepts (allow-list) or has no video stream.',
+  },
+  watermark_unavailable: {
+    status: 422,
+    retryable: false,
+    summary: 'The watermark image could not be fetched or is not png, jpeg or webp.',
+  },
+  option_unsupported: {
+    status: 422,
+    retryable: false,
+    summary: 'The requested combination cannot be produced by this build.',
+  },
   transcode_failed: { status: 500, retryable: false, summary: 'ffmpeg failed on this input.' },
-  memory_limit_exceeded: { status: 422, retryable: false, summary: 'ffmpeg or ffprobe needed more memory than FFMPEG_MEMORY_LIMIT_BYTES for this job.' },
-  job_timeout: { status: 504, retryable: true, summary: 'The job ran longer than JOB_TIMEOUT_MS or ffmpeg stalled for STALL_TIMEOUT_MS.' },
-  output_invalid: { status: 500, retryable: false, summary: 'The produced file failed verification with ffprobe.' },
-  output_rejected: { status: 422, retryable: false, summary: 'The output location refused the upload (4xx).' },
-  output_unreachable: { status: 502, retryable: true, summary: 'The upload failed (network error, 5xx, time-out).' },
-  invalid_event: { status: 422, retryable: false, summary: 'A job produced straight to Kafka was refused (a field rule, an unknown organisation, a refused URL, credentials that do not open); the message names the field.' },
-  canceled: { status: 499, retryable: true, summary: 'The worker was stopped during the job; it is handed back and runs again.' },
+  memory_limit_exceeded: {
+    status: 422,
+    retryable: false,
+    summary: 'ffmpeg or ffprobe needed more memory than FFMPEG_MEMORY_LIMIT_BYTES for this job.',
+  },
+  job_timeout: {
+    status: 504,
+    retryable: true,
+    summary: 'The job ran longer than JOB_TIMEOUT_MS or ffmpeg stalled for STALL_TIMEOUT_MS.',
+  },
+  output_invalid: {
+    status: 500,
+    retryable: false,
+    summary: 'The produced file failed verification with ffprobe.',
+  },
+  output_rejected: {
+    status: 422,
+    retryable: false,
+    summary: 'The output location refused the upload (4xx).',
+  },
+  output_unreachable: {
+    status: 502,
+    retryable: true,
+    summary: 'The upload failed (network error, 5xx, time-out).',
+  },
+  invalid_event: {
+    status: 422,
+    retryable: false,
+    summary:
+      'A job produced straight to Kafka was refused (a field rule, an unknown organisation, a refused URL, credentials that do not open); the message names the field.',
+  },
+  canceled: {
+    status: 499,
+    retryable: true,
+    summary: 'The worker was stopped during the job; it is handed back and runs again.',
+  },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;
@@ -41,7 +148,11 @@ export class MediaError extends Error {
   readonly retryable: boolean;
   readonly status: number;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryable?: boolean }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; retryable?: boolean },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'MediaError';
     this.code = code;
@@ -59,7 +170,8 @@ export interface ErrorData {
 
 /** Anything thrown, as data; messages of unknown errors are not exposed. */
 export function toErrorData(error: unknown): ErrorData {
-  if (error instanceof MediaError) return { code: error.code, message: error.message, retryable: error.retryable };
+  if (error instanceof MediaError)
+    return { code: error.code, message: error.message, retryable: error.retryable };
   return { code: 'internal', message: 'internal error', retryable: false };
 }
 

@@ -12,7 +12,8 @@ const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8
 export function createAuthenticator(apiKeys: ReadonlyMap<string, string>): Authenticator {
   const entries = [...apiKeys].map(([key, org]) => ({ digest: digest(key), org }));
   return (presented) => {
-    if (typeof presented !== 'string' || presented.length === 0 || presented.length > 256) return undefined;
+    if (typeof presented !== 'string' || presented.length === 0 || presented.length > 256)
+      return undefined;
     const candidate = digest(presented);
     let found: string | undefined;
     for (const entry of entries) if (timingSafeEqual(entry.digest, candidate)) found = entry.org;

@@ -1,4 +1,8 @@
-import type { JobRequested, SummaryRequest, TranscodeRequest } from '../core/contracts/types.generated.ts';
+import type {
+  JobRequested,
+  SummaryRequest,
+  TranscodeRequest,
+} from '../core/contracts/types.generated.ts';
 import { seal, type SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
@@ -36,24 +40,50 @@ export function buildJobRequest(
   if (type === 'transcode') {
     const t = body as TranscodeRequest;
     const height = t.height === undefined ? {} : { height: t.height };
-    return { ...common, kind: 'transcode', transcode: { encoder: t.encoder, container: t.container, bitrateKbps: t.bitrateKbps, ...width, ...height, ...watermark } };
+    return {
+      ...common,
+      kind: 'transcode',
+      transcode: {
+        encoder: t.encoder,
+        container: t.container,
+        bitrateKbps: t.bitrateKbps,
+        ...width,
+        ...height,
+        ...watermark,
+      },
+    };
   }
   const s = body as SummaryRequest;
   const removeAudio = s.removeAudio === undefined ? {} : { removeAudio: s.removeAudio };
-  return { ...common, kind: 'summary', summary: { format: type === 'summary/gif' ? 'gif' : 'mp4', ...width, ...removeAudio, ...watermark } };
+  return {
+    ...common,
+    kind: 'summary',
+    summary: {
+      format: type === 'summary/gif' ? 'gif' : 'mp4',
+      ...width,
+      ...removeAudio,
+      ...watermark,
+    },
+  };
 }
 
 /**
  * Early refusal of URLs that name this machine or a private network literally. Names that
  * resolve there are caught again when the worker connects.
  */
-export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest, policy: AddressPolicy): void {
+export function refuseLocalUrls(
+  body: TranscodeRequest | SummaryRequest,
+  policy: AddressPolicy,
+): void {
   const urls: [string, string | undefined][] = [
     ['inputUrl', body.inputUrl],
     ['outputUrl', body.outputUrl],
     ['successUrl', body.successUrl],
     ['failureUrl', body.failureUrl],
-    ['watermark.imageUrl', body.watermark && 'imageUrl' in body.watermark ? body.watermark.imageUrl : undefined],
+    [
+      'watermark.imageUrl',
+      body.watermark && 'imageUrl' in body.watermark ? body.watermark.imageUrl : undefined,
+    ],
   ];
   const refusal = firstUrlRefusal(urls, policy);
   if (refusal) throw new MediaError(refusal.code, refusal.message);
@@ -64,8 +94,15 @@ export function refuseLocalUrls(body: TranscodeRequest | SummaryRequest, policy:
  * whose requested width × height is over the pixel budget. (A single side is checked by the
  * worker, once the input's aspect ratio is known.)
  */
-export function refuseOverPixelBudget(body: TranscodeRequest | SummaryRequest, maxPixels: number): void {
+export function refuseOverPixelBudget(
+  body: TranscodeRequest | SummaryRequest,
+  maxPixels: number,
+): void {
   const { width, height } = body as Partial<TranscodeRequest>;
-  if (typeof width !== 'number' || typeof height !== 'number' || width * height <= maxPixels) return;
-  throw new MediaError('invalid_request', `width × height (${width}×${height} = ${width * height} pixels) must be at most ${maxPixels} pixels`);
+  if (typeof width !== 'number' || typeof height !== 'number' || width * height <= maxPixels)
+    return;
+  throw new MediaError(
+    'invalid_request',
+    `width × height (${width}×${height} = ${width * height} pixels) must be at most ${maxPixels} pixels`,
+  );
 }

@@ -14,7 +14,12 @@ import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
 import type { Authenticator } from './authenticate.ts';
-import { buildJobRequest, refuseLocalUrls, refuseOverPixelBudget, type JobType } from './build-job-request.ts';
+import {
+  buildJobRequest,
+  refuseLocalUrls,
+  refuseOverPixelBudget,
+  type JobType,
+} from './build-job-request.ts';
 import { handleErrors } from './handle-errors.ts';
 import { readJsonBody } from './read-json-body.ts';
 
@@ -36,9 +41,14 @@ export interface IngressDeps {
   maxPixels: number;
 }
 
-const JOB_ROUTES: Record<string, JobType> = { '/transcode': 'transcode', '/summary/gif': 'summary/gif', '/summary/mp4': 'summary/mp4' };
+const JOB_ROUTES: Record<string, JobType> = {
+  '/transcode': 'transcode',
+  '/summary/gif': 'summary/gif',
+  '/summary/mp4': 'summary/mp4',
+};
 /** Connection failures a client causes: resets, early ends, requests the parser cannot read. */
-const CLIENT_SIDE_CODES = /^(ECONNRESET|EPIPE|ECONNABORTED|ERR_STREAM_PREMATURE_CLOSE|HPE_[A-Z_]+)$/;
+const CLIENT_SIDE_CODES =
+  /^(ECONNRESET|EPIPE|ECONNABORTED|ERR_STREAM_PREMATURE_CLOSE|HPE_[A-Z_]+)$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The HTTP API as a Koa app; `app.callback()` serves it. */
@@ -46,14 +56,16 @@ export function createIngressApp(deps: IngressDeps): Koa {
   const app = new Koa();
   const router = new Router();
 
-  for (const [path, type] of Object.entries(JOB_ROUTES)) router.post(path, (ctx) => submitJob(ctx, type, deps));
+  for (const [path, type] of Object.entries(JOB_ROUTES))
+    router.post(path, (ctx) => submitJob(ctx, type, deps));
   router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
   router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
-    if (!(await deps.bus.isReady())) throw new MediaError('bus_unavailable', 'the event bus is not reachable');
+    if (!(await deps.bus.isReady()))
+      throw new MediaError('bus_unavailable', 'the event bus is not reachable');
     ctx.body = { status: 'ready' };
   });
   router.get('/openapi.json', (ctx) => {
@@ -69,7 +81,8 @@ export function createIngressApp(deps: IngressDeps): Koa {
   // body cut short); its default prints to stderr, outside the structured log.
   app.on('error', (error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code;
-    if (typeof code === 'string' && CLIENT_SIDE_CODES.test(code)) deps.log.info('http.connection_closed_by_client', { code });
+    if (typeof code === 'string' && CLIENT_SIDE_CODES.test(code))
+      deps.log.info('http.connection_closed_by_client', { code });
     else deps.log.error('http.connection_error', { error });
   });
   app.use(countRequests(deps.metrics));
@@ -77,10 +90,16 @@ export function createIngressApp(deps: IngressDeps): Koa {
   app.use(router.routes());
   app.use(async (ctx) => {
     const known = router.stack.filter((layer) => layer.match(ctx.path));
-    if (known.length === 0) throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
-    const allowed = [...new Set(known.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
+    if (known.length === 0)
+      throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
+    const allowed = [...new Set(known.flatMap((layer) => layer.methods))].filter(
+      (m) => m !== 'HEAD',
+    );
     ctx.set('Allow', allowed.join(', '));
-    throw new MediaError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`);
+    throw new MediaError(
+      'method_not_allowed',
+      `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
+    );
   });
   return app;
 }
@@ -90,21 +109,32 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
   const orgId = deps.authenticate(body['apiKey']);
   if (!orgId) throw new MediaError('unauthorized', 'apiKey is not valid');
-  const checked = type === 'transcode' ? deps.contracts.transcodeRequest(body) : deps.contracts.summaryRequest(body);
+  const checked =
+    type === 'transcode'
+      ? deps.contracts.transcodeRequest(body)
+      : deps.contracts.summaryRequest(body);
   if (!checked.ok) throw new MediaError('invalid_request', checked.message);
   const request = checked.value;
   refuseOverPixelBudget(request, deps.maxPixels);
   refuseLocalUrls(request, deps.addressPolicy);
 
   const createdAt = nowIsoMicros(deps.clock);
-  const job = buildJobRequest(type, request, { jobId: randomUUID(), orgId, submittedAt: createdAt }, deps.sealingKey);
+  const job = buildJobRequest(
+    type,
+    request,
+    { jobId: randomUUID(), orgId, submittedAt: createdAt },
+    deps.sealingKey,
+  );
   const record = deps.codec.encode(requestTopicOf[job.kind], 'media.job.requested', job);
   try {
     await deps.bus.publish([record]);
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
     deps.log.warn('job.not_queued', { kind: job.kind, error });
-    throw new MediaError('bus_unavailable', 'the job could not be queued because the event bus is unavailable; nothing was queued, try again');
+    throw new MediaError(
+      'bus_unavailable',
+      'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
+    );
   }
   deps.statusView.applyRequested(job, createdAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
@@ -115,7 +145,10 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
 }
 
 /** The organisation of the key in X-Api-Key or `Authorization: Bearer`, and the job id asked for. */
-function authorizeJobRequest(ctx: Context, deps: IngressDeps): { orgId: string; id: string; asked: string } {
+function authorizeJobRequest(
+  ctx: Context,
+  deps: IngressDeps,
+): { orgId: string; id: string; asked: string } {
   const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
   const presented = ctx.get('x-api-key') || bearer;
   if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
@@ -138,14 +171,25 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void>
   const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
   const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
-  if (status.status !== 'succeeded' && status.status !== 'failed') throw new MediaError('job_not_finished', `job ${id} is ${status.status}; its callback is sent when it ends`);
+  if (status.status !== 'succeeded' && status.status !== 'failed')
+    throw new MediaError(
+      'job_not_finished',
+      `job ${id} is ${status.status}; its callback is sent when it ends`,
+    );
   const callback = deps.statusView.finalCallback(id, orgId);
-  if (!callback) throw new MediaError('no_callback', `job ${id} has no ${status.status === 'succeeded' ? 'successUrl' : 'failureUrl'} to call`);
+  if (!callback)
+    throw new MediaError(
+      'no_callback',
+      `job ${id} has no ${status.status === 'succeeded' ? 'successUrl' : 'failureUrl'} to call`,
+    );
   try {
     await deps.bus.publish([firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId })]);
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
-    throw new MediaError('bus_unavailable', 'the callback could not be queued because the event bus is unavailable; try again');
+    throw new MediaError(
+      'bus_unavailable',
+      'the callback could not be queued because the event bus is unavailable; try again',
+    );
   }
   deps.log.info('callback.redelivery_queued', { jobId: id, orgId, webhookId: callback.webhookId });
   const body: CallbackRedelivery = { id, webhookId: callback.webhookId, state: 'pending' };
@@ -161,7 +205,11 @@ function countRequests(metrics: Metrics) {
     } finally {
       const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       end({ route: String(route), method: ctx.method });
-      metrics.httpRequests.inc({ route: String(route), method: ctx.method, status: String(ctx.status) });
+      metrics.httpRequests.inc({
+        route: String(route),
+        method: ctx.method,
+        status: String(ctx.status),
+      });
     }
   };
 }

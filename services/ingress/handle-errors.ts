@@ -21,7 +21,8 @@ export function handleErrors(log: Logger) {
       if (error instanceof MediaError) {
         ctx.status = error.status;
         ctx.body = { error: error.message };
-        if (error.status >= 500) log.error('http.error', { code: error.code, path: ctx.path, error });
+        if (error.status >= 500)
+          log.error('http.error', { code: error.code, path: ctx.path, error });
         return;
       }
       if (error instanceof ClientClosedRequest) {
@@ -32,7 +33,9 @@ export function handleErrors(log: Logger) {
       const status = httpStatusOf(error);
       if (status !== undefined && status < 500) {
         ctx.status = status;
-        ctx.body = { error: status === 400 ? 'the request could not be read' : 'the request was refused' };
+        ctx.body = {
+          error: status === 400 ? 'the request could not be read' : 'the request was refused',
+        };
         return;
       }
       log.error('http.unhandled_error', { path: ctx.path, error });

@@ -6,7 +6,8 @@ import { startIngress } from './start-ingress.ts';
 await runService('ingress', async (config, log) => {
   requireKafka(config, 'the ingress');
   const sealingKeys = requireSealingKeys(config);
-  if (config.apiKeys.size === 0) throw new ConfigError('API_KEYS is required when the ingress runs on its own');
+  if (config.apiKeys.size === 0)
+    throw new ConfigError('API_KEYS is required when the ingress runs on its own');
   const rt = createRuntime(config, { service: 'ingress', sealingKeys, log });
   const [current] = sealingKeys;
   if (!current) throw new ConfigError('CREDENTIALS_KEYS is empty');

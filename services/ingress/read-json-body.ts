@@ -9,11 +9,18 @@ export class ClientClosedRequest extends Error {
 }
 
 /** Reads the request body as JSON: 415 unless JSON, 413 past `maxBytes`, 400 unless an object. */
-export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Record<string, unknown>> {
+export async function readJsonBody(
+  ctx: Context,
+  maxBytes: number,
+): Promise<Record<string, unknown>> {
   if (!ctx.is('application/json', 'application/*+json'))
-    throw new MediaError('unsupported_media_type', 'the body must be JSON, sent with Content-Type: application/json');
+    throw new MediaError(
+      'unsupported_media_type',
+      'the body must be JSON, sent with Content-Type: application/json',
+    );
   const declared = Number(ctx.get('content-length') || NaN);
-  if (declared > maxBytes) throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
+  if (declared > maxBytes)
+    throw new MediaError('payload_too_large', `the body must be at most ${maxBytes} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -28,7 +35,10 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Reco
   } catch (error) {
     if (error instanceof MediaError) throw error;
     // The only way reading a request body fails: the client closed the connection mid-body.
-    throw new ClientClosedRequest('the client closed the connection before sending the whole body', { cause: error });
+    throw new ClientClosedRequest(
+      'the client closed the connection before sending the whole body',
+      { cause: error },
+    );
   }
   let text: string;
   try {
@@ -43,6 +53,7 @@ export async function readJsonBody(ctx: Context, maxBytes: number): Promise<Reco
   } catch {
     throw new MediaError('invalid_json', 'the body is not valid JSON');
   }
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new MediaError('invalid_json', 'the body must be a JSON object');
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new MediaError('invalid_json', 'the body must be a JSON object');
   return body as Record<string, unknown>;
 }

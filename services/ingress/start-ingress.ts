@@ -16,8 +16,14 @@ export interface RunningIngress {
   close(): Promise<void>;
 }
 
-export async function startIngress(rt: Runtime, options: { apiKeys: ReadonlyMap<string, string>; sealingKey: SealingKey }): Promise<RunningIngress> {
-  const statusView = createJobStatusView({ bus: rt.bus, codec: rt.codec }, { maxJobs: STATUS_VIEW_MAX_JOBS });
+export async function startIngress(
+  rt: Runtime,
+  options: { apiKeys: ReadonlyMap<string, string>; sealingKey: SealingKey },
+): Promise<RunningIngress> {
+  const statusView = createJobStatusView(
+    { bus: rt.bus, codec: rt.codec },
+    { maxJobs: STATUS_VIEW_MAX_JOBS },
+  );
   await statusView.start();
   const app = createIngressApp({
     bus: rt.bus,
@@ -31,7 +37,10 @@ export async function startIngress(rt: Runtime, options: { apiKeys: ReadonlyMap<
     sealingKey: options.sealingKey,
     maxBodyBytes: rt.config.maxBodyBytes,
     maxPixels: rt.config.maxPixels,
-    addressPolicy: createAddressPolicy({ allowPrivateNetworks: rt.config.allowPrivateNetworks, allowList: rt.config.addressAllowList }),
+    addressPolicy: createAddressPolicy({
+      allowPrivateNetworks: rt.config.allowPrivateNetworks,
+      allowList: rt.config.addressAllowList,
+    }),
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(rt.config.port, rt.config.host, () => resolve(s));

@@ -9,15 +9,60 @@ function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   const rate = [`-b:v`, `${kbps}k`];
   switch (spec.encoder) {
     case 'h264':
-      return ['-c:v', 'libx264', '-preset', 'medium', ...rate, '-maxrate', `${Math.round(kbps * 1.5)}k`, '-bufsize', `${kbps * 2}k`, '-profile:v', 'high'];
+      return [
+        '-c:v',
+        'libx264',
+        '-preset',
+        'medium',
+        ...rate,
+        '-maxrate',
+        `${Math.round(kbps * 1.5)}k`,
+        '-bufsize',
+        `${kbps * 2}k`,
+        '-profile:v',
+        'high',
+      ];
     case 'h265':
-      return ['-c:v', 'libx265', '-preset', 'fast', ...rate, '-x265-params', 'log-level=error', ...(spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : [])];
+      return [
+        '-c:v',
+        'libx265',
+        '-preset',
+        'fast',
+        ...rate,
+        '-x265-params',
+        'log-level=error',
+        ...(spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : []),
+      ];
     case 'vp8':
-      return ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '2', ...rate, '-maxrate', `${Math.round(kbps * 1.5)}k`];
+      return [
+        '-c:v',
+        'libvpx',
+        '-deadline',
+        'good',
+        '-cpu-used',
+        '2',
+        ...rate,
+        '-maxrate',
+        `${Math.round(kbps * 1.5)}k`,
+      ];
     case 'vp9':
       // Single-pass VBR misses by -35 %..+12 % (a 0.9-1.1 range: +12 % at 2000k); CBR lands within
       // about 5 % at 1000-4000k on a noisy 720p clip (bench/transcode-overhead.ts).
-      return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '4', '-row-mt', '1', ...rate, '-minrate', `${kbps}k`, '-maxrate', `${kbps}k`];
+      return [
+        '-c:v',
+        'libvpx-vp9',
+        '-deadline',
+        'good',
+        '-cpu-used',
+        '4',
+        '-row-mt',
+        '1',
+        ...rate,
+        '-minrate',
+        `${kbps}k`,
+        '-maxrate',
+        `${kbps}k`,
+      ];
   }
 }
 
@@ -37,19 +82,28 @@ export function buildTranscodeArgs(options: {
   const graph = options.watermark
     ? `[0:v]${scale}[in];${options.watermark.filter(1)};[out]format=yuv420p[v]`
     : `[0:v]${scale},format=yuv420p[v]`;
-  const audio = !options.hasAudio ? ['-an'] : spec.container === 'webm' ? ['-c:a', 'libopus', '-b:a', '96k'] : ['-c:a', 'aac', '-b:a', '128k'];
+  const audio = !options.hasAudio
+    ? ['-an']
+    : spec.container === 'webm'
+      ? ['-c:a', 'libopus', '-b:a', '96k']
+      : ['-c:a', 'aac', '-b:a', '128k'];
   return [
     ...inputArgs(options.inputPath),
     ...(options.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
-    '-filter_complex', graph,
-    '-map', '[v]',
+    '-filter_complex',
+    graph,
+    '-map',
+    '[v]',
     ...(options.hasAudio ? ['-map', '0:a:0'] : []),
     ...videoCodecArgs(spec, kbps),
     ...audio,
-    '-threads', String(options.threads),
-    '-map_metadata', '-1',
+    '-threads',
+    String(options.threads),
+    '-map_metadata',
+    '-1',
     ...muxerArgs(spec),
-    '-y', options.outputPath,
+    '-y',
+    options.outputPath,
   ];
 }
 

@@ -5,12 +5,23 @@ import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import type { MediaInfo, Prober } from '../core/media/probe-media.ts';
 import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-watermark.ts';
-import { deliverOutput, fetchInput, inWorkDir, withCpuSlot, type MediaJobDeps } from '../core/jobs/media-job.ts';
+import {
+  deliverOutput,
+  fetchInput,
+  inWorkDir,
+  withCpuSlot,
+  type MediaJobDeps,
+} from '../core/jobs/media-job.ts';
 import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { runEncode } from '../core/media/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
-import { buildTranscodeArgs, needsRemux, outputSize, type OutputSize } from './build-transcode-args.ts';
+import {
+  buildTranscodeArgs,
+  needsRemux,
+  outputSize,
+  type OutputSize,
+} from './build-transcode-args.ts';
 
 export type TranscoderDeps = MediaJobDeps;
 
@@ -31,13 +42,29 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       await fetchInput(deps, job, ctx, inputPath);
       const result = await withCpuSlot(deps, ctx, async () => {
         const input = await deps.probe(inputPath);
-        if (!input.video) throw new MediaError('input_unsupported', 'the input has no video stream');
+        if (!input.video)
+          throw new MediaError('input_unsupported', 'the input has no video stream');
         checkInputPixels(input.video, deps.maxPixels);
         const size = outputSize(spec, input.video);
         checkOutputPixels(size, deps.maxPixels);
-        const watermark = spec.watermark ? await prepareWatermark(spec.watermark, job.orgId, workDir, { http: deps.httpStore, probe: deps.probe, fontFile: deps.fontFile, imagesDir: deps.watermarkImagesDir, signal: ctx.signal }) : undefined;
+        const watermark = spec.watermark
+          ? await prepareWatermark(spec.watermark, job.orgId, workDir, {
+              http: deps.httpStore,
+              probe: deps.probe,
+              fontFile: deps.fontFile,
+              imagesDir: deps.watermarkImagesDir,
+              signal: ctx.signal,
+            })
+          : undefined;
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
-        await encode(deps, ctx, { spec, inputPath, outputPath: encodedPath, size, input, watermark });
+        await encode(deps, ctx, {
+          spec,
+          inputPath,
+          outputPath: encodedPath,
+          size,
+          input,
+          watermark,
+        });
         if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
         return verify(deps.probe, outputPath, spec, size, input, job.output.url);
       });
@@ -50,13 +77,35 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
 async function encode(
   deps: TranscoderDeps,
   ctx: JobContext,
-  o: { spec: TranscodeSpec; inputPath: string; outputPath: string; size: OutputSize; input: MediaInfo; watermark: PreparedWatermark | undefined },
+  o: {
+    spec: TranscodeSpec;
+    inputPath: string;
+    outputPath: string;
+    size: OutputSize;
+    input: MediaInfo;
+    watermark: PreparedWatermark | undefined;
+  },
 ): Promise<void> {
-  const args = buildTranscodeArgs({ spec: o.spec, inputPath: o.inputPath, outputPath: o.outputPath, size: o.size, hasAudio: Boolean(o.input.audio), threads: deps.threads, ...(o.watermark ? { watermark: o.watermark } : {}) });
+  const args = buildTranscodeArgs({
+    spec: o.spec,
+    inputPath: o.inputPath,
+    outputPath: o.outputPath,
+    size: o.size,
+    hasAudio: Boolean(o.input.audio),
+    threads: deps.threads,
+    ...(o.watermark ? { watermark: o.watermark } : {}),
+  });
   await runEncode(deps, ctx, args, { from: 5, to: 95, expectedSeconds: o.input.durationSeconds });
 }
 
-async function verify(probe: Prober, path: string, spec: TranscodeSpec, size: OutputSize, input: MediaInfo, outputUrl: string): Promise<JobResult> {
+async function verify(
+  probe: Prober,
+  path: string,
+  spec: TranscodeSpec,
+  size: OutputSize,
+  input: MediaInfo,
+  outputUrl: string,
+): Promise<JobResult> {
   const out = await verifyOutput(probe, path, {
     format: spec.container,
     videoCodec: VIDEO_CODEC[spec.encoder],

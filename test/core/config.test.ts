@@ -1,19 +1,32 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ConfigError, loadConfig, parseApiKeys, parseSealingKeys } from '../../services/core/config.ts';
+import {
+  ConfigError,
+  loadConfig,
+  parseApiKeys,
+  parseSealingKeys,
+} from '../../services/core/config.ts';
 
 describe('config', () => {
   it('has safe defaults: loopback, no keys, private networks refused', () => {
     const config = loadConfig({});
-    expect(config).to.include({ host: '127.0.0.1', port: 8080, allowPrivateNetworks: false, workerConcurrency: 1 });
+    expect(config).to.include({
+      host: '127.0.0.1',
+      port: 8080,
+      allowPrivateNetworks: false,
+      workerConcurrency: 1,
+    });
     expect(config.apiKeys.size).to.equal(0);
     expect(config.sealingKeys).to.have.length(0);
     expect(Object.isFrozen(config)).to.equal(true);
   });
 
   it('parses keys with their organisations and refuses short or malformed ones', () => {
-    expect([...parseApiKeys('aaaaaaaaaaaaaaaa:org1, bbbbbbbbbbbbbbbb:org-2')]).to.deep.equal([['aaaaaaaaaaaaaaaa', 'org1'], ['bbbbbbbbbbbbbbbb', 'org-2']]);
+    expect([...parseApiKeys('aaaaaaaaaaaaaaaa:org1, bbbbbbbbbbbbbbbb:org-2')]).to.deep.equal([
+      ['aaaaaaaaaaaaaaaa', 'org1'],
+      ['bbbbbbbbbbbbbbbb', 'org-2'],
+    ]);
     expect(() => parseApiKeys('short:org')).to.throw(ConfigError, /at least 16/);
     expect(() => parseApiKeys('aaaaaaaaaaaaaaaa')).to.throw(ConfigError, /key1:org1/);
     expect(parseSealingKeys(`k1:${Buffer.alloc(32).toString('base64')}`)[0]?.id).to.equal('k1');
@@ -21,27 +34,55 @@ describe('config', () => {
   });
 
   it('names the variable and the rule when a value is wrong', () => {
-    expect(() => loadConfig({ PORT: 'eighty' })).to.throw(ConfigError, /PORT must be a whole number/);
-    expect(() => loadConfig({ WORKER_CONCURRENCY: '0' })).to.throw(ConfigError, /WORKER_CONCURRENCY must be between 1 and 64/);
-    expect(() => loadConfig({ ALLOW_PRIVATE_NETWORKS: 'yes' })).to.throw(ConfigError, /true or false/);
+    expect(() => loadConfig({ PORT: 'eighty' })).to.throw(
+      ConfigError,
+      /PORT must be a whole number/,
+    );
+    expect(() => loadConfig({ WORKER_CONCURRENCY: '0' })).to.throw(
+      ConfigError,
+      /WORKER_CONCURRENCY must be between 1 and 64/,
+    );
+    expect(() => loadConfig({ ALLOW_PRIVATE_NETWORKS: 'yes' })).to.throw(
+      ConfigError,
+      /true or false/,
+    );
     expect(() => loadConfig({ LOG_LEVEL: 'loud' })).to.throw(ConfigError, /LOG_LEVEL/);
-    expect(() => loadConfig({ S3_ENDPOINT: 'minio:9000' })).to.throw(ConfigError, /S3_ENDPOINT must be an http\(s\) URL/);
-    expect(() => loadConfig({ KAFKA_TOPIC_PREFIX: 'a b' })).to.throw(ConfigError, /KAFKA_TOPIC_PREFIX/);
+    expect(() => loadConfig({ S3_ENDPOINT: 'minio:9000' })).to.throw(
+      ConfigError,
+      /S3_ENDPOINT must be an http\(s\) URL/,
+    );
+    expect(() => loadConfig({ KAFKA_TOPIC_PREFIX: 'a b' })).to.throw(
+      ConfigError,
+      /KAFKA_TOPIC_PREFIX/,
+    );
   });
 
   it('a service started with a bad or missing setting exits 2 with one line on stderr', async function () {
     this.timeout(60_000);
     const run = promisify(execFile);
-    const main = (s: string): string => new URL(`../../services/${s}/main.ts`, import.meta.url).pathname;
+    const main = (s: string): string =>
+      new URL(`../../services/${s}/main.ts`, import.meta.url).pathname;
     const cases: [string, Record<string, string>, RegExp][] = [
       ['all-in-one', { PORT: '-1' }, /configuration error: PORT must be a whole number/],
       ['ingress', {}, /KAFKA_BROKERS is required for the ingress on its own/],
       ['ingress', { KAFKA_BROKERS: '127.0.0.1:1' }, /CREDENTIALS_KEYS is required/],
-      ['ingress', { KAFKA_BROKERS: '127.0.0.1:1', CREDENTIALS_KEYS: `k:${Buffer.alloc(32).toString('base64')}` }, /API_KEYS is required/],
+      [
+        'ingress',
+        {
+          KAFKA_BROKERS: '127.0.0.1:1',
+          CREDENTIALS_KEYS: `k:${Buffer.alloc(32).toString('base64')}`,
+        },
+        /API_KEYS is required/,
+      ],
       ['transcoder', { KAFKA_BROKERS: '127.0.0.1:1' }, /CREDENTIALS_KEYS is required/],
     ];
     for (const [service, env, message] of cases) {
-      const error = (await run(process.execPath, [main(service)], { env: { PATH: process.env['PATH'] ?? '', ...env } }).then(() => undefined, (e: unknown) => e)) as { code: number; stderr: string } | undefined;
+      const error = (await run(process.execPath, [main(service)], {
+        env: { PATH: process.env['PATH'] ?? '', ...env },
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as { code: number; stderr: string } | undefined;
       expect(error?.code, service).to.equal(2);
       expect(error?.stderr).to.match(message);
     }
@@ -52,14 +93,28 @@ describe('config: callbacks', () => {
   const secret = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
 
   it('reads per-organisation Standard Webhooks secrets and the retry settings', () => {
-    const config = loadConfig({ WEBHOOK_SECRETS: `org1:${secret}, org-2:${secret}`, CALLBACK_RETRY_HORIZON_MS: '60000', CALLBACK_MAX_IN_FLIGHT_PER_HOST: '3' });
+    const config = loadConfig({
+      WEBHOOK_SECRETS: `org1:${secret}, org-2:${secret}`,
+      CALLBACK_RETRY_HORIZON_MS: '60000',
+      CALLBACK_MAX_IN_FLIGHT_PER_HOST: '3',
+    });
     expect([...config.webhookSecrets.keys()]).to.deep.equal(['org1', 'org-2']);
-    expect(config).to.include({ callbackRetryHorizonMs: 60_000, callbackMaxInFlightPerHost: 3, callbackConcurrency: 16, callbackBackoffMaxMs: 3600_000 });
+    expect(config).to.include({
+      callbackRetryHorizonMs: 60_000,
+      callbackMaxInFlightPerHost: 3,
+      callbackConcurrency: 16,
+      callbackBackoffMaxMs: 3600_000,
+    });
     expect(loadConfig({}).webhookSecrets.size).to.equal(0);
   });
 
   it('refuses a malformed secret, naming the variable but not echoing the value', () => {
-    for (const bad of ['org1:whsec_c2hvcnQ=', `org1:${secret.slice(6)}`, `:${secret}`, `org1:${secret},org1:${secret}`]) {
+    for (const bad of [
+      'org1:whsec_c2hvcnQ=',
+      `org1:${secret.slice(6)}`,
+      `:${secret}`,
+      `org1:${secret},org1:${secret}`,
+    ]) {
       let message = '';
       try {
         loadConfig({ WEBHOOK_SECRETS: bad });
@@ -73,7 +128,13 @@ describe('config: callbacks', () => {
   });
 
   it('refuses the settings it replaced, saying what replaces them', () => {
-    expect(() => loadConfig({ CALLBACK_SIGNING_SECRET: 'x' })).to.throw(ConfigError, /CALLBACK_SIGNING_SECRET is no longer read; use WEBHOOK_SECRETS/);
-    expect(() => loadConfig({ CALLBACK_MAX_ATTEMPTS: '6' })).to.throw(ConfigError, /CALLBACK_RETRY_HORIZON_MS/);
+    expect(() => loadConfig({ CALLBACK_SIGNING_SECRET: 'x' })).to.throw(
+      ConfigError,
+      /CALLBACK_SIGNING_SECRET is no longer read; use WEBHOOK_SECRETS/,
+    );
+    expect(() => loadConfig({ CALLBACK_MAX_ATTEMPTS: '6' })).to.throw(
+      ConfigError,
+      /CALLBACK_RETRY_HORIZON_MS/,
+    );
   });
 });

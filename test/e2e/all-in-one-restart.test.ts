@@ -19,7 +19,12 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
   before(async () => {
     files = await startTestServer();
     // Long enough that the kill lands mid-encode on a 2-core machine.
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 30, width: 1280, height: 720, noise: true });
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 30,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
     dataDir = await mkdtemp(join(tmpdir(), 'media-restart-'));
     workDir = await mkdtemp(join(tmpdir(), 'media-restart-work-'));
   });
@@ -32,13 +37,28 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
 
   it('a job running when the process is SIGKILLed runs again after the restart and succeeds once', async () => {
     const port = await freePort();
-    const env = { PORT: String(port), API_KEYS: `${KEY}:org-r`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, WORK_DIR: workDir, LOG_LEVEL: 'info' };
+    const env = {
+      PORT: String(port),
+      API_KEYS: `${KEY}:org-r`,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      DATA_DIR: dataDir,
+      WORK_DIR: workDir,
+      LOG_LEVEL: 'info',
+    };
     service = spawnService(main, env);
     await service.waitForLog((r) => r['msg'] === 'ingress.listening', 20_000);
     const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ apiKey: KEY, inputUrl: `${files.url}/files/input.mp4`, outputUrl: `${files.url}/files/out.mp4`, encoder: 'h264', container: 'mp4', bitrateKbps: '1000', successUrl: `${files.url}/callbacks/ok` }),
+      body: JSON.stringify({
+        apiKey: KEY,
+        inputUrl: `${files.url}/files/input.mp4`,
+        outputUrl: `${files.url}/files/out.mp4`,
+        encoder: 'h264',
+        container: 'mp4',
+        bitrateKbps: '1000',
+        successUrl: `${files.url}/callbacks/ok`,
+      }),
     });
     expect(res.status).to.equal(200);
     const { id } = (await res.json()) as { id: string };
@@ -46,7 +66,9 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     await new Promise<void>((resolve, reject) => {
       const deadline = Date.now() + 60_000;
       const poll = async (): Promise<void> => {
-        const s = (await (await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })).json()) as { progressPercent?: number };
+        const s = (await (
+          await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
+        ).json()) as { progressPercent?: number };
         if ((s.progressPercent ?? 0) > 5) return resolve();
         if (Date.now() > deadline) return reject(new Error('the job never made progress'));
         setTimeout(() => void poll(), 200);
@@ -59,17 +81,25 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     await service.kill();
     expect(files.callbacks).to.have.length(0);
     // pdeathsig: the kernel kills ffmpeg with its worker, also on kill -9.
-    expect(await gone(() => processesUsing(workDir), 3000), 'no ffmpeg of the killed worker is left').to.equal(true);
+    expect(
+      await gone(() => processesUsing(workDir), 3000),
+      'no ffmpeg of the killed worker is left',
+    ).to.equal(true);
     expect(await readdir(workDir), 'the dead process left its dir behind').to.deep.equal([jobDir]);
 
     service = spawnService(main, env);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 150_000);
     expect(callback.body['status']).to.equal('succeeded');
-    const status = (await (await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })).json()) as { status: string };
+    const status = (await (
+      await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
+    ).json()) as { status: string };
     expect(status.status).to.equal('succeeded');
     await new Promise((r) => setTimeout(r, 500));
     expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
-    expect(await readdir(workDir), 'the start swept the dead process\'s dir, and the rerun removed its own').to.deep.equal([]);
+    expect(
+      await readdir(workDir),
+      "the start swept the dead process's dir, and the rerun removed its own",
+    ).to.deep.equal([]);
     expect(await service.stop()).to.equal(0);
   });
 });

@@ -10,8 +10,16 @@ import { ffprobe, generateClip } from '../support/generate-clip.ts';
 
 const API_KEY = 'e2e-test-key-0123456789';
 
-async function post(base: string, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function post(
+  base: string,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -28,9 +36,22 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
 
   before(async () => {
     files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 4, width: 640, height: 360, audio: true });
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 4,
+      width: 640,
+      height: 360,
+      audio: true,
+    });
     dataDir = await mkdtemp(join(tmpdir(), 'media-e2e-data-'));
-    const config = loadConfig({ PORT: '0', API_KEYS: `${API_KEY}:org-e2e`, ALLOW_PRIVATE_NETWORKS: 'true', DATA_DIR: dataDir, CALLBACK_BACKOFF_MS: '50', RETRY_BACKOFF_MS: '50', LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      PORT: '0',
+      API_KEYS: `${API_KEY}:org-e2e`,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      DATA_DIR: dataDir,
+      CALLBACK_BACKOFF_MS: '50',
+      RETRY_BACKOFF_MS: '50',
+      LOG_LEVEL: 'silent',
+    });
     app = await startAllInOne(config, { log: silentLogger });
   });
 
@@ -69,7 +90,9 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect(video?.codec_name).to.equal('h264');
     expect([video?.width, video?.height]).to.deep.equal([320, 180]);
     expect(Number(probed.format.duration)).to.be.closeTo(4, 0.2);
-    expect(probed.streams.some((s) => s.codec_type === 'audio' && s.codec_name === 'aac')).to.equal(true);
+    expect(probed.streams.some((s) => s.codec_type === 'audio' && s.codec_name === 'aac')).to.equal(
+      true,
+    );
 
     const status = await jobStatus(app.ingress.url, id);
     expect(status['status']).to.equal('succeeded');
@@ -112,10 +135,20 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    const result = callback.body['result'] as { segments: Record<string, unknown>[]; format: string };
+    const result = callback.body['result'] as {
+      segments: Record<string, unknown>[];
+      format: string;
+    };
     expect(result.format).to.equal('gif');
     expect(result.segments.length).to.be.at.least(2);
-    for (const segment of result.segments) expect(segment).to.have.all.keys('startSeconds', 'endSeconds', 'durationSeconds', 'score', 'sceneIndex');
+    for (const segment of result.segments)
+      expect(segment).to.have.all.keys(
+        'startSeconds',
+        'endSeconds',
+        'durationSeconds',
+        'score',
+        'sceneIndex',
+      );
     const probed = await ffprobe(join(files.dir, 'summary.gif'));
     expect(probed.streams[0]?.codec_name).to.equal('gif');
     expect(probed.streams[0]?.width).to.equal(160);

@@ -28,7 +28,15 @@ export function downBus(): EventBus {
   };
 }
 
-export async function makeIngress(options: { bus?: EventBus; allowPrivateNetworks?: boolean; maxBodyBytes?: number; maxPixels?: number; log?: Logger } = {}) {
+export async function makeIngress(
+  options: {
+    bus?: EventBus;
+    allowPrivateNetworks?: boolean;
+    maxBodyBytes?: number;
+    maxPixels?: number;
+    log?: Logger;
+  } = {},
+) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
   const codec = createEventCodec(contracts, 'test');
   const statusView = createJobStatusView({ bus, codec }, { maxJobs: 100 });
@@ -37,7 +45,12 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     bus,
     codec,
     contracts,
-    authenticate: createAuthenticator(new Map([[KEY_A, 'org-a'], [KEY_B, 'org-b']])),
+    authenticate: createAuthenticator(
+      new Map([
+        [KEY_A, 'org-a'],
+        [KEY_B, 'org-b'],
+      ]),
+    ),
     statusView,
     metrics,
     log: options.log ?? silentLogger,
@@ -45,7 +58,9 @@ export async function makeIngress(options: { bus?: EventBus; allowPrivateNetwork
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     maxPixels: options.maxPixels ?? 7680 * 4320,
-    addressPolicy: createAddressPolicy({ allowPrivateNetworks: options.allowPrivateNetworks ?? false }),
+    addressPolicy: createAddressPolicy({
+      allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    }),
   });
   return { app, bus, codec, metrics, statusView, server: app.callback() };
 }
@@ -65,6 +80,16 @@ export const validSummary = {
   outputUrl: 'https://media.example.com/out.gif',
 };
 
-export const awsCreds = { region: 'us-east-1', accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'very-secret-value' };
+export const awsCreds = {
+  region: 'us-east-1',
+  accessKeyId: 'AKIAEXAMPLE',
+  secretAccessKey: 'very-secret-value',
+};
 export const azureCreds = { accountName: 'account1', accountKey: 'azure-secret-key==' };
-export const gcpCreds = { type: 'service_account', project_id: 'p1', private_key: '-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n', client_email: 'svc@p1.iam.gserviceaccount.com', private_key_id: 'abc' };
+export const gcpCreds = {
+  type: 'service_account',
+  project_id: 'p1',
+  private_key: '-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n',
+  client_email: 'svc@p1.iam.gserviceaccount.com',
+  private_key_id: 'abc',
+};

@@ -21,7 +21,11 @@ function expectErrorBody(res: request.Response, status: number, message: RegExp)
 describe('ingress: protocol errors, status, and what reaches the bus', () => {
   it('404 for an unknown path, naming it', async () => {
     const { server } = await makeIngress();
-    expectErrorBody(await request(server).post('/transcodes').send(validTranscode), 404, /no such path: POST \/transcodes/);
+    expectErrorBody(
+      await request(server).post('/transcodes').send(validTranscode),
+      404,
+      /no such path: POST \/transcodes/,
+    );
   });
 
   it('405 for a wrong method, with Allow', async () => {
@@ -35,8 +39,16 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
 
   it('415 when the body is not sent as JSON', async () => {
     const { server } = await makeIngress();
-    expectErrorBody(await request(server).post('/transcode').set('content-type', 'text/plain').send('hello'), 415, /Content-Type: application\/json/);
-    expectErrorBody(await request(server).post('/transcode').type('form').send({ apiKey: KEY_A }), 415, /must be JSON/);
+    expectErrorBody(
+      await request(server).post('/transcode').set('content-type', 'text/plain').send('hello'),
+      415,
+      /Content-Type: application\/json/,
+    );
+    expectErrorBody(
+      await request(server).post('/transcode').type('form').send({ apiKey: KEY_A }),
+      415,
+      /must be JSON/,
+    );
   });
 
   it('413 when the body is larger than the limit, declared or streamed', async () => {
@@ -47,29 +59,79 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
 
   it('400 for malformed JSON and for JSON that is not an object', async () => {
     const { server } = await makeIngress();
-    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('{"apiKey": '), 400, /not valid JSON/);
-    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('[1,2]'), 400, /must be a JSON object/);
-    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').send('null'), 400, /must be a JSON object/);
+    expectErrorBody(
+      await request(server)
+        .post('/transcode')
+        .set('content-type', 'application/json')
+        .send('{"apiKey": '),
+      400,
+      /not valid JSON/,
+    );
+    expectErrorBody(
+      await request(server)
+        .post('/transcode')
+        .set('content-type', 'application/json')
+        .send('[1,2]'),
+      400,
+      /must be a JSON object/,
+    );
+    expectErrorBody(
+      await request(server).post('/transcode').set('content-type', 'application/json').send('null'),
+      400,
+      /must be a JSON object/,
+    );
   });
 
   it('400 for a body that is not valid UTF-8, and nothing is queued', async () => {
     const inner = createEmbeddedBus({ path: ':memory:' });
     let published = 0;
-    const bus = { ...inner, publish: async (records: Parameters<typeof inner.publish>[0]) => { published += records.length; await inner.publish(records); } };
+    const bus = {
+      ...inner,
+      publish: async (records: Parameters<typeof inner.publish>[0]) => {
+        published += records.length;
+        await inner.publish(records);
+      },
+    };
     const { server } = await makeIngress({ bus });
-    const json = Buffer.from(JSON.stringify({ ...validTranscode, watermark: { text: 'AB', fontSize: 20 } }));
+    const json = Buffer.from(
+      JSON.stringify({ ...validTranscode, watermark: { text: 'AB', fontSize: 20 } }),
+    );
     const at = json.indexOf('AB');
-    const body = Buffer.concat([json.subarray(0, at), Buffer.from([0xff, 0xfe, 0xc3]), json.subarray(at + 2)]);
-    expectErrorBody(await request(server).post('/transcode').set('content-type', 'application/json').serialize(asIs).send(body), 400, /not valid UTF-8/);
+    const body = Buffer.concat([
+      json.subarray(0, at),
+      Buffer.from([0xff, 0xfe, 0xc3]),
+      json.subarray(at + 2),
+    ]);
+    expectErrorBody(
+      await request(server)
+        .post('/transcode')
+        .set('content-type', 'application/json')
+        .serialize(asIs)
+        .send(body),
+      400,
+      /not valid UTF-8/,
+    );
     expect(published).to.equal(0);
     // The same body with real text is taken.
-    expect((await request(server).post('/transcode').set('content-type', 'application/json').serialize(asIs).send(json)).status).to.equal(200);
+    expect(
+      (
+        await request(server)
+          .post('/transcode')
+          .set('content-type', 'application/json')
+          .serialize(asIs)
+          .send(json)
+      ).status,
+    ).to.equal(200);
     expect(published).to.equal(1);
   });
 
   it('503 when the bus does not take the job, and nothing is acknowledged', async () => {
     const { server } = await makeIngress({ bus: downBus() });
-    expectErrorBody(await request(server).post('/transcode').send(validTranscode), 503, /event bus is unavailable/);
+    expectErrorBody(
+      await request(server).post('/transcode').send(validTranscode),
+      503,
+      /event bus is unavailable/,
+    );
     expectErrorBody(await request(server).get('/readyz'), 503, /not reachable/);
   });
 
@@ -79,7 +141,12 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     const res = await request(server).post('/transcode').send(body);
     expect(res.status).to.equal(200);
     const seen: Buffer[] = [];
-    const sub = await bus.subscribe({ group: 'inspect', topics: [topics.transcodeRequests], fromBeginning: true, handler: async (r) => void seen.push(r.value) });
+    const sub = await bus.subscribe({
+      group: 'inspect',
+      topics: [topics.transcodeRequests],
+      fromBeginning: true,
+      handler: async (r) => void seen.push(r.value),
+    });
     await new Promise((r) => setTimeout(r, 50));
     await sub.close();
     expect(seen).to.have.length(1);
@@ -97,14 +164,31 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     const id = ack.body.id as string;
     const mine = await request(server).get(`/jobs/${id}`).set('x-api-key', KEY_A);
     expect(mine.status).to.equal(200);
-    expect(mine.body).to.include({ id, type: 'transcode', status: 'queued', createdAt: ack.body.createdAt });
+    expect(mine.body).to.include({
+      id,
+      type: 'transcode',
+      status: 'queued',
+      createdAt: ack.body.createdAt,
+    });
     expect(mine.body.updatedAt).to.be.a('string');
     const bearer = await request(server).get(`/jobs/${id}`).set('authorization', `Bearer ${KEY_A}`);
     expect(bearer.status).to.equal(200);
-    expectErrorBody(await request(server).get(`/jobs/${id}`).set('x-api-key', KEY_B), 404, /no job/);
+    expectErrorBody(
+      await request(server).get(`/jobs/${id}`).set('x-api-key', KEY_B),
+      404,
+      /no job/,
+    );
     expectErrorBody(await request(server).get(`/jobs/${id}`), 401, /X-Api-Key/);
-    expectErrorBody(await request(server).get(`/jobs/${id}`).set('x-api-key', 'wrong-key-0123456789'), 401, /not valid/);
-    expectErrorBody(await request(server).get('/jobs/not-a-uuid').set('x-api-key', KEY_A), 404, /no job/);
+    expectErrorBody(
+      await request(server).get(`/jobs/${id}`).set('x-api-key', 'wrong-key-0123456789'),
+      401,
+      /not valid/,
+    );
+    expectErrorBody(
+      await request(server).get('/jobs/not-a-uuid').set('x-api-key', KEY_A),
+      404,
+      /no job/,
+    );
   });
 
   it('serves /healthz, /readyz and Prometheus /metrics with request counts', async () => {
@@ -115,7 +199,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     const metrics = await request(server).get('/metrics');
     expect(metrics.status).to.equal(200);
     expect(metrics.text).to.match(/media_jobs_submitted_total\{kind="transcode"\} 1/);
-    expect(metrics.text).to.match(/media_http_requests_total\{route="\/transcode",method="POST",status="200"\} 1/);
+    expect(metrics.text).to.match(
+      /media_http_requests_total\{route="\/transcode",method="POST",status="200"\} 1/,
+    );
   });
 
   it('never answers 500 to hostile bodies', async () => {
@@ -133,7 +219,10 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     ];
     for (const body of hostile) {
       const raw = typeof body === 'string' && body.startsWith('{') ? body : JSON.stringify(body);
-      const res = await request(server).post('/transcode').set('content-type', 'application/json').send(raw);
+      const res = await request(server)
+        .post('/transcode')
+        .set('content-type', 'application/json')
+        .send(raw);
       expect(res.status, raw.slice(0, 80)).to.be.within(400, 499);
       expect(Object.keys(res.body as object)).to.deep.equal(['error']);
     }
@@ -150,13 +239,18 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       const socket = connect(port, '127.0.0.1');
       const requested = once(http, 'request');
       await once(socket, 'connect');
-      socket.write('POST /transcode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"apiKey":');
+      socket.write(
+        'POST /transcode HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"apiKey":',
+      );
       await requested;
       socket.destroy();
       await eventually(() => lines.some((l) => l.includes('http.client_closed_request')), 5000);
-      const counted = (await metrics.registry.getSingleMetric('media_http_requests_total')?.get())?.values ?? [];
+      const counted =
+        (await metrics.registry.getSingleMetric('media_http_requests_total')?.get())?.values ?? [];
       expect(counted.filter((v) => String(v.labels['status']).startsWith('5'))).to.deep.equal([]);
-      expect(lines.filter((l) => (JSON.parse(l) as { level: string }).level === 'error')).to.deep.equal([]);
+      expect(
+        lines.filter((l) => (JSON.parse(l) as { level: string }).level === 'error'),
+      ).to.deep.equal([]);
       const next = await request(http).post('/transcode').send(validTranscode);
       expect(next.status).to.equal(200);
     } finally {
@@ -172,4 +266,3 @@ async function eventually(check: () => boolean, timeoutMs: number): Promise<void
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
-

@@ -20,8 +20,6 @@ import { brokers, newGroup, newPrefix, sleep, until } from '../support/kafka-tes
 // missing broker is a failed run, not a green one.
 const run = promisify(execFile);
 
-
-
 async function kafkaCtl(command: 'stop' | 'start'): Promise<void> {
   const ctl = process.env.TEST_KAFKA_CTL;
   if (!ctl)

@@ -6,8 +6,6 @@ import { brokers, newGroup, newPrefix, sleep, until } from '../support/kafka-tes
 
 // Scheduled records (notBefore) on a real broker: the delay topics and their forwarder.
 
-
-
 describe('Kafka bus: scheduled records through the delay topics (real broker)', function () {
   this.timeout(60_000);
   let logLines: string[] = [];

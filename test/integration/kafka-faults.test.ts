@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { eventually, requireEnv, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
+import {
+  eventually,
+  requireEnv,
+  startKafkaStack,
+  type KafkaStack,
+} from '../support/kafka-stack.ts';
 
 const run = promisify(execFile);
 
@@ -15,8 +20,14 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
   let kafkaCtl: string;
 
   const job = (name: string, input = 'short.mp4'): Record<string, unknown> => ({
-    inputUrl: `${files.url}/files/${input}`, outputUrl: `${files.url}/files/${name}`, encoder: 'h264', container: 'mp4', bitrateKbps: '1000', width: 160,
-    successUrl: `${files.url}/callbacks/ok`, failureUrl: `${files.url}/callbacks/fail`,
+    inputUrl: `${files.url}/files/${input}`,
+    outputUrl: `${files.url}/files/${name}`,
+    encoder: 'h264',
+    container: 'mp4',
+    bitrateKbps: '1000',
+    width: 160,
+    successUrl: `${files.url}/callbacks/ok`,
+    failureUrl: `${files.url}/callbacks/fail`,
   });
 
   before(async () => {
@@ -24,7 +35,12 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     requireEnv('TEST_SERVICES_STATE_DIR');
     files = await startTestServer();
     await generateClip(join(files.dir, 'short.mp4'), { seconds: 1, width: 320, height: 240 });
-    await generateClip(join(files.dir, 'long.mp4'), { seconds: 20, width: 1280, height: 720, noise: true });
+    await generateClip(join(files.dir, 'long.mp4'), {
+      seconds: 20,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
     stack = await startKafkaStack({ transcoders: 2, notifiers: 1 });
   });
   after(async () => {
@@ -36,14 +52,22 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
   it('a worker SIGKILLed mid-job: the job is redelivered to the other worker and succeeds once', async () => {
     const ack = await stack.submit('/transcode', { ...job('killed.mp4', 'long.mp4'), width: 1280 });
     const id = String(ack.body['id']);
-    await eventually(async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5, 60_000, 'the job to make progress');
-    const owner = stack.workers.transcoder.find((w) => w.logs.some((r) => r['msg'] === 'job.started' && r['jobId'] === id));
+    await eventually(
+      async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
+      60_000,
+      'the job to make progress',
+    );
+    const owner = stack.workers.transcoder.find((w) =>
+      w.logs.some((r) => r['msg'] === 'job.started' && r['jobId'] === id),
+    );
     expect(owner, 'a worker logged job.started').to.not.equal(undefined);
     await owner?.kill();
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 200_000);
     expect(callback.body['status']).to.equal('succeeded');
     const other = stack.workers.transcoder.find((w) => w !== owner);
-    expect(other?.logs.some((r) => r['msg'] === 'job.succeeded' && r['jobId'] === id)).to.equal(true);
+    expect(other?.logs.some((r) => r['msg'] === 'job.succeeded' && r['jobId'] === id)).to.equal(
+      true,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
   });
@@ -52,14 +76,24 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     await stack.start('transcoder');
     const ack = await stack.submit('/transcode', { ...job('termed.mp4', 'long.mp4'), width: 1280 });
     const id = String(ack.body['id']);
-    await eventually(async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5, 60_000, 'the job to make progress');
-    const owner = stack.workers.transcoder.find((w) => w.child.exitCode === null && w.logs.some((r) => r['msg'] === 'job.started' && r['jobId'] === id));
+    await eventually(
+      async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
+      60_000,
+      'the job to make progress',
+    );
+    const owner = stack.workers.transcoder.find(
+      (w) =>
+        w.child.exitCode === null &&
+        w.logs.some((r) => r['msg'] === 'job.started' && r['jobId'] === id),
+    );
     expect(owner, 'a live worker logged job.started').to.not.equal(undefined);
     const stopped = performance.now();
     expect(await owner?.stop(20_000), 'exit code after SIGTERM').to.equal(0);
     // SHUTDOWN_GRACE_MS is 3 s in the stack: the 20 s encode cannot finish, so it is handed back.
     expect(performance.now() - stopped).to.be.below(15_000);
-    expect(owner?.logs.some((r) => r['msg'] === 'job.handed_back' && r['jobId'] === id)).to.equal(true);
+    expect(owner?.logs.some((r) => r['msg'] === 'job.handed_back' && r['jobId'] === id)).to.equal(
+      true,
+    );
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 200_000);
     expect(callback.body['status']).to.equal('succeeded');
     await new Promise((r) => setTimeout(r, 1000));
@@ -80,11 +114,23 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     await run('bash', [kafkaCtl, 'stop']);
     await submitSome(3, during);
     await run('bash', [kafkaCtl, 'start']);
-    await eventually(async () => (await stack.submit('/transcode', job('probe.mp4'))).status === 200, 90_000, 'submissions to work again');
+    await eventually(
+      async () => (await stack.submit('/transcode', job('probe.mp4'))).status === 200,
+      90_000,
+      'submissions to work again',
+    );
     await submitSome(5);
     expect(during.map((d) => d.status)).to.deep.equal([503, 503, 503]);
     for (const d of during) expect(d.ms, 'a 503 must not hang').to.be.below(15_000);
-    await eventually(() => acked.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)), 200_000, 'every acknowledged job to end');
-    for (const id of acked) expect(files.callbacks.filter((c) => c.body['jobId'] === id && c.body['status'] === 'succeeded'), id).to.have.length(1);
+    await eventually(
+      () => acked.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)),
+      200_000,
+      'every acknowledged job to end',
+    );
+    for (const id of acked)
+      expect(
+        files.callbacks.filter((c) => c.body['jobId'] === id && c.body['status'] === 'succeeded'),
+        id,
+      ).to.have.length(1);
   });
 });

@@ -4,10 +4,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { eventually, requireEnv, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
+import {
+  eventually,
+  requireEnv,
+  startKafkaStack,
+  type KafkaStack,
+} from '../support/kafka-stack.ts';
 import { produceRaw, readTopic } from '../support/kafka-raw.ts';
 
-const transcode = (files: TestServer, name: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+const transcode = (
+  files: TestServer,
+  name: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> => ({
   inputUrl: `${files.url}/files/input.mp4`,
   outputUrl: `${files.url}/files/${name}`,
   encoder: 'h264',
@@ -28,7 +37,12 @@ describe('Kafka: the services as separate processes on a real broker', function 
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
     files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 2, width: 320, height: 240, audio: true });
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 2,
+      width: 320,
+      height: 240,
+      audio: true,
+    });
     stack = await startKafkaStack({ ingresses: 2, transcoders: 2, summarizers: 1, notifiers: 1 });
   });
   after(async () => {
@@ -42,7 +56,11 @@ describe('Kafka: the services as separate processes on a real broker', function 
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    await eventually(async () => (await stack.status(id, 1))['status'] === 'succeeded', 20_000, 'status on the second ingress');
+    await eventually(
+      async () => (await stack.status(id, 1))['status'] === 'succeeded',
+      20_000,
+      'status on the second ingress',
+    );
     const status = await stack.status(id, 1);
     expect(status).to.include({ id, type: 'transcode' });
     expect((status['result'] as Record<string, unknown>)['width']).to.equal(160);
@@ -55,7 +73,11 @@ describe('Kafka: the services as separate processes on a real broker', function 
       expect(ack.status).to.equal(200);
       ids.push(String(ack.body['id']));
     }
-    await eventually(() => ids.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)), 180_000, 'all callbacks');
+    await eventually(
+      () => ids.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)),
+      180_000,
+      'all callbacks',
+    );
     await new Promise((r) => setTimeout(r, 1000));
     for (const id of ids) {
       const got = files.callbacks.filter((c) => c.body['jobId'] === id);
@@ -63,7 +85,10 @@ describe('Kafka: the services as separate processes on a real broker', function 
       expect(got[0]?.body['status']).to.equal('succeeded');
     }
     const [a, b] = stack.workers.transcoder;
-    const doneBy = (w: typeof a): number => (w?.logs ?? []).filter((r) => r['msg'] === 'job.succeeded' && ids.includes(String(r['jobId']))).length;
+    const doneBy = (w: typeof a): number =>
+      (w?.logs ?? []).filter(
+        (r) => r['msg'] === 'job.succeeded' && ids.includes(String(r['jobId'])),
+      ).length;
     expect(doneBy(a) + doneBy(b)).to.equal(ids.length);
     expect(doneBy(a), 'first transcoder did some').to.be.greaterThan(0);
     expect(doneBy(b), 'second transcoder did some').to.be.greaterThan(0);
@@ -74,16 +99,27 @@ describe('Kafka: the services as separate processes on a real broker', function 
     const started = worker?.logs.find((r) => r['msg'] === 'transcoder.started');
     const port = Number(started?.['metricsPort']);
     expect(port).to.be.greaterThan(0);
-    expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).to.deep.equal({ status: 'ok' });
-    expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).to.deep.equal({ status: 'ready' });
+    expect(await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()).to.deep.equal({
+      status: 'ok',
+    });
+    expect(await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()).to.deep.equal({
+      status: 'ready',
+    });
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).to.match(/^media_jobs_started_total\{kind="transcode"\} [1-9]/m);
-    expect(metrics).to.match(/^media_job_duration_seconds_count\{kind="transcode",outcome="succeeded"\} [1-9]/m);
+    expect(metrics).to.match(
+      /^media_job_duration_seconds_count\{kind="transcode",outcome="succeeded"\} [1-9]/m,
+    );
     expect((await fetch(`http://127.0.0.1:${port}/nope`)).status).to.equal(404);
   });
 
   it('a summary job runs on the summarizer', async () => {
-    const ack = await stack.submit('/summary/mp4', { inputUrl: `${files.url}/files/input.mp4`, outputUrl: `${files.url}/files/sum.mp4`, removeAudio: true, successUrl: `${files.url}/callbacks/ok` });
+    const ack = await stack.submit('/summary/mp4', {
+      inputUrl: `${files.url}/files/input.mp4`,
+      outputUrl: `${files.url}/files/sum.mp4`,
+      removeAudio: true,
+      successUrl: `${files.url}/callbacks/ok`,
+    });
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
@@ -91,14 +127,29 @@ describe('Kafka: the services as separate processes on a real broker', function 
   });
 
   it('a poison message goes to the dead-letter topic and the next good job still runs', async () => {
-    await produceRaw(brokers, `${stack.prefix}media.jobs.transcode.v1`, 'poison', '{"specversion":"1.0","oops":true}');
-    await produceRaw(brokers, `${stack.prefix}media.jobs.transcode.v1`, 'poison2', Buffer.from([0xff, 0x00, 0x13]));
+    await produceRaw(
+      brokers,
+      `${stack.prefix}media.jobs.transcode.v1`,
+      'poison',
+      '{"specversion":"1.0","oops":true}',
+    );
+    await produceRaw(
+      brokers,
+      `${stack.prefix}media.jobs.transcode.v1`,
+      'poison2',
+      Buffer.from([0xff, 0x00, 0x13]),
+    );
     const ack = await stack.submit('/transcode', transcode(files, 'after-poison.mp4'));
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    const dead = await readTopic(brokers, `${stack.prefix}media.jobs.dead-letter.v1`, { minRecords: 2, timeoutMs: 20_000 });
-    const reasons = dead.map((d) => JSON.parse(d.value.toString()) as { reason: string; key: string; detail: string });
+    const dead = await readTopic(brokers, `${stack.prefix}media.jobs.dead-letter.v1`, {
+      minRecords: 2,
+      timeoutMs: 20_000,
+    });
+    const reasons = dead.map(
+      (d) => JSON.parse(d.value.toString()) as { reason: string; key: string; detail: string },
+    );
     expect(reasons.map((r) => r.key).sort()).to.deep.equal(['poison', 'poison2']);
     expect(reasons.every((r) => r.reason === 'invalid_event')).to.equal(true);
     expect(dead[0]?.headers['dlq-reason']).to.equal('invalid_event');
@@ -106,16 +157,37 @@ describe('Kafka: the services as separate processes on a real broker', function 
 
   it('no credential value or API key is in the raw bytes of any topic', async () => {
     const secret = 'SECRET-access-key-value-4242';
-    const ack = await stack.submit('/transcode', transcode(files, 'never.mp4', { inputUrl: 's3://bucket-one/in.mp4', inputCreds: { region: 'us-east-1', accessKeyId: 'AKIA-KEY-ID-4242', secretAccessKey: secret } }));
+    const ack = await stack.submit(
+      '/transcode',
+      transcode(files, 'never.mp4', {
+        inputUrl: 's3://bucket-one/in.mp4',
+        inputCreds: {
+          region: 'us-east-1',
+          accessKeyId: 'AKIA-KEY-ID-4242',
+          secretAccessKey: secret,
+        },
+      }),
+    );
     expect(ack.status).to.equal(200);
     const id = String(ack.body['id']);
     await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
-    for (const topic of ['media.jobs.transcode.v1', 'media.jobs.events.v1', 'media.jobs.dead-letter.v1']) {
-      const records = await readTopic(brokers, `${stack.prefix}${topic}`, { minRecords: 1, timeoutMs: 10_000 });
+    for (const topic of [
+      'media.jobs.transcode.v1',
+      'media.jobs.events.v1',
+      'media.jobs.dead-letter.v1',
+    ]) {
+      const records = await readTopic(brokers, `${stack.prefix}${topic}`, {
+        minRecords: 1,
+        timeoutMs: 10_000,
+      });
       const raw = Buffer.concat(records.map((r) => r.value)).toString('latin1');
-      for (const needle of [secret, 'AKIA-KEY-ID-4242', 'kafka-stack-key-0123456789']) expect(raw, `${needle} in ${topic}`).not.to.contain(needle);
+      for (const needle of [secret, 'AKIA-KEY-ID-4242', 'kafka-stack-key-0123456789'])
+        expect(raw, `${needle} in ${topic}`).not.to.contain(needle);
     }
-    const requests = await readTopic(brokers, `${stack.prefix}media.jobs.transcode.v1`, { minRecords: 1, timeoutMs: 10_000 });
+    const requests = await readTopic(brokers, `${stack.prefix}media.jobs.transcode.v1`, {
+      minRecords: 1,
+      timeoutMs: 10_000,
+    });
     const mine = requests.find((r) => r.key === id);
     expect(JSON.parse(mine?.value.toString() ?? '{}').data.input.creds.alg).to.equal('A256GCM');
   });
@@ -123,12 +195,26 @@ describe('Kafka: the services as separate processes on a real broker', function 
   it('another system can produce a job straight to Kafka (examples/produce-transcode-job.ts)', async () => {
     const example = new URL('../../examples/produce-transcode-job.ts', import.meta.url).pathname;
     const { stdout } = await promisify(execFile)(process.execPath, [example], {
-      env: { PATH: process.env['PATH'] ?? '', KAFKA_BROKERS: brokers, TOPIC_PREFIX: stack.prefix, ORG_ID: 'org-k', INPUT_URL: `${files.url}/files/input.mp4`, OUTPUT_URL: `${files.url}/files/direct.webm`, ENCODER: 'vp8', CONTAINER: 'webm', SUCCESS_URL: `${files.url}/callbacks/ok` },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        KAFKA_BROKERS: brokers,
+        TOPIC_PREFIX: stack.prefix,
+        ORG_ID: 'org-k',
+        INPUT_URL: `${files.url}/files/input.mp4`,
+        OUTPUT_URL: `${files.url}/files/direct.webm`,
+        ENCODER: 'vp8',
+        CONTAINER: 'webm',
+        SUCCESS_URL: `${files.url}/callbacks/ok`,
+      },
     });
     const id = stdout.trim();
     expect(id).to.match(/^[0-9a-f-]{36}$/);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    await eventually(async () => (await stack.status(id))['status'] === 'succeeded', 20_000, 'status succeeded');
+    await eventually(
+      async () => (await stack.status(id))['status'] === 'succeeded',
+      20_000,
+      'status succeeded',
+    );
   });
 });

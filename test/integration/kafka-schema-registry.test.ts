@@ -3,7 +3,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { eventually, requireEnv, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
+import {
+  eventually,
+  requireEnv,
+  startKafkaStack,
+  type KafkaStack,
+} from '../support/kafka-stack.ts';
 import { produceRaw, readTopic } from '../support/kafka-raw.ts';
 
 describe('Kafka with a Confluent-compatible schema registry (Apicurio)', function () {
@@ -18,7 +23,11 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     registryUrl = requireEnv('TEST_SCHEMA_REGISTRY_URL');
     files = await startTestServer();
     await generateClip(join(files.dir, 'input.mp4'), { seconds: 1, width: 320, height: 240 });
-    stack = await startKafkaStack({ transcoders: 1, notifiers: 1, extraEnv: { SCHEMA_REGISTRY_URL: registryUrl } });
+    stack = await startKafkaStack({
+      transcoders: 1,
+      notifiers: 1,
+      extraEnv: { SCHEMA_REGISTRY_URL: registryUrl },
+    });
   });
   after(async () => {
     await stack?.close();
@@ -26,7 +35,12 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
   });
 
   const body = (name: string): Record<string, unknown> => ({
-    inputUrl: `${files.url}/files/input.mp4`, outputUrl: `${files.url}/files/${name}`, encoder: 'vp9', container: 'mp4', bitrateKbps: '1000', successUrl: `${files.url}/callbacks/ok`,
+    inputUrl: `${files.url}/files/input.mp4`,
+    outputUrl: `${files.url}/files/${name}`,
+    encoder: 'vp9',
+    container: 'mp4',
+    bitrateKbps: '1000',
+    successUrl: `${files.url}/callbacks/ok`,
   });
 
   it('jobs run end to end with registry-framed events, and the schema is registered per topic', async () => {
@@ -35,14 +49,20 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    const records = await readTopic(brokers, `${stack.prefix}media.jobs.transcode.v1`, { minRecords: 1, timeoutMs: 15_000 });
+    const records = await readTopic(brokers, `${stack.prefix}media.jobs.transcode.v1`, {
+      minRecords: 1,
+      timeoutMs: 15_000,
+    });
     const mine = records.find((r) => r.key === id);
     expect(mine?.value[0], 'magic byte').to.equal(0);
     const schemaId = mine?.value.readInt32BE(1);
     const subjects = (await (await fetch(`${registryUrl}/subjects`)).json()) as string[];
     expect(subjects).to.include(`${stack.prefix}media.jobs.transcode.v1-value`);
     expect(subjects).to.include(`${stack.prefix}media.jobs.events.v1-value`);
-    const schema = (await (await fetch(`${registryUrl}/schemas/ids/${schemaId}`)).json()) as { schemaType?: string; schema: string };
+    const schema = (await (await fetch(`${registryUrl}/schemas/ids/${schemaId}`)).json()) as {
+      schemaType?: string;
+      schema: string;
+    };
     expect(schema.schemaType).to.equal('JSON');
     expect(JSON.parse(schema.schema)).to.have.nested.property('properties.specversion');
   });
@@ -50,8 +70,13 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
   it('a stock serializer with auto-registration off finds the shipped schema file by lookup, under every subject', async () => {
     // What the service registers must be byte-for-byte the file it ships (README): a Confluent
     // serializer that does not own the schema looks its text up under <topic>-value.
-    const shipped = await readFile(new URL('../../schemas/events/envelope.v1.schema.json', import.meta.url), 'utf8');
-    const subjects = ((await (await fetch(`${registryUrl}/subjects`)).json()) as string[]).filter((s) => s.startsWith(stack.prefix));
+    const shipped = await readFile(
+      new URL('../../schemas/events/envelope.v1.schema.json', import.meta.url),
+      'utf8',
+    );
+    const subjects = ((await (await fetch(`${registryUrl}/subjects`)).json()) as string[]).filter(
+      (s) => s.startsWith(stack.prefix),
+    );
     expect(subjects).to.have.length.greaterThanOrEqual(2);
     for (const subject of subjects) {
       const res = await fetch(`${registryUrl}/subjects/${encodeURIComponent(subject)}`, {
@@ -68,20 +93,51 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
   it('consumers still read plain JSON events produced by systems that do not use the registry', async () => {
     const jobId = crypto.randomUUID();
     const envelope = {
-      specversion: '1.0', id: `${jobId}:media.job.requested:1`, type: 'media.job.requested', source: 'test/plain', time: new Date().toISOString(), subject: jobId,
-      dataschema: 'https://media-service.dev/schemas/events/job-requested.v1.schema.json', datacontenttype: 'application/json',
-      data: { jobId, kind: 'transcode', orgId: 'org-k', attempt: 1, submittedAt: new Date().toISOString(), input: { url: `${files.url}/files/input.mp4` }, output: { url: `${files.url}/files/plain.webm` }, transcode: { encoder: 'vp8', container: 'webm', bitrateKbps: '1000' }, callbacks: { successUrl: `${files.url}/callbacks/ok` } },
+      specversion: '1.0',
+      id: `${jobId}:media.job.requested:1`,
+      type: 'media.job.requested',
+      source: 'test/plain',
+      time: new Date().toISOString(),
+      subject: jobId,
+      dataschema: 'https://media-service.dev/schemas/events/job-requested.v1.schema.json',
+      datacontenttype: 'application/json',
+      data: {
+        jobId,
+        kind: 'transcode',
+        orgId: 'org-k',
+        attempt: 1,
+        submittedAt: new Date().toISOString(),
+        input: { url: `${files.url}/files/input.mp4` },
+        output: { url: `${files.url}/files/plain.webm` },
+        transcode: { encoder: 'vp8', container: 'webm', bitrateKbps: '1000' },
+        callbacks: { successUrl: `${files.url}/callbacks/ok` },
+      },
     };
-    await produceRaw(brokers, `${stack.prefix}media.jobs.transcode.v1`, jobId, JSON.stringify(envelope));
+    await produceRaw(
+      brokers,
+      `${stack.prefix}media.jobs.transcode.v1`,
+      jobId,
+      JSON.stringify(envelope),
+    );
     const callback = await files.waitForCallback((c) => c.body['jobId'] === jobId, 90_000);
     expect(callback.body['status']).to.equal('succeeded');
-    await eventually(async () => (await stack.status(jobId))['status'] === 'succeeded', 20_000, 'status');
+    await eventually(
+      async () => (await stack.status(jobId))['status'] === 'succeeded',
+      20_000,
+      'status',
+    );
   });
 
   it('a framed value with an unknown schema id is dead-lettered, not retried forever', async () => {
-    const framed = Buffer.concat([Buffer.from([0, 0x7f, 0xff, 0xff, 0x00]), Buffer.from('{"x":1}')]);
+    const framed = Buffer.concat([
+      Buffer.from([0, 0x7f, 0xff, 0xff, 0x00]),
+      Buffer.from('{"x":1}'),
+    ]);
     await produceRaw(brokers, `${stack.prefix}media.jobs.transcode.v1`, 'unknown-schema', framed);
-    const dead = await readTopic(brokers, `${stack.prefix}media.jobs.dead-letter.v1`, { minRecords: 1, timeoutMs: 30_000 });
+    const dead = await readTopic(brokers, `${stack.prefix}media.jobs.dead-letter.v1`, {
+      minRecords: 1,
+      timeoutMs: 30_000,
+    });
     expect(dead.map((d) => d.key)).to.include('unknown-schema');
   });
 });

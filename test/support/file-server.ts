@@ -24,7 +24,10 @@ export interface TestServer {
   callbacks: ReceivedCallback[];
   /** Status a callback path answers with (default 200). */
   callbackStatus: Map<string, number>;
-  waitForCallback(predicate: (c: ReceivedCallback) => boolean, timeoutMs: number): Promise<ReceivedCallback>;
+  waitForCallback(
+    predicate: (c: ReceivedCallback) => boolean,
+    timeoutMs: number,
+  ): Promise<ReceivedCallback>;
   close(): Promise<void>;
 }
 
@@ -46,7 +49,10 @@ export async function startTestServer(): Promise<TestServer> {
         if (req.method === 'GET') {
           const info = await stat(path).catch(() => undefined);
           if (!info) return res.writeHead(404).end('not found');
-          res.writeHead(200, { 'content-length': info.size, 'content-type': 'application/octet-stream' });
+          res.writeHead(200, {
+            'content-length': info.size,
+            'content-type': 'application/octet-stream',
+          });
           return pipeline(createReadStream(path), res);
         }
       }
@@ -54,7 +60,12 @@ export async function startTestServer(): Promise<TestServer> {
         const chunks: Buffer[] = [];
         for await (const c of req) chunks.push(c as Buffer);
         const raw = Buffer.concat(chunks).toString('utf8');
-        callbacks.push({ path: url.pathname, headers: req.headers, body: JSON.parse(raw) as Record<string, unknown>, raw });
+        callbacks.push({
+          path: url.pathname,
+          headers: req.headers,
+          body: JSON.parse(raw) as Record<string, unknown>,
+          raw,
+        });
         waiters.forEach((w) => w());
         return res.writeHead(callbackStatus.get(url.pathname) ?? 200).end();
       }
@@ -82,7 +93,9 @@ export async function startTestServer(): Promise<TestServer> {
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`no matching callback within ${timeoutMs} ms (got ${callbacks.length})`));
+          reject(
+            new Error(`no matching callback within ${timeoutMs} ms (got ${callbacks.length})`),
+          );
         }, timeoutMs);
         const cleanup = (): void => {
           clearTimeout(timer);

@@ -4,7 +4,17 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /** A test clip from ffmpeg's lavfi sources (no binaries in the repository). */
-export async function generateClip(path: string, o: { seconds: number; width: number; height: number; audio?: boolean; noise?: boolean; format?: string }): Promise<void> {
+export async function generateClip(
+  path: string,
+  o: {
+    seconds: number;
+    width: number;
+    height: number;
+    audio?: boolean;
+    noise?: boolean;
+    format?: string;
+  },
+): Promise<void> {
   const video = `testsrc2=size=${o.width}x${o.height}:rate=25:duration=${o.seconds}${o.noise ? ',noise=alls=5:allf=t' : ''}`;
   const args = ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', video];
   if (o.audio) args.push('-f', 'lavfi', '-i', `sine=frequency=440:duration=${o.seconds}`);
@@ -16,10 +26,25 @@ export async function generateClip(path: string, o: { seconds: number; width: nu
 
 export interface Probed {
   format: { format_name: string; duration: string; size: string };
-  streams: { codec_type: string; codec_name: string; codec_tag_string: string; width?: number; height?: number; pix_fmt?: string }[];
+  streams: {
+    codec_type: string;
+    codec_name: string;
+    codec_tag_string: string;
+    width?: number;
+    height?: number;
+    pix_fmt?: string;
+  }[];
 }
 
 export async function ffprobe(path: string): Promise<Probed> {
-  const { stdout } = await run('ffprobe', ['-v', 'error', '-print_format', 'json', '-show_format', '-show_streams', path]);
+  const { stdout } = await run('ffprobe', [
+    '-v',
+    'error',
+    '-print_format',
+    'json',
+    '-show_format',
+    '-show_streams',
+    path,
+  ]);
   return JSON.parse(stdout) as Probed;
 }

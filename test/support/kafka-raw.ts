@@ -3,8 +3,16 @@ import kafkajs from 'kafkajs';
 const { Kafka, logLevel } = kafkajs;
 
 /** Reads every record of a topic as raw bytes, as an outside observer of the broker would. */
-export async function readTopic(brokers: string, topic: string, options: { minRecords: number; timeoutMs: number }): Promise<{ key: string; value: Buffer; headers: Record<string, string> }[]> {
-  const kafka = new Kafka({ clientId: 'test-reader', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+export async function readTopic(
+  brokers: string,
+  topic: string,
+  options: { minRecords: number; timeoutMs: number },
+): Promise<{ key: string; value: Buffer; headers: Record<string, string> }[]> {
+  const kafka = new Kafka({
+    clientId: 'test-reader',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+  });
   const consumer = kafka.consumer({ groupId: `reader-${Math.random().toString(16).slice(2)}` });
   const out: { key: string; value: Buffer; headers: Record<string, string> }[] = [];
   await consumer.connect();
@@ -14,11 +22,16 @@ export async function readTopic(brokers: string, topic: string, options: { minRe
       eachMessage: async ({ message }) => {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(message.headers ?? {})) headers[k] = String(v);
-        out.push({ key: message.key?.toString() ?? '', value: message.value ?? Buffer.alloc(0), headers });
+        out.push({
+          key: message.key?.toString() ?? '',
+          value: message.value ?? Buffer.alloc(0),
+          headers,
+        });
       },
     });
     const end = Date.now() + options.timeoutMs;
-    while (out.length < options.minRecords && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
+    while (out.length < options.minRecords && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 200));
     return out;
   } finally {
     await consumer.disconnect();
@@ -26,12 +39,26 @@ export async function readTopic(brokers: string, topic: string, options: { minRe
 }
 
 /** Writes raw bytes to a topic (a poison message, or another system's event). */
-export async function produceRaw(brokers: string, topic: string, key: string, value: Buffer | string, headers?: Record<string, string>): Promise<void> {
-  const kafka = new Kafka({ clientId: 'test-writer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+export async function produceRaw(
+  brokers: string,
+  topic: string,
+  key: string,
+  value: Buffer | string,
+  headers?: Record<string, string>,
+): Promise<void> {
+  const kafka = new Kafka({
+    clientId: 'test-writer',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+  });
   const producer = kafka.producer();
   await producer.connect();
   try {
-    await producer.send({ topic, acks: -1, messages: [{ key, value, ...(headers ? { headers } : {}) }] });
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [{ key, value, ...(headers ? { headers } : {}) }],
+    });
   } finally {
     await producer.disconnect();
   }

@@ -8,11 +8,15 @@ export const STACK_KEY = 'kafka-stack-key-0123456789';
 
 export function requireEnv(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run the whole suite with \`npm test\`, which starts the real test services`);
+  if (!value)
+    throw new Error(
+      `${name} is not set: run the whole suite with \`npm test\`, which starts the real test services`,
+    );
   return value;
 }
 
-const main = (service: string): string => new URL(`../../services/${service}/main.ts`, import.meta.url).pathname;
+const main = (service: string): string =>
+  new URL(`../../services/${service}/main.ts`, import.meta.url).pathname;
 
 /** The four services as separate processes on the real broker, with topics of their own. */
 export interface KafkaStack {
@@ -21,12 +25,24 @@ export interface KafkaStack {
   ingresses: { url: string; process: SpawnedService }[];
   workers: Record<'transcoder' | 'summarizer' | 'notifier', SpawnedService[]>;
   start(service: 'transcoder' | 'summarizer' | 'notifier'): Promise<SpawnedService>;
-  submit(path: string, body: Record<string, unknown>, ingress?: number): Promise<{ status: number; body: Record<string, unknown>; ms: number }>;
+  submit(
+    path: string,
+    body: Record<string, unknown>,
+    ingress?: number,
+  ): Promise<{ status: number; body: Record<string, unknown>; ms: number }>;
   status(id: string, ingress?: number): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
-export async function startKafkaStack(options: { ingresses?: number; transcoders?: number; summarizers?: number; notifiers?: number; extraEnv?: Record<string, string> } = {}): Promise<KafkaStack> {
+export async function startKafkaStack(
+  options: {
+    ingresses?: number;
+    transcoders?: number;
+    summarizers?: number;
+    notifiers?: number;
+    extraEnv?: Record<string, string>;
+  } = {},
+): Promise<KafkaStack> {
   const prefix = `t${randomUUID().slice(0, 8)}.`;
   const dataDir = await mkdtemp(join(tmpdir(), 'media-kafka-stack-'));
   const env: Record<string, string> = {
@@ -47,7 +63,9 @@ export async function startKafkaStack(options: { ingresses?: number; transcoders
   };
   const all: SpawnedService[] = [];
   const workers: KafkaStack['workers'] = { transcoder: [], summarizer: [], notifier: [] };
-  const start = async (service: 'transcoder' | 'summarizer' | 'notifier'): Promise<SpawnedService> => {
+  const start = async (
+    service: 'transcoder' | 'summarizer' | 'notifier',
+  ): Promise<SpawnedService> => {
     const p = spawnService(main(service), env);
     all.push(p);
     workers[service].push(p);
@@ -83,11 +101,22 @@ export async function startKafkaStack(options: { ingresses?: number; transcoders
     start,
     async submit(path, body, ingress = 0) {
       const started = performance.now();
-      const res = await fetch(base(ingress) + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey: STACK_KEY, ...body }), signal: AbortSignal.timeout(30_000) });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown>, ms: performance.now() - started };
+      const res = await fetch(base(ingress) + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ apiKey: STACK_KEY, ...body }),
+        signal: AbortSignal.timeout(30_000),
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as Record<string, unknown>,
+        ms: performance.now() - started,
+      };
     },
     async status(id, ingress = 0) {
-      const res = await fetch(`${base(ingress)}/jobs/${id}`, { headers: { 'x-api-key': STACK_KEY } });
+      const res = await fetch(`${base(ingress)}/jobs/${id}`, {
+        headers: { 'x-api-key': STACK_KEY },
+      });
       return (await res.json()) as Record<string, unknown>;
     },
     async close() {
@@ -98,7 +127,11 @@ export async function startKafkaStack(options: { ingresses?: number; transcoders
 }
 
 /** Polls until `check` is true, or fails with `what`. */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);

@@ -6,14 +6,20 @@ export interface SpawnedService {
   child: ChildProcess;
   /** Structured log records it wrote so far. */
   logs: Record<string, unknown>[];
-  waitForLog(predicate: (r: Record<string, unknown>) => boolean, timeoutMs: number): Promise<Record<string, unknown>>;
+  waitForLog(
+    predicate: (r: Record<string, unknown>) => boolean,
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>>;
   /** SIGTERM and wait for exit (SIGKILL after `graceMs`). */
   stop(graceMs?: number): Promise<number | null>;
   kill(): Promise<void>;
 }
 
 export function spawnService(main: string, env: Record<string, string>): SpawnedService {
-  const child = spawn(process.execPath, [main], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [main], {
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logs: Record<string, unknown>[] = [];
   const waiters = new Set<() => void>();
   let pending = '';
@@ -34,7 +40,9 @@ export function spawnService(main: string, env: Record<string, string>): Spawned
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString('utf8')).slice(-4000);
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   return {
     child,
     logs,
@@ -50,7 +58,9 @@ export function spawnService(main: string, env: Record<string, string>): Spawned
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`log record not seen in ${timeoutMs} ms; stderr: ${stderr.slice(-800)}`));
+          reject(
+            new Error(`log record not seen in ${timeoutMs} ms; stderr: ${stderr.slice(-800)}`),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();

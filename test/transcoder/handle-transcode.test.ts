@@ -19,26 +19,50 @@ describe('transcode handler with real ffmpeg', function () {
   let files: TestServer;
   const handler = createTranscodeHandler(testMediaJobDeps());
   const progress: number[] = [];
-  const ctx: JobContext = { signal: new AbortController().signal, attempt: 1, log: silentLogger, progress: (p) => void progress.push(p), openSecret: () => undefined };
+  const ctx: JobContext = {
+    signal: new AbortController().signal,
+    attempt: 1,
+    log: silentLogger,
+    progress: (p) => void progress.push(p),
+    openSecret: () => undefined,
+  };
   const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000001', kind: 'transcode', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/${input}` }, output: { url: `${files.url}/files/${output}` }, transcode: spec,
+    jobId: '00000000-0000-4000-8000-000000000001',
+    kind: 'transcode',
+    orgId: 'o',
+    attempt: 1,
+    submittedAt: new Date().toISOString(),
+    input: { url: `${files.url}/files/${input}` },
+    output: { url: `${files.url}/files/${output}` },
+    transcode: spec,
   });
 
   before(async () => {
     files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 2, width: 321, height: 241, audio: true });
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 2,
+      width: 321,
+      height: 241,
+      audio: true,
+    });
   });
   after(() => files.close());
 
   const matrix: [TranscodeSpec['encoder'], TranscodeSpec['container'], string, string][] = [
-    ['h264', 'mp4', 'h264', 'avc1'], ['h265', 'mp4', 'hevc', 'hvc1'], ['vp8', 'mp4', 'vp8', 'vp08'], ['vp9', 'mp4', 'vp9', 'vp09'],
-    ['vp8', 'webm', 'vp8', ''], ['vp9', 'webm', 'vp9', ''],
+    ['h264', 'mp4', 'h264', 'avc1'],
+    ['h265', 'mp4', 'hevc', 'hvc1'],
+    ['vp8', 'mp4', 'vp8', 'vp08'],
+    ['vp9', 'mp4', 'vp9', 'vp09'],
+    ['vp8', 'webm', 'vp8', ''],
+    ['vp9', 'webm', 'vp9', ''],
   ];
   for (const [encoder, container, codec, tag] of matrix) {
     it(`${encoder} in ${container}: ffprobe sees ${codec}${tag ? ` (${tag})` : ''}, even size, same duration, audio kept`, async () => {
       const name = `out-${encoder}.${container}`;
-      const result = await handler(job({ encoder, container, bitrateKbps: '1000' }, 'input.mp4', name), ctx);
+      const result = await handler(
+        job({ encoder, container, bitrateKbps: '1000' }, 'input.mp4', name),
+        ctx,
+      );
       const probed = await ffprobe(join(files.dir, name));
       const video = probed.streams.find((s) => s.codec_type === 'video');
       expect(probed.format.format_name).to.contain(container === 'mp4' ? 'mp4' : 'webm');
@@ -57,33 +81,109 @@ describe('transcode handler with real ffmpeg', function () {
   it('renders a text watermark with characters that break naive escaping, and reports progress', async () => {
     progress.length = 0;
     const text = `100% "it's": done \\ {x} %{pts}`;
-    await handler(job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000', height: 120, watermark: { text, fontSize: 18, fontColor: '#ff0000', position: 'topLeft', opacity: 1 } }, 'input.mp4', 'wm.mp4'), ctx);
-    const video = (await ffprobe(join(files.dir, 'wm.mp4'))).streams.find((s) => s.codec_type === 'video');
+    await handler(
+      job(
+        {
+          encoder: 'h264',
+          container: 'mp4',
+          bitrateKbps: '1000',
+          height: 120,
+          watermark: { text, fontSize: 18, fontColor: '#ff0000', position: 'topLeft', opacity: 1 },
+        },
+        'input.mp4',
+        'wm.mp4',
+      ),
+      ctx,
+    );
+    const video = (await ffprobe(join(files.dir, 'wm.mp4'))).streams.find(
+      (s) => s.codec_type === 'video',
+    );
     expect([video?.width, video?.height]).to.deep.equal([160, 120]);
     // The top-left corner must now hold red pixels (testsrc2 has none there).
-    const { stdout } = await run('ffmpeg', ['-v', 'error', '-i', join(files.dir, 'wm.mp4'), '-frames:v', '1', '-vf', 'crop=80:30:0:0', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { encoding: 'buffer', maxBuffer: 1 << 20 });
+    const { stdout } = await run(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        '-i',
+        join(files.dir, 'wm.mp4'),
+        '-frames:v',
+        '1',
+        '-vf',
+        'crop=80:30:0:0',
+        '-f',
+        'rawvideo',
+        '-pix_fmt',
+        'rgb24',
+        '-',
+      ],
+      { encoding: 'buffer', maxBuffer: 1 << 20 },
+    );
     let red = 0;
-    for (let i = 0; i + 2 < stdout.length; i += 3) if ((stdout[i] ?? 0) > 180 && (stdout[i + 1] ?? 0) < 80 && (stdout[i + 2] ?? 0) < 80) red++;
+    for (let i = 0; i + 2 < stdout.length; i += 3)
+      if ((stdout[i] ?? 0) > 180 && (stdout[i + 1] ?? 0) < 80 && (stdout[i + 2] ?? 0) < 80) red++;
     expect(red).to.be.greaterThan(20);
     expect(progress.some((p) => p > 5 && p <= 100)).to.equal(true);
   });
 
   it('overlays an image watermark fetched by URL', async () => {
-    await run('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'color=c=blue:s=40x20', '-frames:v', '1', '-y', join(files.dir, 'logo.png')]);
-    await handler(job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000', watermark: { imageUrl: `${files.url}/files/logo.png`, width: 40, height: 20, position: 'bottomRight' } }, 'input.mp4', 'img.mp4'), ctx);
-    expect((await ffprobe(join(files.dir, 'img.mp4'))).streams.find((s) => s.codec_type === 'video')?.codec_name).to.equal('h264');
+    await run('ffmpeg', [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'color=c=blue:s=40x20',
+      '-frames:v',
+      '1',
+      '-y',
+      join(files.dir, 'logo.png'),
+    ]);
+    await handler(
+      job(
+        {
+          encoder: 'h264',
+          container: 'mp4',
+          bitrateKbps: '1000',
+          watermark: {
+            imageUrl: `${files.url}/files/logo.png`,
+            width: 40,
+            height: 20,
+            position: 'bottomRight',
+          },
+        },
+        'input.mp4',
+        'img.mp4',
+      ),
+      ctx,
+    );
+    expect(
+      (await ffprobe(join(files.dir, 'img.mp4'))).streams.find((s) => s.codec_type === 'video')
+        ?.codec_name,
+    ).to.equal('h264');
   });
 
   it('refuses an HLS playlist dressed as .mp4 without fetching what it names', async () => {
-    await writeFile(join(files.dir, 'playlist.mp4'), `#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n${files.url}/files/secret.ts\n#EXT-X-ENDLIST\n`);
-    const error = await handler(job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }, 'playlist.mp4', 'never.mp4'), ctx).catch((e: unknown) => e);
+    await writeFile(
+      join(files.dir, 'playlist.mp4'),
+      `#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n${files.url}/files/secret.ts\n#EXT-X-ENDLIST\n`,
+    );
+    const error = await handler(
+      job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }, 'playlist.mp4', 'never.mp4'),
+      ctx,
+    ).catch((e: unknown) => e);
     expect(error).to.be.instanceOf(MediaError);
     expect((error as MediaError).code).to.equal('input_unsupported');
   });
 
   it('fails an input larger than the limit as input_too_large', async () => {
-    const small = createTranscodeHandler(testMediaJobDeps({ maxInputBytes: 1024, stallTimeoutMs: 1000, threads: 1, fontFile: '' }));
-    const error = await small(job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }), ctx).catch((e: unknown) => e);
+    const small = createTranscodeHandler(
+      testMediaJobDeps({ maxInputBytes: 1024, stallTimeoutMs: 1000, threads: 1, fontFile: '' }),
+    );
+    const error = await small(
+      job({ encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }),
+      ctx,
+    ).catch((e: unknown) => e);
     expect((error as MediaError).code).to.equal('input_too_large');
   });
 });

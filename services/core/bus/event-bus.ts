@@ -80,4 +80,7 @@ export const topics = {
   delay1h: 'media.jobs.delay-1h.v1',
 } as const;
 
-export const requestTopicOf = { transcode: topics.transcodeRequests, summary: topics.summaryRequests } as const;
+export const requestTopicOf = {
+  transcode: topics.transcodeRequests,
+  summary: topics.summaryRequests,
+} as const;

@@ -1,13 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { BusUnavailableError, topics, type EventBus, type OutgoingRecord, type RecordHandler } from './event-bus.ts';
+import {
+  BusUnavailableError,
+  topics,
+  type EventBus,
+  type OutgoingRecord,
+  type RecordHandler,
+} from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import type * as Registry from '@kafkajs/confluent-schema-registry';
 
 // The client is CommonJS with a default export the ESM loader leaves wrapped.
 const require = createRequire(import.meta.url);
-const { SchemaRegistry, SchemaType } = require('@kafkajs/confluent-schema-registry') as typeof Registry;
+const { SchemaRegistry, SchemaType } =
+  require('@kafkajs/confluent-schema-registry') as typeof Registry;
 
 /** Confluent wire format: magic byte 0, then the schema id as a 4-byte big-endian integer. */
 export function isRegistryFramed(value: Buffer): boolean {
@@ -31,14 +38,20 @@ export interface SchemaRegistryOptions {
  * validation dead-letters it.
  */
 export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions): EventBus {
-  const schemaPath = options.envelopeSchemaPath ?? new URL('../../../schemas/events/envelope.v1.schema.json', import.meta.url).pathname;
+  const schemaPath =
+    options.envelopeSchemaPath ??
+    new URL('../../../schemas/events/envelope.v1.schema.json', import.meta.url).pathname;
   // Registered exactly as shipped, so a producer that looks the file up (auto-registration off)
   // finds it. The client compiles the schema once per id; without addUsedSchema: false, ajv
   // would refuse the second compile of a schema with the same $id.
   const schema = readFileSync(schemaPath, 'utf8');
   const registry = new SchemaRegistry(
     { host: options.url, clientId: 'media-service' },
-    { [SchemaType.JSON]: { ajvInstance: new Ajv2020({ strict: false, validateFormats: false, addUsedSchema: false }) } },
+    {
+      [SchemaType.JSON]: {
+        ajvInstance: new Ajv2020({ strict: false, validateFormats: false, addUsedSchema: false }),
+      },
+    },
   );
   const ids = new Map<string, Promise<number>>();
   const idFor = (topic: string): Promise<number> => {
@@ -55,7 +68,10 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
     // Dead letters are not events: they stay plain JSON, framed by nothing.
     if (record.topic === topics.deadLetter) return record;
     const id = await idFor(record.topic);
-    return { ...record, value: await registry.encode(id, JSON.parse(record.value.toString('utf8')) as unknown) };
+    return {
+      ...record,
+      value: await registry.encode(id, JSON.parse(record.value.toString('utf8')) as unknown),
+    };
   };
   const unframe = async (value: Buffer): Promise<Buffer> => {
     if (!isRegistryFramed(value)) return value;
@@ -70,12 +86,15 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
     ...bus,
     async publish(records) {
       const framed = await Promise.all(records.map(frame)).catch((error: unknown) => {
-        throw new BusUnavailableError(`the schema registry did not answer: ${(error as Error).message}`);
+        throw new BusUnavailableError(
+          `the schema registry did not answer: ${(error as Error).message}`,
+        );
       });
       await bus.publish(framed);
     },
     subscribe(subscribeOptions) {
-      const handler: RecordHandler = async (record, context) => subscribeOptions.handler({ ...record, value: await unframe(record.value) }, context);
+      const handler: RecordHandler = async (record, context) =>
+        subscribeOptions.handler({ ...record, value: await unframe(record.value) }, context);
       return bus.subscribe({ ...subscribeOptions, handler });
     },
   };

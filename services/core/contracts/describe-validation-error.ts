@@ -34,7 +34,8 @@ export function describeValidationError(error: ErrorObject, root: string): strin
     case 'errorMessage': {
       // ajv-errors: a custom message; `required` ones are worded about the missing field.
       const inner = (params['errors'] as ErrorObject[] | undefined)?.[0];
-      if (inner?.keyword === 'required') return `${child(inner.params['missingProperty'])} ${error.message ?? ''}`;
+      if (inner?.keyword === 'required')
+        return `${child(inner.params['missingProperty'])} ${error.message ?? ''}`;
       // Authored messages at the root are whole sentences naming their fields.
       if (error.instancePath === '') return error.message ?? `${root} is invalid`;
       return `${at} ${error.message ?? 'is invalid'}`;

@@ -65,7 +65,9 @@ export const dataSchemaOf: Record<EventType, string> = {
 function contractOf<T>(validate: ValidateFunction, root: string): Contract<T> {
   return (data) => {
     if (validate(data)) return { ok: true, value: data as T };
-    const errors = (validate.errors ?? []).map((e: ErrorObject) => describeValidationError(e, root));
+    const errors = (validate.errors ?? []).map((e: ErrorObject) =>
+      describeValidationError(e, root),
+    );
     const best = pickMostUseful(validate.errors ?? [], root);
     return { ok: false, message: best, errors };
   };
@@ -88,7 +90,12 @@ function pickMostUseful(errors: ErrorObject[], root: string): string {
  */
 export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts {
   // strictTypes/strictRequired are off: if/then fragments test an object their parent types.
-  const ajv = new Ajv2020({ strict: true, strictTypes: false, strictRequired: false, allErrors: true });
+  const ajv = new Ajv2020({
+    strict: true,
+    strictTypes: false,
+    strictRequired: false,
+    allErrors: true,
+  });
   addFormats(ajv, ['uuid', 'date-time', 'uri']);
   addErrors(ajv);
   for (const entry of readdirSync(schemasDir, { recursive: true, encoding: 'utf8' })) {

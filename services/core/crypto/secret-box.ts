@@ -16,7 +16,13 @@ export function seal(value: unknown, key: SealingKey, jobId: string): SealedSecr
   const cipher = createCipheriv('aes-256-gcm', key.key, iv);
   cipher.setAAD(Buffer.from(jobId));
   const ciphertext = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
-  return { alg: 'A256GCM', keyId: key.id, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), ciphertext: ciphertext.toString('base64') };
+  return {
+    alg: 'A256GCM',
+    keyId: key.id,
+    iv: iv.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+    ciphertext: ciphertext.toString('base64'),
+  };
 }
 
 /** Opens a sealed secret with whichever configured key its `keyId` names. */
@@ -26,6 +32,9 @@ export function open(sealed: SealedSecret, keys: readonly SealingKey[], jobId: s
   const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(sealed.iv, 'base64'));
   decipher.setAAD(Buffer.from(jobId));
   decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
-  const plain = Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]);
+  const plain = Buffer.concat([
+    decipher.update(Buffer.from(sealed.ciphertext, 'base64')),
+    decipher.final(),
+  ]);
   return JSON.parse(plain.toString('utf8')) as unknown;
 }

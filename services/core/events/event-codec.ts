@@ -48,7 +48,8 @@ export type JobEvent = {
  * A refused record says why, and carries what could still be read of it (the event type and
  * the unvalidated data), so a consumer can tell the job's owner when an identity is in there.
  */
-export type Decoded = { ok: true; event: JobEvent } | { ok: false; reason: string; type?: string; data?: unknown };
+export type Decoded =
+  { ok: true; event: JobEvent } | { ok: false; reason: string; type?: string; data?: unknown };
 
 export interface EventCodec {
   /**
@@ -56,7 +57,12 @@ export interface EventCodec {
    * for outcome events (`jobId:type:attempt`), so a redelivered job yields the same id; progress
    * and callback events get a random one (several of them share a job and attempt).
    */
-  encode<T extends EventType>(topic: string, type: T, data: EventDataOf[T], id?: string): OutgoingRecord;
+  encode<T extends EventType>(
+    topic: string,
+    type: T,
+    data: EventDataOf[T],
+    id?: string,
+  ): OutgoingRecord;
   /**
    * Parses and validates a record in either content mode of the CloudEvents Kafka binding
    * (structured or binary): the envelope's required attributes, the type, the data against its
@@ -76,9 +82,11 @@ export function createEventCodec(contracts: Contracts, source: string): EventCod
   return {
     encode(topic, type, data, id) {
       const check = contracts.events[type](data);
-      if (!check.ok) throw new Error(`refusing to publish an invalid ${type} event: ${check.message}`);
+      if (!check.ok)
+        throw new Error(`refusing to publish an invalid ${type} event: ${check.message}`);
       const outcome = type.startsWith('media.job.') && type !== 'media.job.progress';
-      const stableId = outcome && 'attempt' in data ? `${data.jobId}:${type}:${data.attempt}` : randomUUID();
+      const stableId =
+        outcome && 'attempt' in data ? `${data.jobId}:${type}:${data.attempt}` : randomUUID();
       const envelope = {
         specversion: '1.0',
         id: id ?? stableId,
@@ -90,7 +98,12 @@ export function createEventCodec(contracts: Contracts, source: string): EventCod
         datacontenttype: 'application/json',
         data,
       };
-      return { topic, key: data.jobId, value: Buffer.from(JSON.stringify(envelope)), headers: { 'content-type': CONTENT_TYPE, 'ce-type': type } };
+      return {
+        topic,
+        key: data.jobId,
+        value: Buffer.from(JSON.stringify(envelope)),
+        headers: { 'content-type': CONTENT_TYPE, 'ce-type': type },
+      };
     },
 
     decode(record) {
@@ -102,11 +115,15 @@ export function createEventCodec(contracts: Contracts, source: string): EventCod
       if (!envelope.ok) return { ok: false, reason: `envelope: ${envelope.message}`, ...seen };
       const data = contracts.events[envelope.value.type](envelope.value.data);
       // The contract names fields below data; the producer knows them by their place in the event.
-      if (!data.ok) return { ok: false, reason: `${envelope.value.type}: ${inData(data.message)}`, ...seen };
+      if (!data.ok)
+        return { ok: false, reason: `${envelope.value.type}: ${inData(data.message)}`, ...seen };
       const { subject, time } = envelope.value;
       if (subject !== undefined && subject !== (data.value as { jobId: string }).jobId)
         return { ok: false, reason: 'subject is not the job id of data (data.jobId)', ...seen };
-      return { ok: true, event: { ...envelope.value, time: time ?? new Date().toISOString() } as JobEvent };
+      return {
+        ok: true,
+        event: { ...envelope.value, time: time ?? new Date().toISOString() } as JobEvent,
+      };
     },
   };
 }

@@ -23,7 +23,12 @@ export async function deadLetter(
     valueBase64: record.value.toString('base64'),
   };
   await deps.bus.publish([
-    { topic: topics.deadLetter, key: record.key || 'unkeyed', value: Buffer.from(JSON.stringify(body)), headers: { 'dlq-reason': reason, 'dlq-source-topic': record.topic } },
+    {
+      topic: topics.deadLetter,
+      key: record.key || 'unkeyed',
+      value: Buffer.from(JSON.stringify(body)),
+      headers: { 'dlq-reason': reason, 'dlq-source-topic': record.topic },
+    },
   ]);
   deps.metrics.eventsDeadLettered.inc({ reason });
 }

@@ -10,7 +10,12 @@ interface Entry extends JobStatus {
   finalCallback?: CallbackRequest;
 }
 
-const rank: Record<JobStatus['status'], number> = { queued: 0, processing: 1, succeeded: 2, failed: 2 };
+const rank: Record<JobStatus['status'], number> = {
+  queued: 0,
+  processing: 1,
+  succeeded: 2,
+  failed: 2,
+};
 
 /**
  * Job status read from the bus itself (no database): every ingress copy reads the request
@@ -30,7 +35,10 @@ export interface JobStatusView {
   close(): Promise<void>;
 }
 
-export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, options: { maxJobs: number }): JobStatusView {
+export function createJobStatusView(
+  deps: { bus: EventBus; codec: EventCodec },
+  options: { maxJobs: number },
+): JobStatusView {
   const jobs = new Map<string, Entry>();
   let subscription: Subscription | undefined;
 
@@ -73,13 +81,27 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
 
     applyRequested(data, time) {
       const current = jobs.get(data.jobId);
-      const type = data.kind === 'transcode' ? 'transcode' : data.summary?.format === 'gif' ? 'summary/gif' : 'summary/mp4';
+      const type =
+        data.kind === 'transcode'
+          ? 'transcode'
+          : data.summary?.format === 'gif'
+            ? 'summary/gif'
+            : 'summary/mp4';
       if (!current) {
-        touch(data.jobId, { id: data.jobId, orgId: data.orgId, type, status: 'queued', createdAt: data.submittedAt, updatedAt: time, attempt: data.attempt });
+        touch(data.jobId, {
+          id: data.jobId,
+          orgId: data.orgId,
+          type,
+          status: 'queued',
+          createdAt: data.submittedAt,
+          updatedAt: time,
+          attempt: data.attempt,
+        });
         return;
       }
       const known: Entry = { ...current, type, createdAt: data.submittedAt };
-      if (data.attempt > (current.attempt ?? 1)) touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: time });
+      if (data.attempt > (current.attempt ?? 1))
+        touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: time });
       else jobs.set(data.jobId, known);
     },
 
@@ -93,11 +115,23 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
       // (a refused request failed in its name, say) never changes someone else's job.
       if (current && current.orgId !== data.orgId) return;
       // Events of a job can arrive before its request (different topics); keep what is known.
-      const entry: Entry = current ?? { id: data.jobId, orgId: data.orgId, type: 'transcode', status: 'queued', createdAt: event.time, updatedAt: event.time, attempt: data.attempt };
+      const entry: Entry = current ?? {
+        id: data.jobId,
+        orgId: data.orgId,
+        type: 'transcode',
+        status: 'queued',
+        createdAt: event.time,
+        updatedAt: event.time,
+        attempt: data.attempt,
+      };
       const attempt = entry.attempt ?? 1;
       if (data.attempt < attempt) return;
       const status: JobStatus['status'] =
-        event.type === 'media.job.succeeded' ? 'succeeded' : event.type === 'media.job.failed' ? 'failed' : 'processing';
+        event.type === 'media.job.succeeded'
+          ? 'succeeded'
+          : event.type === 'media.job.failed'
+            ? 'failed'
+            : 'processing';
       if (data.attempt === attempt && rank[status] < rank[entry.status]) return;
       const next: Entry = { ...entry, status, attempt: data.attempt, updatedAt: event.time };
       if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
@@ -105,11 +139,13 @@ export function createJobStatusView(deps: { bus: EventBus; codec: EventCodec }, 
         next.result = event.data.result;
         next.progressPercent = 100;
       }
-      if (event.type === 'media.job.failed') next.error = { code: event.data.error.code, message: event.data.error.message };
+      if (event.type === 'media.job.failed')
+        next.error = { code: event.data.error.code, message: event.data.error.message };
       const callback = callbackFor(event);
       if (callback) {
         next.finalCallback = callback;
-        if (next.callback?.webhookId !== callback.webhookId) next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
+        if (next.callback?.webhookId !== callback.webhookId)
+          next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
       }
       touch(data.jobId, next);
     },

@@ -41,12 +41,17 @@ export interface MediaJobDeps {
  * Runs `work` in a job directory of its own, removed afterwards whatever happens. A failure's
  * cause (ffmpeg's stderr, local paths) is logged here; the caller sees only its message.
  */
-export async function inWorkDir<T>(deps: MediaJobDeps, ctx: JobContext, work: (dir: string) => Promise<T>): Promise<T> {
+export async function inWorkDir<T>(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  work: (dir: string) => Promise<T>,
+): Promise<T> {
   const dir = await makeJobDir(deps.workRoot);
   try {
     return await work(dir);
   } catch (error) {
-    if (error instanceof MediaError && error.cause !== undefined) ctx.log.warn('job.failure_detail', { code: error.code, error });
+    if (error instanceof MediaError && error.cause !== undefined)
+      ctx.log.warn('job.failure_detail', { code: error.code, error });
     throw error;
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -54,12 +59,21 @@ export async function inWorkDir<T>(deps: MediaJobDeps, ctx: JobContext, work: (d
 }
 
 /** Runs the probe/ffmpeg/verify part of a job in a CPU slot (waiting for one if all are busy). */
-export function withCpuSlot<T>(deps: MediaJobDeps, ctx: JobContext, work: () => Promise<T>): Promise<T> {
+export function withCpuSlot<T>(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  work: () => Promise<T>,
+): Promise<T> {
   return deps.slots.cpu.use(ctx.signal, work);
 }
 
 /** Streams the job's input to `path` with the input credentials (opened only here), in a transfer slot. */
-export async function fetchInput(deps: MediaJobDeps, job: JobRequested, ctx: JobContext, path: string): Promise<void> {
+export async function fetchInput(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  path: string,
+): Promise<void> {
   const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
     withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>
@@ -77,7 +91,13 @@ export async function fetchInput(deps: MediaJobDeps, job: JobRequested, ctx: Job
 }
 
 /** Uploads `path` to the job's output with the output credentials, in a transfer slot; same job, same object. */
-export async function deliverOutput(deps: MediaJobDeps, job: JobRequested, ctx: JobContext, path: string, contentType: string): Promise<void> {
+export async function deliverOutput(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  path: string,
+  contentType: string,
+): Promise<void> {
   const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
     withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>

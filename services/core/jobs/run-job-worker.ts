@@ -1,4 +1,11 @@
-import { requestTopicOf, topics, type BusRecord, type DeliveryContext, type EventBus, type Subscription } from '../bus/event-bus.ts';
+import {
+  requestTopicOf,
+  topics,
+  type BusRecord,
+  type DeliveryContext,
+  type EventBus,
+  type Subscription,
+} from '../bus/event-bus.ts';
 import type { EventCodec, EventDataOf } from '../events/event-codec.ts';
 import type { JobRequested, JobResult, SealedSecret } from '../contracts/types.generated.ts';
 import { MediaError, toErrorData, type ErrorData } from '../errors.ts';
@@ -63,7 +70,10 @@ export interface JobWorkerOptions {
  * The one consumer loop of the workers: decode and validate, run the handler, publish exactly
  * one outcome (succeeded, failed, or the next attempt), and only then let the bus commit.
  */
-export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): Promise<Subscription> {
+export function startJobWorker(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+): Promise<Subscription> {
   const topic = requestTopicOf[options.kind];
   return deps.bus.subscribe({
     group: options.group,
@@ -74,11 +84,32 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   });
 }
 
-async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, record: BusRecord, delivery: DeliveryContext): Promise<void> {
+async function handleRecord(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+  record: BusRecord,
+  delivery: DeliveryContext,
+): Promise<void> {
   const decoded = deps.codec.decode(record);
-  if (!decoded.ok) return refuse(deps, options, record, { reason: 'invalid_event', message: decoded.reason }, decoded.data);
+  if (!decoded.ok)
+    return refuse(
+      deps,
+      options,
+      record,
+      { reason: 'invalid_event', message: decoded.reason },
+      decoded.data,
+    );
   if (decoded.event.type !== 'media.job.requested' || decoded.event.data.kind !== options.kind)
-    return refuse(deps, options, record, { reason: 'unexpected_event', message: `${decoded.event.type} is not a ${options.kind} request` }, decoded.event.data);
+    return refuse(
+      deps,
+      options,
+      record,
+      {
+        reason: 'unexpected_event',
+        message: `${decoded.event.type} is not a ${options.kind} request`,
+      },
+      decoded.event.data,
+    );
   // job.notBefore is information only: the bus did not deliver the record before it.
   const job = decoded.event.data;
   const refusal = admissionRefusal(job, options.admission, deps.sealingKeys);
@@ -86,12 +117,17 @@ async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, reco
   if (delivery.signal.aborted) throw new Error('handed back before start');
 
   const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
-  await publish(deps, 'media.job.processing', { ...identity(job), startedAt: deps.clock.now().toISOString() });
+  await publish(deps, 'media.job.processing', {
+    ...identity(job),
+    startedAt: deps.clock.now().toISOString(),
+  });
   deps.metrics.jobsStarted.inc({ kind: job.kind });
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
-  const run = await runHandler(deps, options, job, delivery, log).finally(() => deps.metrics.jobsInProgress.dec({ kind: job.kind }));
+  const run = await runHandler(deps, options, job, delivery, log).finally(() =>
+    deps.metrics.jobsInProgress.dec({ kind: job.kind }),
+  );
   const seconds = (performance.now() - started) / 1000;
 
   if (run.handedBack) {
@@ -99,14 +135,30 @@ async function handleRecord(deps: JobWorkerDeps, options: JobWorkerOptions, reco
     throw new Error('handed back');
   }
   await publishOutcome(deps, options, record.topic, job, run, log);
-  deps.metrics.jobDuration.observe({ kind: job.kind, outcome: run.error ? 'failed' : 'succeeded' }, seconds);
+  deps.metrics.jobDuration.observe(
+    { kind: job.kind, outcome: run.error ? 'failed' : 'succeeded' },
+    seconds,
+  );
 }
 
-type RunOutcome = { handedBack: true } | { handedBack: false; result?: JobResult; error?: ErrorData };
+type RunOutcome =
+  { handedBack: true } | { handedBack: false; result?: JobResult; error?: ErrorData };
 
-async function runHandler(deps: JobWorkerDeps, options: JobWorkerOptions, job: JobRequested, delivery: DeliveryContext, log: Logger): Promise<RunOutcome> {
+async function runHandler(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+  job: JobRequested,
+  delivery: DeliveryContext,
+  log: Logger,
+): Promise<RunOutcome> {
   const controller = new AbortController();
-  const timeout = setTimeout(() => controller.abort(new MediaError('job_timeout', `the job ran longer than ${options.jobTimeoutMs} ms`)), options.jobTimeoutMs);
+  const timeout = setTimeout(
+    () =>
+      controller.abort(
+        new MediaError('job_timeout', `the job ran longer than ${options.jobTimeoutMs} ms`),
+      ),
+    options.jobTimeoutMs,
+  );
   const onLost = (): void => controller.abort(new MediaError('canceled', 'the worker was stopped'));
   delivery.signal.addEventListener('abort', onLost, { once: true });
   const progress = progressReporter(deps, options, job, delivery, log);
@@ -137,7 +189,13 @@ async function runHandler(deps: JobWorkerDeps, options: JobWorkerOptions, job: J
  * outcome's promptness. A progress event may therefore land after the outcome; readers rank
  * states (the status view ignores progress after an outcome of the same attempt).
  */
-function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: JobRequested, delivery: DeliveryContext, log: Logger) {
+function progressReporter(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+  job: JobRequested,
+  delivery: DeliveryContext,
+  log: Logger,
+) {
   const interval = options.progressIntervalMs ?? 1000;
   let last = 0;
   let waiting: EventDataOf['media.job.progress'] | undefined;
@@ -149,7 +207,9 @@ function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: J
       for (let data = waiting; data && !stopped; data = waiting) {
         waiting = undefined;
         // A lost progress event is only logged.
-        await publish(deps, 'media.job.progress', data).catch((error: unknown) => log.warn('job.progress_not_published', { error }));
+        await publish(deps, 'media.job.progress', data).catch((error: unknown) =>
+          log.warn('job.progress_not_published', { error }),
+        );
       }
     } finally {
       inFlight = false;
@@ -162,7 +222,11 @@ function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: J
       last = now;
       // The heartbeat rides on real progress, whether or not a publish is still under way.
       delivery.heartbeat().catch((error: unknown) => log.debug('job.heartbeat_failed', { error }));
-      waiting = { ...identity(job), percent: Math.max(0, Math.min(100, Math.round(percent * 10) / 10)), stage };
+      waiting = {
+        ...identity(job),
+        percent: Math.max(0, Math.min(100, Math.round(percent * 10) / 10)),
+        stage,
+      };
       if (!inFlight) void drain();
     },
     stop: (): void => {
@@ -172,11 +236,23 @@ function progressReporter(deps: JobWorkerDeps, options: JobWorkerOptions, job: J
   };
 }
 
-async function publishOutcome(deps: JobWorkerDeps, options: JobWorkerOptions, topic: string, job: JobRequested, run: Exclude<RunOutcome, { handedBack: true }>, log: Logger): Promise<void> {
+async function publishOutcome(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+  topic: string,
+  job: JobRequested,
+  run: Exclude<RunOutcome, { handedBack: true }>,
+  log: Logger,
+): Promise<void> {
   const finishedAt = deps.clock.now().toISOString();
   const callbacks = job.callbacks ? { callbacks: job.callbacks } : {};
   if (run.result) {
-    await publish(deps, 'media.job.succeeded', { ...identity(job), finishedAt, ...callbacks, result: run.result });
+    await publish(deps, 'media.job.succeeded', {
+      ...identity(job),
+      finishedAt,
+      ...callbacks,
+      result: run.result,
+    });
     deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'succeeded', code: '' });
     deps.metrics.mediaSeconds.inc({ kind: job.kind }, run.result.durationSeconds);
     log.info('job.succeeded', { outputUrl: run.result.outputUrl, sizeBytes: run.result.sizeBytes });
@@ -187,8 +263,14 @@ async function publishOutcome(deps: JobWorkerDeps, options: JobWorkerOptions, to
     const delay = retryDelayMs(options, job.attempt, deps.random ?? Math.random);
     const notBefore = deps.clock.now().getTime() + delay;
     // The bus holds the retry until it is due; no worker slot or partition waits for it.
-    const next: JobRequested = { ...job, attempt: job.attempt + 1, notBefore: new Date(notBefore).toISOString() };
-    await deps.bus.publish([{ ...deps.codec.encode(topic, 'media.job.requested', next), notBefore }]);
+    const next: JobRequested = {
+      ...job,
+      attempt: job.attempt + 1,
+      notBefore: new Date(notBefore).toISOString(),
+    };
+    await deps.bus.publish([
+      { ...deps.codec.encode(topic, 'media.job.requested', next), notBefore },
+    ]);
     deps.metrics.jobsRetried.inc({ kind: job.kind, code: error.code });
     log.warn('job.retry_scheduled', { code: error.code, delayMs: delay });
     return;
@@ -204,11 +286,18 @@ async function publishOutcome(deps: JobWorkerDeps, options: JobWorkerOptions, to
  * in the failure callback. The failed event is published first: if the dead letter cannot be,
  * the record comes again and yields the same event id.
  */
-async function refuse(deps: JobWorkerDeps, options: JobWorkerOptions, record: BusRecord, refusal: Refusal, data: unknown): Promise<void> {
+async function refuse(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+  record: BusRecord,
+  refusal: Refusal,
+  data: unknown,
+): Promise<void> {
   const owner = readJobOwner(data, options.kind, options.admission.addressPolicy);
   if (owner) {
     const { failureUrl, ...who } = owner;
-    const message = refusal.message.length > 2000 ? `${refusal.message.slice(0, 1999)}…` : refusal.message;
+    const message =
+      refusal.message.length > 2000 ? `${refusal.message.slice(0, 1999)}…` : refusal.message;
     await publish(deps, 'media.job.failed', {
       ...who,
       finishedAt: deps.clock.now().toISOString(),
@@ -218,20 +307,37 @@ async function refuse(deps: JobWorkerDeps, options: JobWorkerOptions, record: Bu
     deps.metrics.jobsFinished.inc({ kind: owner.kind, outcome: 'failed', code: 'invalid_event' });
   }
   await deadLetter(deps, record, refusal.reason, refusal.message);
-  deps.log.warn('job.refused', { reason: refusal.reason, detail: refusal.message, jobId: owner?.jobId, orgId: owner?.orgId, topic: record.topic });
+  deps.log.warn('job.refused', {
+    reason: refusal.reason,
+    detail: refusal.message,
+    jobId: owner?.jobId,
+    orgId: owner?.orgId,
+    topic: record.topic,
+  });
 }
 
 function identity(job: JobRequested): Pick<JobRequested, 'jobId' | 'kind' | 'orgId' | 'attempt'> {
   return { jobId: job.jobId, kind: job.kind, orgId: job.orgId, attempt: job.attempt };
 }
 
-async function publish<T extends keyof EventDataOf>(deps: JobWorkerDeps, type: T, data: EventDataOf[T]): Promise<void> {
+async function publish<T extends keyof EventDataOf>(
+  deps: JobWorkerDeps,
+  type: T,
+  data: EventDataOf[T],
+): Promise<void> {
   await deps.bus.publish([deps.codec.encode(topics.jobEvents, type, data)]);
   deps.metrics.eventsPublished.inc({ type });
 }
 
 /** Exponential backoff with full jitter and a cap: uniform in [0, min(cap, base · 2^(attempt − 1))). */
-export function retryDelayMs(options: Pick<JobWorkerOptions, 'retryBackoffMs' | 'retryBackoffMaxMs'>, attempt: number, random: () => number): number {
-  const ceiling = Math.min(options.retryBackoffMaxMs ?? 300_000, options.retryBackoffMs * 2 ** (attempt - 1));
+export function retryDelayMs(
+  options: Pick<JobWorkerOptions, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
+  attempt: number,
+  random: () => number,
+): number {
+  const ceiling = Math.min(
+    options.retryBackoffMaxMs ?? 300_000,
+    options.retryBackoffMs * 2 ** (attempt - 1),
+  );
   return Math.floor(random() * ceiling);
 }

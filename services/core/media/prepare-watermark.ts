@@ -39,13 +39,17 @@ export function namedImagePath(dir: string, orgId: string, name: string): string
   const folder = resolve(dir, orgId);
   const path = resolve(folder, name);
   if (folder === resolve(dir) || dirname(path) !== folder || basename(folder) !== orgId)
-    throw new MediaError('watermark_unavailable', `no watermark image named "${name}" for this organisation`);
+    throw new MediaError(
+      'watermark_unavailable',
+      `no watermark image named "${name}" for this organisation`,
+    );
   return path;
 }
 
 /** Filter values come from validated enums and numbers; only paths need care (checked). */
 function safePath(path: string): string {
-  if (!SAFE_PATH.test(path)) throw new MediaError('internal', 'a temporary path has characters filters cannot take');
+  if (!SAFE_PATH.test(path))
+    throw new MediaError('internal', 'a temporary path has characters filters cannot take');
   return path;
 }
 
@@ -55,7 +59,12 @@ function corner(position: Watermark['position'], w: string, h: string): string {
   return `x=${x}:y=${y}`;
 }
 
-export async function prepareWatermark(watermark: Watermark, orgId: string, workDir: string, deps: WatermarkDeps): Promise<PreparedWatermark> {
+export async function prepareWatermark(
+  watermark: Watermark,
+  orgId: string,
+  workDir: string,
+  deps: WatermarkDeps,
+): Promise<PreparedWatermark> {
   const opacity = Math.max(0, Math.min(1, watermark.opacity ?? 0.9));
   const position = watermark.position ?? 'bottomRight';
   if ('text' in watermark) {
@@ -66,29 +75,56 @@ export async function prepareWatermark(watermark: Watermark, orgId: string, work
     const at = corner(position, 'w-tw', 'h-th');
     return {
       inputs: [],
-      filter: () => `[in]drawtext=fontfile=${safePath(deps.fontFile)}:textfile=${safePath(textFile)}:expansion=none:fontsize=${watermark.fontSize}:fontcolor=${color}@${opacity}:${at}[out]`,
+      filter: () =>
+        `[in]drawtext=fontfile=${safePath(deps.fontFile)}:textfile=${safePath(textFile)}:expansion=none:fontsize=${watermark.fontSize}:fontcolor=${color}@${opacity}:${at}[out]`,
     };
   }
   const image = join(workDir, 'watermark-image');
   if ('imageUrl' in watermark) {
-    await deps.http.download(watermark.imageUrl, image, { signal: deps.signal, maxBytes: IMAGE_MAX_BYTES }).catch((error: unknown) => {
-      // Only a MediaError's message is written for callers; anything else may name local paths.
-      const why = error instanceof MediaError ? `: ${error.message}` : '';
-      throw new MediaError('watermark_unavailable', `the watermark image could not be fetched${why}`, { cause: error });
-    });
+    await deps.http
+      .download(watermark.imageUrl, image, { signal: deps.signal, maxBytes: IMAGE_MAX_BYTES })
+      .catch((error: unknown) => {
+        // Only a MediaError's message is written for callers; anything else may name local paths.
+        const why = error instanceof MediaError ? `: ${error.message}` : '';
+        throw new MediaError(
+          'watermark_unavailable',
+          `the watermark image could not be fetched${why}`,
+          { cause: error },
+        );
+      });
   } else {
-    if (!deps.imagesDir) throw new MediaError('watermark_unavailable', `named watermark images are not set up on this service (imageName "${watermark.imageName}")`);
-    await copyFile(namedImagePath(deps.imagesDir, orgId, watermark.imageName), image).catch((cause: unknown) => {
-      throw new MediaError('watermark_unavailable', `no watermark image named "${watermark.imageName}" for this organisation`, { cause });
-    });
+    if (!deps.imagesDir)
+      throw new MediaError(
+        'watermark_unavailable',
+        `named watermark images are not set up on this service (imageName "${watermark.imageName}")`,
+      );
+    await copyFile(namedImagePath(deps.imagesDir, orgId, watermark.imageName), image).catch(
+      (cause: unknown) => {
+        throw new MediaError(
+          'watermark_unavailable',
+          `no watermark image named "${watermark.imageName}" for this organisation`,
+          { cause },
+        );
+      },
+    );
   }
   let probeError: unknown;
   const info = await deps.probe(image).catch((error: unknown) => void (probeError = error));
-  if (!info || !IMAGE_FORMATS.has(info.formatName) || !info.video || !['png', 'mjpeg', 'webp'].includes(info.video.codec))
-    throw new MediaError('watermark_unavailable', 'the watermark image must be a png, jpeg or webp image', probeError === undefined ? undefined : { cause: probeError });
+  if (
+    !info ||
+    !IMAGE_FORMATS.has(info.formatName) ||
+    !info.video ||
+    !['png', 'mjpeg', 'webp'].includes(info.video.codec)
+  )
+    throw new MediaError(
+      'watermark_unavailable',
+      'the watermark image must be a png, jpeg or webp image',
+      probeError === undefined ? undefined : { cause: probeError },
+    );
   const at = corner(position, 'main_w-overlay_w', 'main_h-overlay_h');
   return {
     inputs: [safePath(image)],
-    filter: (firstInput) => `[${firstInput}:v]scale=${watermark.width}:${watermark.height},format=rgba,colorchannelmixer=aa=${opacity}[wm];[in][wm]overlay=${at}:format=auto[out]`,
+    filter: (firstInput) =>
+      `[${firstInput}:v]scale=${watermark.width}:${watermark.height},format=rgba,colorchannelmixer=aa=${opacity}[wm];[in][wm]overlay=${at}:format=auto[out]`,
   };
 }

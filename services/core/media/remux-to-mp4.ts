@@ -1,4 +1,12 @@
-import { ALL_FORMATS, Conversion, FilePathSource, FilePathTarget, Input, Mp4OutputFormat, Output } from 'mediabunny';
+import {
+  ALL_FORMATS,
+  Conversion,
+  FilePathSource,
+  FilePathTarget,
+  Input,
+  Mp4OutputFormat,
+  Output,
+} from 'mediabunny';
 import { MediaError } from '../errors.ts';
 
 /**
@@ -9,10 +17,16 @@ import { MediaError } from '../errors.ts';
 export async function remuxToMp4(sourcePath: string, targetPath: string): Promise<void> {
   const input = new Input({ source: new FilePathSource(sourcePath), formats: ALL_FORMATS });
   try {
-    const output = new Output({ format: new Mp4OutputFormat({ fastStart: false }), target: new FilePathTarget(targetPath) });
+    const output = new Output({
+      format: new Mp4OutputFormat({ fastStart: false }),
+      target: new FilePathTarget(targetPath),
+    });
     const conversion = await Conversion.init({ input, output });
     if (!conversion.isValid || conversion.discardedTracks.length > 0)
-      throw new MediaError('transcode_failed', `the remux to mp4 would drop tracks: ${conversion.discardedTracks.map((t) => t.reason).join(', ')}`);
+      throw new MediaError(
+        'transcode_failed',
+        `the remux to mp4 would drop tracks: ${conversion.discardedTracks.map((t) => t.reason).join(', ')}`,
+      );
     await conversion.execute();
   } finally {
     input.dispose();

@@ -4,7 +4,8 @@ import { MediaError } from '../errors.ts';
 import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
 
 /** Demuxers an input may be opened with: video containers only, never playlists (HLS, concat). */
-export const INPUT_FORMATS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,image2,png_pipe,jpeg_pipe,webp_pipe,gif';
+export const INPUT_FORMATS =
+  'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,image2,png_pipe,jpeg_pipe,webp_pipe,gif';
 /** Protocols ffmpeg may use: local files and pipes; it never fetches anything itself. */
 export const PROTOCOLS = 'file,pipe';
 
@@ -41,9 +42,24 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
       const progressFd = onStdout ? 3 : 1;
-      const [command, commandArgs] = boundedCommand(ffmpegPath, ['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error', '-progress', `pipe:${progressFd}`, ...args], bounds);
+      const [command, commandArgs] = boundedCommand(
+        ffmpegPath,
+        [
+          '-hide_banner',
+          '-nostdin',
+          '-nostats',
+          '-loglevel',
+          'error',
+          '-progress',
+          `pipe:${progressFd}`,
+          ...args,
+        ],
+        bounds,
+      );
       // setpriv and prlimit exec without closing descriptors, so fd 3 reaches ffmpeg.
-      const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe', ...(onStdout ? ['pipe' as const] : [])] });
+      const child = spawn(command, commandArgs, {
+        stdio: ['ignore', 'pipe', 'pipe', ...(onStdout ? ['pipe' as const] : [])],
+      });
       const progressStream = child.stdio[progressFd] as Readable;
       let stderr = '';
       let stalled = false;
@@ -83,7 +99,11 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
           stallTimer = setTimeout(onStall, stallTimeoutMs);
           const us = Number(block['out_time_us']);
           const speed = Number.parseFloat(block['speed'] ?? '');
-          if (Number.isFinite(us) && us >= 0) onProgress?.({ outTimeSeconds: us / 1e6, ...(Number.isFinite(speed) ? { speed } : {}) });
+          if (Number.isFinite(us) && us >= 0)
+            onProgress?.({
+              outTimeSeconds: us / 1e6,
+              ...(Number.isFinite(speed) ? { speed } : {}),
+            });
           block = {};
         }
       });
@@ -95,10 +115,20 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
       child.on('close', (code) => {
         clearTimeout(stallTimer);
         signal.removeEventListener('abort', onAbort);
-        if (consumerError !== undefined) return reject(consumerError instanceof Error ? consumerError : new MediaError('internal', 'the ffmpeg output could not be read', { cause: consumerError }));
+        if (consumerError !== undefined)
+          return reject(
+            consumerError instanceof Error
+              ? consumerError
+              : new MediaError('internal', 'the ffmpeg output could not be read', {
+                  cause: consumerError,
+                }),
+          );
         if (code === 0) return resolve();
         if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
-        if (stalled) return reject(new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`));
+        if (stalled)
+          return reject(
+            new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`),
+          );
         reject(ffmpegFailure(code, stderr, bounds));
       });
     });
@@ -106,15 +136,30 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
 
 /** A caller-facing error for a failed ffmpeg; its stderr goes only into the cause (for the log). */
 function ffmpegFailure(code: number | null, stderr: string, bounds: CommandBounds): MediaError {
-  const cause = new Error(`ffmpeg exited with ${code ?? 'a signal'}: ${stderr.trim() || 'no error output'}`);
+  const cause = new Error(
+    `ffmpeg exited with ${code ?? 'a signal'}: ${stderr.trim() || 'no error output'}`,
+  );
   // 126/127: setpriv or prlimit could not exec ffmpeg (missing, not executable).
-  if (code === 126 || code === 127) return new MediaError('internal', 'ffmpeg could not start', { cause });
+  if (code === 126 || code === 127)
+    return new MediaError('internal', 'ffmpeg could not start', { cause });
   if (looksOutOfMemory(stderr))
-    return new MediaError('memory_limit_exceeded', `the job needed more memory than the limit of ${bounds.memoryLimitBytes} bytes`, { cause });
+    return new MediaError(
+      'memory_limit_exceeded',
+      `the job needed more memory than the limit of ${bounds.memoryLimitBytes} bytes`,
+      { cause },
+    );
   return new MediaError('transcode_failed', 'ffmpeg could not process this input', { cause });
 }
 
 /** `-i path` with the demuxer and protocol allow-lists, for every input of every command. */
 export function inputArgs(path: string, before: readonly string[] = []): string[] {
-  return ['-format_whitelist', INPUT_FORMATS, '-protocol_whitelist', PROTOCOLS, ...before, '-i', path];
+  return [
+    '-format_whitelist',
+    INPUT_FORMATS,
+    '-protocol_whitelist',
+    PROTOCOLS,
+    ...before,
+    '-i',
+    path,
+  ];
 }

@@ -21,7 +21,10 @@ export interface GuardedRequest {
 }
 
 /** Name → every address it has (the system resolver unless a test passes one). */
-export type Resolver = (hostname: string, callback: (error: Error | null, addresses: { address: string; family: number }[]) => void) => void;
+export type Resolver = (
+  hostname: string,
+  callback: (error: Error | null, addresses: { address: string; family: number }[]) => void,
+) => void;
 
 const systemResolver: Resolver = (hostname, callback) =>
   dnsLookup(hostname, { all: true }, (error, addresses) => callback(error, addresses ?? []));
@@ -36,14 +39,23 @@ export interface HttpClient {
  * address policy at connect time (so a DNS answer cannot change between check and use), at
  * every redirect hop.
  */
-export function createGuardedHttp(options: AddressPolicyOptions & { resolve?: Resolver }): HttpClient {
+export function createGuardedHttp(
+  options: AddressPolicyOptions & { resolve?: Resolver },
+): HttpClient {
   const resolve = options.resolve ?? systemResolver;
   const policy = createAddressPolicy(options);
   const lookup: LookupFunction = (hostname, opts, callback) => {
     resolve(hostname, (error, list) => {
       if (error) return callback(error, '', 4);
       const bad = list.find((a) => policy.refusal(a.address) !== undefined);
-      if (bad) return callback(new ForbiddenUrlError(`${hostname} resolves to ${policy.refusal(bad.address) ?? 'a forbidden address'}`), '', 4);
+      if (bad)
+        return callback(
+          new ForbiddenUrlError(
+            `${hostname} resolves to ${policy.refusal(bad.address) ?? 'a forbidden address'}`,
+          ),
+          '',
+          4,
+        );
       if (opts.all) return callback(null, list);
       const first = list[0];
       if (!first) return callback(new Error(`${hostname} has no address`), '', 4);
@@ -52,8 +64,10 @@ export function createGuardedHttp(options: AddressPolicyOptions & { resolve?: Re
   };
 
   const checkUrl = (url: URL): void => {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ForbiddenUrlError(`${url.protocol} URLs are not fetched`);
-    if (url.username || url.password) throw new ForbiddenUrlError('URLs with user info are not fetched');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new ForbiddenUrlError(`${url.protocol} URLs are not fetched`);
+    if (url.username || url.password)
+      throw new ForbiddenUrlError('URLs with user info are not fetched');
     const refusal = policy.hostRefusal(url.hostname);
     if (refusal) throw new ForbiddenUrlError(`${url.hostname} is ${refusal}`);
   };
@@ -62,8 +76,14 @@ export function createGuardedHttp(options: AddressPolicyOptions & { resolve?: Re
     new Promise((resolve, reject) => {
       checkUrl(url);
       const mod = url.protocol === 'https:' ? https : http;
-      const clientRequest = mod.request(url, { method: req.method, headers: req.headers, lookup, signal: req.signal, agent: false }, resolve);
-      clientRequest.setTimeout(req.idleTimeoutMs ?? 30_000, () => clientRequest.destroy(new Error(`no answer from ${url.host} in time`)));
+      const clientRequest = mod.request(
+        url,
+        { method: req.method, headers: req.headers, lookup, signal: req.signal, agent: false },
+        resolve,
+      );
+      clientRequest.setTimeout(req.idleTimeoutMs ?? 30_000, () =>
+        clientRequest.destroy(new Error(`no answer from ${url.host} in time`)),
+      );
       clientRequest.on('error', reject);
       if (!req.body) clientRequest.end();
       else if (Buffer.isBuffer(req.body)) clientRequest.end(req.body);
@@ -79,7 +99,14 @@ export function createGuardedHttp(options: AddressPolicyOptions & { resolve?: Re
       for (let hop = 0; ; hop++) {
         const res = await once(url, req);
         const location = res.headers.location;
-        if (!location || !res.statusCode || res.statusCode < 300 || res.statusCode >= 400 || hop >= follows) return res;
+        if (
+          !location ||
+          !res.statusCode ||
+          res.statusCode < 300 ||
+          res.statusCode >= 400 ||
+          hop >= follows
+        )
+          return res;
         res.resume();
         url = new URL(location, url);
       }

@@ -10,7 +10,8 @@ export interface Logger {
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 
-const SECRET_KEY = /(secret|password|passwd|token|apikey|api_key|accountkey|private_key|creds|credentials|authorization|signature|^key$)/i;
+const SECRET_KEY =
+  /(secret|password|passwd|token|apikey|api_key|accountkey|private_key|creds|credentials|authorization|signature|^key$)/i;
 
 /** Redacts secret-named fields, and user info and query strings in URLs. */
 export function redact(value: unknown, depth = 0): unknown {
@@ -20,7 +21,8 @@ export function redact(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return redactError(value, depth);
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? '[redacted]' : redact(v, depth + 1);
+    for (const [k, v] of Object.entries(value))
+      out[k] = SECRET_KEY.test(k) ? '[redacted]' : redact(v, depth + 1);
     return out;
   }
   return value;
@@ -39,8 +41,10 @@ function redactError(error: Error, depth: number): Record<string, unknown> {
 
 function redactUrl(text: string): string {
   // Signed URLs carry their signature in the query; user info carries passwords.
-  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@]*@)?([^\s?#]*)(\?[^\s#]*)?/gi, (_m, scheme: string, user?: string, rest?: string, query?: string) =>
-    `${scheme}${user ? '[redacted]@' : ''}${rest ?? ''}${query ? '?[redacted]' : ''}`,
+  return text.replace(
+    /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#@]*@)?([^\s?#]*)(\?[^\s#]*)?/gi,
+    (_m, scheme: string, user?: string, rest?: string, query?: string) =>
+      `${scheme}${user ? '[redacted]@' : ''}${rest ?? ''}${query ? '?[redacted]' : ''}`,
   );
 }
 
@@ -51,9 +55,19 @@ export function createLogger(options: {
 }): Logger {
   const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'));
   const make = (base: Record<string, unknown>): Logger => {
-    const emit = (level: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>): void => {
+    const emit = (
+      level: Exclude<LogLevel, 'silent'>,
+      msg: string,
+      fields?: Record<string, unknown>,
+    ): void => {
       if (rank[level] < rank[options.level]) return;
-      const record = { time: new Date().toISOString(), level, msg, ...base, ...(fields ? (redact(fields) as object) : {}) };
+      const record = {
+        time: new Date().toISOString(),
+        level,
+        msg,
+        ...base,
+        ...(fields ? (redact(fields) as object) : {}),
+      };
       write(JSON.stringify(record));
     };
     return {

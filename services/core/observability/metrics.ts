@@ -6,7 +6,15 @@ const PREFIX = 'media_';
 
 /** Label values known before anything happens: their series exist, at 0, from the start. */
 export const JOB_KINDS = ['transcode', 'summary'] as const;
-export const DEAD_LETTER_REASONS = ['invalid_event', 'unexpected_event', 'unknown_org', 'url_forbidden', 'secret_unreadable', 'callback_exhausted', 'callback_rejected'] as const;
+export const DEAD_LETTER_REASONS = [
+  'invalid_event',
+  'unexpected_event',
+  'unknown_org',
+  'url_forbidden',
+  'secret_unreadable',
+  'callback_exhausted',
+  'callback_rejected',
+] as const;
 export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
 
@@ -29,7 +37,10 @@ export interface Metrics {
   callbackDuration: Histogram<'outcome'>;
 }
 
-export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}): Metrics {
+export function createMetrics(
+  registry: Registry,
+  options: { defaultMetrics?: boolean } = {},
+): Metrics {
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const metrics = registerMetrics(registry);
   startKnownSeriesAtZero(metrics);
@@ -64,19 +75,92 @@ function registerMetrics(registry: Registry): Metrics {
   const registers = [registry];
   return {
     registry,
-    httpRequests: new Counter({ name: `${PREFIX}http_requests_total`, help: 'HTTP requests answered.', labelNames: ['route', 'method', 'status'], registers }),
-    httpDuration: new Histogram({ name: `${PREFIX}http_request_duration_seconds`, help: 'Time to answer an HTTP request.', labelNames: ['route', 'method'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers }),
-    jobsSubmitted: new Counter({ name: `${PREFIX}jobs_submitted_total`, help: 'Jobs accepted by the ingress.', labelNames: ['kind'], registers }),
-    jobsStarted: new Counter({ name: `${PREFIX}jobs_started_total`, help: 'Job attempts started by a worker.', labelNames: ['kind'], registers }),
-    jobsFinished: new Counter({ name: `${PREFIX}jobs_finished_total`, help: 'Jobs that reached a terminal state.', labelNames: ['kind', 'outcome', 'code'], registers }),
-    jobsRetried: new Counter({ name: `${PREFIX}jobs_retried_total`, help: 'Job attempts that failed and were scheduled again.', labelNames: ['kind', 'code'], registers }),
-    jobDuration: new Histogram({ name: `${PREFIX}job_duration_seconds`, help: 'Wall time of one job attempt.', labelNames: ['kind', 'outcome'], buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800], registers }),
-    jobsInProgress: new Gauge({ name: `${PREFIX}jobs_in_progress`, help: 'Job attempts running now.', labelNames: ['kind'], registers }),
-    mediaSeconds: new Counter({ name: `${PREFIX}media_processed_seconds_total`, help: 'Seconds of output media produced.', labelNames: ['kind'], registers }),
-    bytesTransferred: new Counter({ name: `${PREFIX}transfer_bytes_total`, help: 'Bytes downloaded (in) and uploaded (out).', labelNames: ['direction'], registers }),
-    eventsPublished: new Counter({ name: `${PREFIX}events_published_total`, help: 'Events accepted by the bus.', labelNames: ['type'], registers }),
-    eventsDeadLettered: new Counter({ name: `${PREFIX}events_dead_lettered_total`, help: 'Records sent to the dead-letter topic.', labelNames: ['reason'], registers }),
-    callbacks: new Counter({ name: `${PREFIX}callbacks_total`, help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound).', labelNames: ['outcome'], registers }),
-    callbackDuration: new Histogram({ name: `${PREFIX}callback_duration_seconds`, help: 'Time to one callback attempt answered.', labelNames: ['outcome'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10], registers }),
+    httpRequests: new Counter({
+      name: `${PREFIX}http_requests_total`,
+      help: 'HTTP requests answered.',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: `${PREFIX}http_request_duration_seconds`,
+      help: 'Time to answer an HTTP request.',
+      labelNames: ['route', 'method'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    jobsSubmitted: new Counter({
+      name: `${PREFIX}jobs_submitted_total`,
+      help: 'Jobs accepted by the ingress.',
+      labelNames: ['kind'],
+      registers,
+    }),
+    jobsStarted: new Counter({
+      name: `${PREFIX}jobs_started_total`,
+      help: 'Job attempts started by a worker.',
+      labelNames: ['kind'],
+      registers,
+    }),
+    jobsFinished: new Counter({
+      name: `${PREFIX}jobs_finished_total`,
+      help: 'Jobs that reached a terminal state.',
+      labelNames: ['kind', 'outcome', 'code'],
+      registers,
+    }),
+    jobsRetried: new Counter({
+      name: `${PREFIX}jobs_retried_total`,
+      help: 'Job attempts that failed and were scheduled again.',
+      labelNames: ['kind', 'code'],
+      registers,
+    }),
+    jobDuration: new Histogram({
+      name: `${PREFIX}job_duration_seconds`,
+      help: 'Wall time of one job attempt.',
+      labelNames: ['kind', 'outcome'],
+      buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers,
+    }),
+    jobsInProgress: new Gauge({
+      name: `${PREFIX}jobs_in_progress`,
+      help: 'Job attempts running now.',
+      labelNames: ['kind'],
+      registers,
+    }),
+    mediaSeconds: new Counter({
+      name: `${PREFIX}media_processed_seconds_total`,
+      help: 'Seconds of output media produced.',
+      labelNames: ['kind'],
+      registers,
+    }),
+    bytesTransferred: new Counter({
+      name: `${PREFIX}transfer_bytes_total`,
+      help: 'Bytes downloaded (in) and uploaded (out).',
+      labelNames: ['direction'],
+      registers,
+    }),
+    eventsPublished: new Counter({
+      name: `${PREFIX}events_published_total`,
+      help: 'Events accepted by the bus.',
+      labelNames: ['type'],
+      registers,
+    }),
+    eventsDeadLettered: new Counter({
+      name: `${PREFIX}events_dead_lettered_total`,
+      help: 'Records sent to the dead-letter topic.',
+      labelNames: ['reason'],
+      registers,
+    }),
+    callbacks: new Counter({
+      name: `${PREFIX}callbacks_total`,
+      help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    callbackDuration: new Histogram({
+      name: `${PREFIX}callback_duration_seconds`,
+      help: 'Time to one callback attempt answered.',
+      labelNames: ['outcome'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers,
+    }),
   };
 }

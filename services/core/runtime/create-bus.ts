@@ -8,7 +8,8 @@ import type { Logger } from '../observability/logger.ts';
 
 /** Kafka when KAFKA_BROKERS is set (framed through the schema registry when one is configured); else the embedded bus. */
 export function createBus(config: Readonly<Config>, log: Logger, service: string): EventBus {
-  if (config.kafkaBrokers.length === 0) return createEmbeddedBus({ path: join(config.dataDir, 'bus.sqlite') });
+  if (config.kafkaBrokers.length === 0)
+    return createEmbeddedBus({ path: join(config.dataDir, 'bus.sqlite') });
   const kafka = createKafkaBus({
     brokers: config.kafkaBrokers,
     clientId: `media-service-${service}`,
@@ -19,5 +20,11 @@ export function createBus(config: Readonly<Config>, log: Logger, service: string
     rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
     logger: log,
   });
-  return config.schemaRegistryUrl ? withSchemaRegistry(kafka, { url: config.schemaRegistryUrl, log, topicPrefix: config.kafkaTopicPrefix }) : kafka;
+  return config.schemaRegistryUrl
+    ? withSchemaRegistry(kafka, {
+        url: config.schemaRegistryUrl,
+        log,
+        topicPrefix: config.kafkaTopicPrefix,
+      })
+    : kafka;
 }

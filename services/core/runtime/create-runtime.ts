@@ -53,9 +53,13 @@ export interface RuntimeOptions {
 }
 
 export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
-  const log = options.log ?? createLogger({ level: config.logLevel, base: { service: options.service } });
+  const log =
+    options.log ?? createLogger({ level: config.logLevel, base: { service: options.service } });
   const contracts = loadContracts();
-  const http = createGuardedHttp({ allowPrivateNetworks: config.allowPrivateNetworks, allowList: config.addressAllowList });
+  const http = createGuardedHttp({
+    allowPrivateNetworks: config.allowPrivateNetworks,
+    allowList: config.addressAllowList,
+  });
   const httpStore = createHttpStore(http);
   const bus = options.bus ?? createBus(config, log, options.service);
   return {
@@ -72,15 +76,26 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     resolveStore: createStoreResolver({
       http: httpStore,
       buckets: {
-        s3: createS3StoreFactory(config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {}),
-        azure: createAzureStoreFactory(config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {}),
-        gcp: createGcsStoreFactory(config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {}),
+        s3: createS3StoreFactory(
+          config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {},
+        ),
+        azure: createAzureStoreFactory(
+          config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {},
+        ),
+        gcp: createGcsStoreFactory(
+          config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {},
+        ),
       },
     }),
-    runFfmpeg: createFfmpegRunner(config.ffmpegPath, { memoryLimitBytes: config.ffmpegMemoryLimitBytes }),
+    runFfmpeg: createFfmpegRunner(config.ffmpegPath, {
+      memoryLimitBytes: config.ffmpegMemoryLimitBytes,
+    }),
     probe: createProber(config.ffprobePath, { memoryLimitBytes: config.ffmpegMemoryLimitBytes }),
     ffmpegThreads: Math.max(1, Math.floor(availableParallelism() / config.workerConcurrency)),
-    slots: { cpu: createSemaphore(config.workerConcurrency), transfer: createSemaphore(config.transferConcurrency) },
+    slots: {
+      cpu: createSemaphore(config.workerConcurrency),
+      transfer: createSemaphore(config.transferConcurrency),
+    },
     workRoot: config.workDir ?? join(tmpdir(), 'media-service', options.service),
   };
 }

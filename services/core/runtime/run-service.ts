@@ -6,7 +6,10 @@ import { exitOnFatalError, onShutdown } from './on-shutdown.ts';
  * The body of every main.ts: load and check the config, start, stop on SIGTERM/SIGINT.
  * A configuration error ends the process with code 2 and one line on stderr.
  */
-export async function runService(service: string, start: (config: Readonly<Config>, log: Logger) => Promise<() => Promise<void>>): Promise<void> {
+export async function runService(
+  service: string,
+  start: (config: Readonly<Config>, log: Logger) => Promise<() => Promise<void>>,
+): Promise<void> {
   try {
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel, base: { service } });
@@ -22,10 +25,16 @@ export async function runService(service: string, start: (config: Readonly<Confi
 
 /** Separate services share their secrets through configuration; none is generated. */
 export function requireSealingKeys(config: Readonly<Config>): NonNullable<Config['sealingKeys']> {
-  if (config.sealingKeys.length === 0) throw new ConfigError('CREDENTIALS_KEYS is required when the services run separately (every ingress and worker needs the same keys)');
+  if (config.sealingKeys.length === 0)
+    throw new ConfigError(
+      'CREDENTIALS_KEYS is required when the services run separately (every ingress and worker needs the same keys)',
+    );
   return config.sealingKeys;
 }
 
 export function requireKafka(config: Readonly<Config>, service: string): void {
-  if (config.kafkaBrokers.length === 0) throw new ConfigError(`KAFKA_BROKERS is required for ${service} on its own; for one process on the embedded bus run npm start`);
+  if (config.kafkaBrokers.length === 0)
+    throw new ConfigError(
+      `KAFKA_BROKERS is required for ${service} on its own; for one process on the embedded bus run npm start`,
+    );
 }

@@ -8,14 +8,29 @@ import { serveOps } from './serve-ops.ts';
  * sealed secrets, /healthz /readyz /metrics on METRICS_PORT, and on SIGTERM the subscription
  * closed within SHUTDOWN_GRACE_MS before the bus.
  */
-export function runWorkerService(service: string, options: { opensSecrets: boolean }, start: (rt: Runtime) => Promise<Subscription>): Promise<void> {
+export function runWorkerService(
+  service: string,
+  options: { opensSecrets: boolean },
+  start: (rt: Runtime) => Promise<Subscription>,
+): Promise<void> {
   return runService(service, async (config, log) => {
     requireKafka(config, `the ${service}`);
-    const rt = createRuntime(config, { service, sealingKeys: options.opensSecrets ? requireSealingKeys(config) : [], log });
+    const rt = createRuntime(config, {
+      service,
+      sealingKeys: options.opensSecrets ? requireSealingKeys(config) : [],
+      log,
+    });
     const subscription = await start(rt);
-    const ops = await serveOps({ host: config.host, port: config.metricsPort, registry: rt.metrics.registry, isReady: () => rt.bus.isReady() });
+    const ops = await serveOps({
+      host: config.host,
+      port: config.metricsPort,
+      registry: rt.metrics.registry,
+      isReady: () => rt.bus.isReady(),
+    });
     const address = ops.address();
-    log.info(`${service}.started`, { metricsPort: typeof address === 'object' && address ? address.port : config.metricsPort });
+    log.info(`${service}.started`, {
+      metricsPort: typeof address === 'object' && address ? address.port : config.metricsPort,
+    });
     return async () => {
       await subscription.close(config.shutdownGraceMs);
       ops.close();

@@ -24,7 +24,10 @@ export function mediaJobDeps(rt: Runtime): MediaJobDeps {
     watermarkImagesDir: config.watermarkImagesDir,
     workRoot: rt.workRoot,
     slots: rt.slots,
-    rateFloor: { minBytesPerSecond: config.minTransferBytesPerSecond, windowMs: config.transferRateWindowMs },
+    rateFloor: {
+      minBytesPerSecond: config.minTransferBytesPerSecond,
+      windowMs: config.transferRateWindowMs,
+    },
   };
 }
 
@@ -38,10 +41,13 @@ function prepareMediaWork(rt: Runtime): Promise<void> {
   if (!once) {
     once = (async () => {
       const bounds = { memoryLimitBytes: rt.config.ffmpegMemoryLimitBytes };
-      await checkBoundedTools([rt.config.ffmpegPath, rt.config.ffprobePath], bounds).catch((error: unknown) => {
-        if (error instanceof MissingToolError) throw new ConfigError(error.message, { cause: error });
-        throw error;
-      });
+      await checkBoundedTools([rt.config.ffmpegPath, rt.config.ffprobePath], bounds).catch(
+        (error: unknown) => {
+          if (error instanceof MissingToolError)
+            throw new ConfigError(error.message, { cause: error });
+          throw error;
+        },
+      );
       await sweepJobDirs(rt.workRoot, rt.log);
     })();
     prepared.set(rt, once);
@@ -54,7 +60,12 @@ function prepareMediaWork(rt: Runtime): Promise<void> {
  * bus hands it up to WORKER_CONCURRENCY + TRANSFER_CONCURRENCY jobs, so transfers can run
  * while every CPU slot encodes; the slots inside the handler keep each kind of work bounded.
  */
-export async function startMediaWorker(rt: Runtime, kind: JobKind, group: string, makeHandler: (deps: MediaJobDeps) => JobHandler): Promise<Subscription> {
+export async function startMediaWorker(
+  rt: Runtime,
+  kind: JobKind,
+  group: string,
+  makeHandler: (deps: MediaJobDeps) => JobHandler,
+): Promise<Subscription> {
   const { config } = rt;
   await prepareMediaWork(rt);
   return startJobWorker(rt, {
@@ -66,7 +77,10 @@ export async function startMediaWorker(rt: Runtime, kind: JobKind, group: string
     retryBackoffMaxMs: config.retryBackoffMaxMs,
     jobTimeoutMs: config.jobTimeoutMs,
     admission: {
-      addressPolicy: createAddressPolicy({ allowPrivateNetworks: config.allowPrivateNetworks, allowList: config.addressAllowList }),
+      addressPolicy: createAddressPolicy({
+        allowPrivateNetworks: config.allowPrivateNetworks,
+        allowList: config.addressAllowList,
+      }),
       knownOrgs: config.knownOrgs,
       contracts: rt.contracts,
     },

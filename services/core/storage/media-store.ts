@@ -1,9 +1,17 @@
 /** Reads job inputs and writes job outputs, wherever the caller keeps them. */
 export interface MediaStore {
   /** Streams the object at `url` into `destPath`; rejects with MediaError (input_*). */
-  download(url: string, destPath: string, options: TransferOptions & { maxBytes: number }): Promise<{ bytes: number }>;
+  download(
+    url: string,
+    destPath: string,
+    options: TransferOptions & { maxBytes: number },
+  ): Promise<{ bytes: number }>;
   /** Streams `srcPath` to `url`, replacing what is there; rejects with MediaError (output_*). */
-  upload(srcPath: string, url: string, options: TransferOptions & { contentType: string }): Promise<{ bytes: number }>;
+  upload(
+    srcPath: string,
+    url: string,
+    options: TransferOptions & { contentType: string },
+  ): Promise<{ bytes: number }>;
 }
 
 export interface TransferOptions {

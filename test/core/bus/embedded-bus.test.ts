@@ -6,7 +6,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { createEmbeddedBus } from '../../../services/core/bus/embedded-bus.ts';
 import type { BusRecord } from '../../../services/core/bus/event-bus.ts';
 
-const rec = (key: string): { topic: string; key: string; value: Buffer } => ({ topic: 't1', key, value: Buffer.from(key) });
+const rec = (key: string): { topic: string; key: string; value: Buffer } => ({
+  topic: 't1',
+  key,
+  value: Buffer.from(key),
+});
 const until = async (check: () => boolean, ms = 3000): Promise<void> => {
   const end = Date.now() + ms;
   while (!check()) {
@@ -27,8 +31,19 @@ describe('embedded bus (SQLite)', () => {
     await bus.publish([{ ...rec('a'), headers: { h: '1' } }, rec('b')]);
     const g1: BusRecord[] = [];
     const g2: BusRecord[] = [];
-    await bus.subscribe({ group: 'g1', topics: ['t1'], fromBeginning: true, handler: async (r) => void g1.push(r) });
-    await bus.subscribe({ group: 'g2', topics: ['t1'], fromBeginning: true, concurrency: 4, handler: async (r) => void g2.push(r) });
+    await bus.subscribe({
+      group: 'g1',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r) => void g1.push(r),
+    });
+    await bus.subscribe({
+      group: 'g2',
+      topics: ['t1'],
+      fromBeginning: true,
+      concurrency: 4,
+      handler: async (r) => void g2.push(r),
+    });
     await bus.publish([rec('c')]);
     await until(() => g1.length === 3 && g2.length === 3);
     expect(g1.map((r) => r.key)).to.deep.equal(['a', 'b', 'c']);
@@ -41,7 +56,11 @@ describe('embedded bus (SQLite)', () => {
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
     await bus.publish([rec('old')]);
     const seen: string[] = [];
-    await bus.subscribe({ group: 'late', topics: ['t1'], handler: async (r) => void seen.push(r.key) });
+    await bus.subscribe({
+      group: 'late',
+      topics: ['t1'],
+      handler: async (r) => void seen.push(r.key),
+    });
     await bus.publish([rec('new')]);
     await until(() => seen.length === 1);
     expect(seen).to.deep.equal(['new']);
@@ -51,10 +70,15 @@ describe('embedded bus (SQLite)', () => {
   it('redelivers a record whose handler rejected', async () => {
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite'), redeliveryDelayMs: 20 });
     let calls = 0;
-    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async () => {
-      calls += 1;
-      if (calls === 1) throw new Error('not now');
-    } });
+    await bus.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async () => {
+        calls += 1;
+        if (calls === 1) throw new Error('not now');
+      },
+    });
     await bus.publish([rec('x')]);
     await until(() => calls === 2);
     await new Promise((r) => setTimeout(r, 100));
@@ -67,17 +91,28 @@ describe('embedded bus (SQLite)', () => {
     const first = createEmbeddedBus({ path });
     await first.publish([rec('done'), rec('unfinished')]);
     const handled: string[] = [];
-    await first.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r, ctx) => {
-      handled.push(r.key);
-      if (r.key === 'unfinished') await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-      if (ctx.signal.aborted) throw new Error('handed back');
-    } });
+    await first.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r, ctx) => {
+        handled.push(r.key);
+        if (r.key === 'unfinished')
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+        if (ctx.signal.aborted) throw new Error('handed back');
+      },
+    });
     await until(() => handled.length === 2);
     await first.close();
 
     const second = createEmbeddedBus({ path });
     const again: string[] = [];
-    await second.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void again.push(r.key) });
+    await second.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r) => void again.push(r.key),
+    });
     await until(() => again.length === 1);
     await new Promise((r) => setTimeout(r, 50));
     expect(again).to.deep.equal(['unfinished']);
@@ -88,16 +123,22 @@ describe('embedded bus (SQLite)', () => {
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite'), redeliveryDelayMs: 100 });
     const log: string[] = [];
     let a1Calls = 0;
-    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, concurrency: 2, handler: async (r) => {
-      const name = r.value.toString();
-      log.push(`start ${name}`);
-      await new Promise((resolve) => setTimeout(resolve, 30));
-      if (name === 'a1' && ++a1Calls === 1) {
-        log.push('reject a1');
-        throw new Error('not now');
-      }
-      log.push(`end ${name}`);
-    } });
+    await bus.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      concurrency: 2,
+      handler: async (r) => {
+        const name = r.value.toString();
+        log.push(`start ${name}`);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        if (name === 'a1' && ++a1Calls === 1) {
+          log.push('reject a1');
+          throw new Error('not now');
+        }
+        log.push(`end ${name}`);
+      },
+    });
     await bus.publish([
       { topic: 't1', key: 'a', value: Buffer.from('a1') },
       { topic: 't1', key: 'a', value: Buffer.from('a2') },
@@ -116,7 +157,12 @@ describe('embedded bus (SQLite)', () => {
   it('delivers a scheduled record no earlier than its due time, and later records meanwhile', async () => {
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
     const seen: { name: string; at: number }[] = [];
-    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void seen.push({ name: r.value.toString(), at: Date.now() }) });
+    await bus.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r) => void seen.push({ name: r.value.toString(), at: Date.now() }),
+    });
     const due = Date.now() + 400;
     await bus.publish([{ topic: 't1', key: 'k', value: Buffer.from('later'), notBefore: due }]);
     await bus.publish([
@@ -136,12 +182,22 @@ describe('embedded bus (SQLite)', () => {
     const due = Date.now() + 500;
     await first.publish([{ ...rec('scheduled'), notBefore: due }]);
     const early: string[] = [];
-    await first.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void early.push(r.key) });
+    await first.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r) => void early.push(r.key),
+    });
     await first.close();
 
     const second = createEmbeddedBus({ path });
     const seen: { key: string; at: number }[] = [];
-    await second.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void seen.push({ key: r.key, at: Date.now() }) });
+    await second.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r) => void seen.push({ key: r.key, at: Date.now() }),
+    });
     await until(() => seen.length === 1);
     expect(early).to.deep.equal([]);
     expect(seen[0]?.key).to.equal('scheduled');
@@ -156,11 +212,18 @@ describe('embedded bus (SQLite)', () => {
       key TEXT NOT NULL, value BLOB NOT NULL, headers TEXT NOT NULL, at INTEGER NOT NULL);
       CREATE TABLE acks (grp TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (grp, seq));
       CREATE TABLE groups (grp TEXT PRIMARY KEY, start_seq INTEGER NOT NULL);`);
-    old.prepare('INSERT INTO records (topic, key, value, headers, at) VALUES (?, ?, ?, ?, ?)').run('t1', 'old', Buffer.from('old'), '{}', Date.now());
+    old
+      .prepare('INSERT INTO records (topic, key, value, headers, at) VALUES (?, ?, ?, ?, ?)')
+      .run('t1', 'old', Buffer.from('old'), '{}', Date.now());
     old.close();
     const bus = createEmbeddedBus({ path });
     const seen: string[] = [];
-    await bus.subscribe({ group: 'g', topics: ['t1'], fromBeginning: true, handler: async (r) => void seen.push(r.key) });
+    await bus.subscribe({
+      group: 'g',
+      topics: ['t1'],
+      fromBeginning: true,
+      handler: async (r) => void seen.push(r.key),
+    });
     await bus.publish([rec('new')]);
     await until(() => seen.length === 2);
     expect(seen).to.deep.equal(['old', 'new']);

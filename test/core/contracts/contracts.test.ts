@@ -18,9 +18,17 @@ describe('contracts', () => {
   it('rejects a requested event that carries credentials in clear', () => {
     const { events } = loadContracts();
     const check = events['media.job.requested']({
-      jobId: '6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10', kind: 'transcode', orgId: 'o', attempt: 1, submittedAt: '2026-01-01T00:00:00.000000Z',
-      input: { url: 's3://bucket-1/in.mp4', creds: { region: 'us-east-1', accessKeyId: 'a', secretAccessKey: 'b' } },
-      output: { url: 'https://h.example.com/o.mp4' }, transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+      jobId: '6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10',
+      kind: 'transcode',
+      orgId: 'o',
+      attempt: 1,
+      submittedAt: '2026-01-01T00:00:00.000000Z',
+      input: {
+        url: 's3://bucket-1/in.mp4',
+        creds: { region: 'us-east-1', accessKeyId: 'a', secretAccessKey: 'b' },
+      },
+      output: { url: 'https://h.example.com/o.mp4' },
+      transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
     });
     expect(check.ok).to.equal(false);
   });
@@ -28,14 +36,21 @@ describe('contracts', () => {
   it('refuses an orgId that could name a path outside its own folder (events may come from other producers)', () => {
     const { events } = loadContracts();
     const job = (orgId: string) => ({
-      jobId: '6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10', kind: 'transcode', orgId, attempt: 1, submittedAt: '2026-01-01T00:00:00.000000Z',
-      input: { url: 'https://h.example.com/in.mp4' }, output: { url: 'https://h.example.com/o.mp4' }, transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+      jobId: '6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10',
+      kind: 'transcode',
+      orgId,
+      attempt: 1,
+      submittedAt: '2026-01-01T00:00:00.000000Z',
+      input: { url: 'https://h.example.com/in.mp4' },
+      output: { url: 'https://h.example.com/o.mp4' },
+      transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
     });
     for (const orgId of ['..', '.', '.hidden', '../other', 'a/b', 'a\\b', '']) {
       const check = events['media.job.requested'](job(orgId));
       expect(check.ok, orgId).to.equal(false);
       if (!check.ok && orgId === '..') expect(check.message).to.contain('orgId');
     }
-    for (const orgId of ['org1', 'acme.eu', 'a..b', 'A_b-9']) expect(events['media.job.requested'](job(orgId)).ok, orgId).to.equal(true);
+    for (const orgId of ['org1', 'acme.eu', 'a..b', 'A_b-9'])
+      expect(events['media.job.requested'](job(orgId)).ok, orgId).to.equal(true);
   });
 });

@@ -28,7 +28,9 @@ describe('OpenAPI description (schemas/openapi.json)', () => {
 
   it('is a valid OpenAPI 3.1 document whose references all resolve', async () => {
     const validator = new Validator();
-    const result = await validator.validate(JSON.parse(contracts.openApi) as Record<string, unknown>);
+    const result = await validator.validate(
+      JSON.parse(contracts.openApi) as Record<string, unknown>,
+    );
     expect(result.errors, JSON.stringify(result.errors)).to.equal(undefined);
     expect(result.valid).to.equal(true);
     expect(validator.version).to.equal('3.1');

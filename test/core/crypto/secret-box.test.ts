@@ -17,7 +17,9 @@ describe('secret box (AES-256-GCM)', () => {
     expect(() => open(sealed, [k1], 'job-2')).to.throw();
     const bytes = Buffer.from(sealed.ciphertext, 'base64');
     bytes[0] = (bytes[0] ?? 0) ^ 1;
-    expect(() => open({ ...sealed, ciphertext: bytes.toString('base64') }, [k1], 'job-1')).to.throw();
+    expect(() =>
+      open({ ...sealed, ciphertext: bytes.toString('base64') }, [k1], 'job-1'),
+    ).to.throw();
     expect(() => open(sealed, [k2], 'job-1')).to.throw(/no sealing key with id k1/);
   });
 });

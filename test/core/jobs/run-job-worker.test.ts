@@ -6,8 +6,16 @@ import { loadContracts } from '../../../services/core/contracts/load-contracts.t
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { seal } from '../../../services/core/crypto/secret-box.ts';
 import { MediaError } from '../../../services/core/errors.ts';
-import { createEventCodec, type EventCodec, type JobEvent } from '../../../services/core/events/event-codec.ts';
-import { retryDelayMs, startJobWorker, type JobHandler } from '../../../services/core/jobs/run-job-worker.ts';
+import {
+  createEventCodec,
+  type EventCodec,
+  type JobEvent,
+} from '../../../services/core/events/event-codec.ts';
+import {
+  retryDelayMs,
+  startJobWorker,
+  type JobHandler,
+} from '../../../services/core/jobs/run-job-worker.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
@@ -15,14 +23,27 @@ import { systemClock } from '../../../services/core/time.ts';
 
 const key = { id: 'k', key: Buffer.alloc(32, 3) };
 const awsCreds = { region: 'eu-west-1', accessKeyId: 'AKIA-TEST', secretAccessKey: 'shh' };
-const result = { outputUrl: 'https://h.example.com/o.mp4', format: 'mp4' as const, width: 2, height: 2, durationSeconds: 1, sizeBytes: 10 };
+const result = {
+  outputUrl: 'https://h.example.com/o.mp4',
+  format: 'mp4' as const,
+  width: 2,
+  height: 2,
+  durationSeconds: 1,
+  sizeBytes: 10,
+};
 
 function job(n: number, extra: Partial<JobRequested> = {}): JobRequested {
   const jobId = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
   return {
-    jobId, kind: 'transcode', orgId: 'o', attempt: 1, submittedAt: new Date().toISOString(),
-    input: { url: 's3://bucket-1/in.mp4', creds: seal(awsCreds, key, jobId) }, output: { url: 'https://h.example.com/o.mp4' },
-    transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' }, ...extra,
+    jobId,
+    kind: 'transcode',
+    orgId: 'o',
+    attempt: 1,
+    submittedAt: new Date().toISOString(),
+    input: { url: 's3://bucket-1/in.mp4', creds: seal(awsCreds, key, jobId) },
+    output: { url: 'https://h.example.com/o.mp4' },
+    transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+    ...extra,
   };
 }
 
@@ -40,18 +61,55 @@ async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptio
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const events: JobEvent[] = [];
   const dead: string[] = [];
-  await bus.subscribe({ group: 'observer', topics: [topics.jobEvents], fromBeginning: true, handler: async (r) => {
-    const d = codec.decode(r);
-    if (d.ok) events.push(d.event);
-  } });
-  await bus.subscribe({ group: 'dlq', topics: [topics.deadLetter], fromBeginning: true, handler: async (r) => void dead.push(r.value.toString()) });
+  await bus.subscribe({
+    group: 'observer',
+    topics: [topics.jobEvents],
+    fromBeginning: true,
+    handler: async (r) => {
+      const d = codec.decode(r);
+      if (d.ok) events.push(d.event);
+    },
+  });
+  await bus.subscribe({
+    group: 'dlq',
+    topics: [topics.deadLetter],
+    fromBeginning: true,
+    handler: async (r) => void dead.push(r.value.toString()),
+  });
   const workerBus = extra.wrapBus?.(bus) ?? bus;
-  await startJobWorker({ bus: workerBus, codec, log: silentLogger, metrics, clock: systemClock, sealingKeys: [key], ...(extra.random ? { random: extra.random } : {}) }, { kind: 'transcode', group: 'w', concurrency: 1, maxAttempts, retryBackoffMs: extra.retryBackoffMs ?? 10, jobTimeoutMs: 2000, progressIntervalMs: 0, admission: { addressPolicy: createAddressPolicy({ allowPrivateNetworks: false }), contracts: loadContracts(), ...(extra.knownOrgs ? { knownOrgs: extra.knownOrgs } : {}) }, handler });
-  const submit = (j: JobRequested): Promise<void> => bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
+  await startJobWorker(
+    {
+      bus: workerBus,
+      codec,
+      log: silentLogger,
+      metrics,
+      clock: systemClock,
+      sealingKeys: [key],
+      ...(extra.random ? { random: extra.random } : {}),
+    },
+    {
+      kind: 'transcode',
+      group: 'w',
+      concurrency: 1,
+      maxAttempts,
+      retryBackoffMs: extra.retryBackoffMs ?? 10,
+      jobTimeoutMs: 2000,
+      progressIntervalMs: 0,
+      admission: {
+        addressPolicy: createAddressPolicy({ allowPrivateNetworks: false }),
+        contracts: loadContracts(),
+        ...(extra.knownOrgs ? { knownOrgs: extra.knownOrgs } : {}),
+      },
+      handler,
+    },
+  );
+  const submit = (j: JobRequested): Promise<void> =>
+    bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
   const until = async (check: () => boolean): Promise<void> => {
     const end = Date.now() + 5000;
     while (!check()) {
-      if (Date.now() > end) throw new Error(`timed out; events: ${events.map((e) => e.type).join(',')}`);
+      if (Date.now() > end)
+        throw new Error(`timed out; events: ${events.map((e) => e.type).join(',')}`);
       await new Promise((r) => setTimeout(r, 10));
     }
   };
@@ -69,7 +127,11 @@ describe('job worker loop', () => {
     await h.submit(job(1));
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     await new Promise((r) => setTimeout(r, 50));
-    expect(h.events.map((e) => e.type)).to.deep.equal(['media.job.processing', 'media.job.progress', 'media.job.succeeded']);
+    expect(h.events.map((e) => e.type)).to.deep.equal([
+      'media.job.processing',
+      'media.job.progress',
+      'media.job.succeeded',
+    ]);
     expect(opened).to.deep.equal(awsCreds);
     expect(h.events[2]?.id).to.equal(`${job(1).jobId}:media.job.succeeded:1`);
     await h.bus.close();
@@ -93,17 +155,29 @@ describe('job worker loop', () => {
     const attempts: string[] = [];
     const scheduled: number[] = [];
     const testCodec = createEventCodec(loadContracts(), 'test');
-    const h = await harness(async (j, ctx) => {
-      attempts.push(`${j.jobId.slice(-1)}#${ctx.attempt}`);
-      if (j.jobId.endsWith('8')) throw new MediaError('input_unreachable', 'flaky');
-      return result;
-    }, 3, { retryBackoffMs: 20_000, random: () => 0.999, wrapBus: (bus) => ({ ...bus, publish: async (records) => {
-      await bus.publish(records);
-      for (const r of records) {
-        const d = testCodec.decode(r);
-        if (d.ok && d.event.type === 'media.job.requested') scheduled.push(new Date(d.event.data.notBefore ?? 0).getTime());
-      }
-    } }) });
+    const h = await harness(
+      async (j, ctx) => {
+        attempts.push(`${j.jobId.slice(-1)}#${ctx.attempt}`);
+        if (j.jobId.endsWith('8')) throw new MediaError('input_unreachable', 'flaky');
+        return result;
+      },
+      3,
+      {
+        retryBackoffMs: 20_000,
+        random: () => 0.999,
+        wrapBus: (bus) => ({
+          ...bus,
+          publish: async (records) => {
+            await bus.publish(records);
+            for (const r of records) {
+              const d = testCodec.decode(r);
+              if (d.ok && d.event.type === 'media.job.requested')
+                scheduled.push(new Date(d.event.data.notBefore ?? 0).getTime());
+            }
+          },
+        }),
+      },
+    );
     await h.submit(job(8));
     await h.until(() => scheduled.length === 1);
     expect((scheduled[0] ?? 0) - Date.now()).to.be.greaterThan(19_000);
@@ -136,14 +210,18 @@ describe('job worker loop', () => {
       },
     });
     let returned = 0;
-    const h = await harness(async (_j, ctx) => {
-      for (let i = 1; i <= 50; i++) {
-        ctx.progress(i * 2, 'encode');
-        await new Promise((r) => setTimeout(r, 4));
-      }
-      returned = Date.now();
-      return result;
-    }, 3, { wrapBus: slowProgress });
+    const h = await harness(
+      async (_j, ctx) => {
+        for (let i = 1; i <= 50; i++) {
+          ctx.progress(i * 2, 'encode');
+          await new Promise((r) => setTimeout(r, 4));
+        }
+        returned = Date.now();
+        return result;
+      },
+      3,
+      { wrapBus: slowProgress },
+    );
     await h.submit(job(10));
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     expect(Date.now() - returned).to.be.lessThan(500);
@@ -159,7 +237,9 @@ describe('job worker loop', () => {
     await h.submit(job(3));
     await h.submit(job(4));
     await h.until(() => h.events.filter((e) => e.type === 'media.job.failed').length === 2);
-    const failed = h.events.filter((e) => e.type === 'media.job.failed').map((e) => e.data as { jobId: string; attempt: number; error: { code: string } });
+    const failed = h.events
+      .filter((e) => e.type === 'media.job.failed')
+      .map((e) => e.data as { jobId: string; attempt: number; error: { code: string } });
     expect(failed.find((f) => f.jobId.endsWith('3'))).to.deep.include({ attempt: 1 });
     expect(failed.find((f) => f.jobId.endsWith('4'))).to.deep.include({ attempt: 2 });
     expect(failed.find((f) => f.jobId.endsWith('4'))?.error.code).to.equal('input_unreachable');
@@ -173,20 +253,30 @@ describe('job worker loop', () => {
     await h.submit(job(5));
     await h.until(() => h.events.some((e) => e.type === 'media.job.failed'));
     const failed = h.events.find((e) => e.type === 'media.job.failed');
-    expect(failed?.data).to.deep.include({ error: { code: 'internal', message: 'internal error', retryable: false } });
+    expect(failed?.data).to.deep.include({
+      error: { code: 'internal', message: 'internal error', retryable: false },
+    });
   });
 
   it('dead-letters a poison record and still runs the next good job', async () => {
     const h = await harness(async () => result);
-    await h.bus.publish([{ topic: topics.transcodeRequests, key: 'x', value: Buffer.from('{not json') }]);
+    await h.bus.publish([
+      { topic: topics.transcodeRequests, key: 'x', value: Buffer.from('{not json') },
+    ]);
     const bad = h.codec.encode(topics.transcodeRequests, 'media.job.requested', job(6));
-    const tampered = JSON.parse(bad.value.toString()) as { data: { transcode: { encoder: string } } };
+    const tampered = JSON.parse(bad.value.toString()) as {
+      data: { transcode: { encoder: string } };
+    };
     tampered.data.transcode.encoder = 'av1';
     await h.bus.publish([{ ...bad, value: Buffer.from(JSON.stringify(tampered)) }]);
     await h.submit(job(7));
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     await h.until(() => h.dead.length === 2);
-    expect(JSON.parse(h.dead[0] ?? '{}')).to.include({ reason: 'invalid_event', detail: 'value is not JSON', sourceTopic: topics.transcodeRequests });
+    expect(JSON.parse(h.dead[0] ?? '{}')).to.include({
+      reason: 'invalid_event',
+      detail: 'value is not JSON',
+      sourceTopic: topics.transcodeRequests,
+    });
     expect(JSON.parse(h.dead[1] ?? '{}').detail).to.match(/transcode\.encoder/);
     await h.bus.close();
   });
@@ -194,23 +284,37 @@ describe('job worker loop', () => {
   describe('job requests produced straight to the bus pass the ingress rules', () => {
     const refusedWith = async (j: JobRequested, extra: HarnessOptions = {}) => {
       let ran = false;
-      const h = await harness(async () => {
-        ran = true;
-        return result;
-      }, 3, extra);
+      const h = await harness(
+        async () => {
+          ran = true;
+          return result;
+        },
+        3,
+        extra,
+      );
       await h.submit(j);
-      await h.until(() => h.dead.length === 1 && h.events.some((e) => e.type === 'media.job.failed'));
+      await h.until(
+        () => h.dead.length === 1 && h.events.some((e) => e.type === 'media.job.failed'),
+      );
       const failed = h.events.find((e) => e.type === 'media.job.failed');
       const dead = JSON.parse(h.dead[0] ?? '{}') as { reason: string; detail: string };
       await h.bus.close();
       expect(ran, 'the handler ran').to.equal(false);
       expect(failed?.data).to.deep.include({ jobId: j.jobId, orgId: j.orgId, attempt: 1 });
-      return { failed: failed?.data as { error: { code: string; message: string }; callbacks?: { failureUrl?: string } }, dead };
+      return {
+        failed: failed?.data as {
+          error: { code: string; message: string };
+          callbacks?: { failureUrl?: string };
+        },
+        dead,
+      };
     };
     const failureUrl = 'https://hooks.example.com/fail';
 
     it('a refused URL: failed as invalid_event naming the field, dead-lettered as url_forbidden, failure callback kept', async () => {
-      const { failed, dead } = await refusedWith(job(20, { output: { url: 'http://169.254.169.254/x' }, callbacks: { failureUrl } }));
+      const { failed, dead } = await refusedWith(
+        job(20, { output: { url: 'http://169.254.169.254/x' }, callbacks: { failureUrl } }),
+      );
       expect(failed.error).to.deep.include({ code: 'invalid_event', retryable: false });
       expect(failed.error.message).to.contain('data.output.url');
       expect(failed.callbacks).to.deep.equal({ failureUrl });
@@ -218,7 +322,9 @@ describe('job worker loop', () => {
     });
 
     it('a refused failureUrl is not called back', async () => {
-      const { failed } = await refusedWith(job(21, { callbacks: { failureUrl: 'http://127.0.0.1:9/fail' } }));
+      const { failed } = await refusedWith(
+        job(21, { callbacks: { failureUrl: 'http://127.0.0.1:9/fail' } }),
+      );
       expect(failed.error.message).to.contain('data.callbacks.failureUrl');
       expect(failed.callbacks).to.equal(undefined);
     });
@@ -231,28 +337,46 @@ describe('job worker loop', () => {
 
     it('credentials that do not open with the configured keys', async () => {
       const j = job(23);
-      const { failed, dead } = await refusedWith({ ...j, input: { url: j.input.url, creds: seal(awsCreds, { id: 'k', key: Buffer.alloc(32, 9) }, j.jobId) } });
+      const { failed, dead } = await refusedWith({
+        ...j,
+        input: {
+          url: j.input.url,
+          creds: seal(awsCreds, { id: 'k', key: Buffer.alloc(32, 9) }, j.jobId),
+        },
+      });
       expect(failed.error.message).to.contain('data.input.creds');
       expect(dead.reason).to.equal('secret_unreadable');
     });
 
     it('a rule of the HTTP API the event schema does not hold: the credentials must fit the bucket', async () => {
       const j = job(24);
-      const { failed, dead } = await refusedWith({ ...j, input: { url: j.input.url, creds: seal({ accountName: 'acct', accountKey: 'k' }, key, j.jobId) } });
+      const { failed, dead } = await refusedWith({
+        ...j,
+        input: {
+          url: j.input.url,
+          creds: seal({ accountName: 'acct', accountKey: 'k' }, key, j.jobId),
+        },
+      });
       expect(failed.error.message).to.match(/^data\.input\.creds/);
       expect(dead.reason).to.equal('invalid_event');
     });
 
     it('data that breaks its schema still fails the job it names', async () => {
       const h = await harness(async () => result);
-      const bad = JSON.parse(h.codec.encode(topics.transcodeRequests, 'media.job.requested', job(25)).value.toString()) as { data: { transcode: { bitrateKbps: string } } };
+      const bad = JSON.parse(
+        h.codec.encode(topics.transcodeRequests, 'media.job.requested', job(25)).value.toString(),
+      ) as { data: { transcode: { bitrateKbps: string } } };
       bad.data.transcode.bitrateKbps = '3000';
-      await h.bus.publish([{ topic: topics.transcodeRequests, key: 'k', value: Buffer.from(JSON.stringify(bad)) }]);
+      await h.bus.publish([
+        { topic: topics.transcodeRequests, key: 'k', value: Buffer.from(JSON.stringify(bad)) },
+      ]);
       await h.until(() => h.events.some((e) => e.type === 'media.job.failed'));
       const failed = h.events.find((e) => e.type === 'media.job.failed');
       expect(failed?.data).to.deep.include({ jobId: job(25).jobId });
       expect(JSON.stringify(failed?.data)).to.contain('data.transcode.bitrateKbps');
-      expect(await h.metrics.registry.metrics()).to.match(/^media_jobs_finished_total\{kind="transcode",outcome="failed",code="invalid_event"\} 1$/m);
+      expect(await h.metrics.registry.metrics()).to.match(
+        /^media_jobs_finished_total\{kind="transcode",outcome="failed",code="invalid_event"\} 1$/m,
+      );
       await h.bus.close();
     });
   });

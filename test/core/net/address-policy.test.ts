@@ -3,14 +3,63 @@ import { once } from 'node:events';
 import { lookup } from 'node:dns';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAddressPolicy, isForbiddenAddress, isLocalHostname, literalAddress } from '../../../services/core/net/address-policy.ts';
+import {
+  createAddressPolicy,
+  isForbiddenAddress,
+  isLocalHostname,
+  literalAddress,
+} from '../../../services/core/net/address-policy.ts';
 import { createGuardedHttp } from '../../../services/core/net/guarded-http.ts';
 
 describe('address policy (SSRF guard)', () => {
-  const forbidden = ['127.0.0.1', '127.8.9.1', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::5', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', 'not-an-ip',
+  const forbidden = [
+    '127.0.0.1',
+    '127.8.9.1',
+    '10.0.0.1',
+    '172.16.5.4',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00:ec2::254',
+    'fc00::5',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+    '64:ff9b::a00:1',
+    'not-an-ip',
     // IPv4-compatible, 6to4, local-use NAT64, Teredo, documentation, benchmarking, site-local.
-    '::7f00:1', '::a9fe:a9fe', '::8.8.8.8', '2002:7f00:1::1', '2002:808:808::1', '64:ff9b:1::a00:1', '64:ff9b:1::808:808', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001:db8::1', '2001:2::1', 'fec0::1', '198.18.0.1', '192.0.2.1', '255.255.255.255'];
-  const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2a00:1450:4001:80b::200e'];
+    '::7f00:1',
+    '::a9fe:a9fe',
+    '::8.8.8.8',
+    '2002:7f00:1::1',
+    '2002:808:808::1',
+    '64:ff9b:1::a00:1',
+    '64:ff9b:1::808:808',
+    '2001::1',
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    '2001:db8::1',
+    '2001:2::1',
+    'fec0::1',
+    '198.18.0.1',
+    '192.0.2.1',
+    '255.255.255.255',
+  ];
+  const allowed = [
+    '8.8.8.8',
+    '1.1.1.1',
+    '172.32.0.1',
+    '192.169.0.1',
+    '2606:4700::1111',
+    '::ffff:8.8.8.8',
+    '64:ff9b::808:808',
+    '2a00:1450:4001:80b::200e',
+  ];
   for (const a of forbidden) it(`refuses ${a}`, () => expect(isForbiddenAddress(a)).to.equal(true));
   for (const a of allowed) it(`allows ${a}`, () => expect(isForbiddenAddress(a)).to.equal(false));
 
@@ -33,18 +82,41 @@ describe('address policy (SSRF guard)', () => {
     }
     expect((error as Error).name).to.equal('ForbiddenUrlError');
     // A public-looking name whose DNS answer is the metadata address is refused at connect time.
-    const rebinding = createGuardedHttp({ allowPrivateNetworks: false, resolve: (_h, cb) => cb(null, [{ address: '8.8.8.8', family: 4 }, { address: '169.254.169.254', family: 4 }]) });
-    const viaDns = await rebinding.request('http://media.example.com:9/x', { method: 'GET' }).catch((e: Error) => e);
+    const rebinding = createGuardedHttp({
+      allowPrivateNetworks: false,
+      resolve: (_h, cb) =>
+        cb(null, [
+          { address: '8.8.8.8', family: 4 },
+          { address: '169.254.169.254', family: 4 },
+        ]),
+    });
+    const viaDns = await rebinding
+      .request('http://media.example.com:9/x', { method: 'GET' })
+      .catch((e: Error) => e);
     expect((viaDns as Error).name).to.equal('ForbiddenUrlError');
     const open = createGuardedHttp({ allowPrivateNetworks: true });
-    const refused = await open.request('http://127.0.0.1:9/x', { method: 'GET' }).catch((e: Error) => e);
+    const refused = await open
+      .request('http://127.0.0.1:9/x', { method: 'GET' })
+      .catch((e: Error) => e);
     expect((refused as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED');
   });
 
   describe('with ALLOW_PRIVATE_NETWORKS=true', () => {
     const open = createAddressPolicy({ allowPrivateNetworks: true });
-    const metadata = ['169.254.169.254', '169.254.0.1', 'fe80::1', 'fd00:ec2::254', '100.100.100.200', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '64:ff9b::a9fe:a9fe', '::169.254.169.254'];
-    for (const a of metadata) it(`still refuses the link-local / metadata address ${a}`, () => expect(open.refusal(a)).to.match(/link-local or cloud metadata/));
+    const metadata = [
+      '169.254.169.254',
+      '169.254.0.1',
+      'fe80::1',
+      'fd00:ec2::254',
+      '100.100.100.200',
+      '::ffff:169.254.169.254',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::a9fe:a9fe',
+      '::169.254.169.254',
+    ];
+    for (const a of metadata)
+      it(`still refuses the link-local / metadata address ${a}`, () =>
+        expect(open.refusal(a)).to.match(/link-local or cloud metadata/));
     for (const a of ['127.0.0.1', '10.0.0.7', '192.168.1.20', '::1', 'fd12::5', '8.8.8.8'])
       it(`reaches ${a}`, () => expect(open.refusal(a)).to.equal(undefined));
     it('still refuses metadata host names, and reaches localhost', () => {
@@ -53,7 +125,10 @@ describe('address policy (SSRF guard)', () => {
       expect(open.hostRefusal('localhost')).to.equal(undefined);
     });
     it('an explicit allow-list opens exactly what it names', () => {
-      const listed = createAddressPolicy({ allowPrivateNetworks: false, allowList: ['169.254.10.5', '10.1.0.0/16'] });
+      const listed = createAddressPolicy({
+        allowPrivateNetworks: false,
+        allowList: ['169.254.10.5', '10.1.0.0/16'],
+      });
       expect(listed.refusal('169.254.10.5')).to.equal(undefined);
       expect(listed.refusal('169.254.169.254')).to.match(/metadata/);
       expect(listed.refusal('10.1.200.3')).to.equal(undefined);
@@ -62,7 +137,10 @@ describe('address policy (SSRF guard)', () => {
 
     it('a redirect from an allowed private file server to the metadata address is refused, by literal or by name', async () => {
       const server = createServer((req, res) => {
-        const to = req.url === '/by-name' ? 'http://instance.example.com/latest/meta-data/' : 'http://169.254.169.254/latest/meta-data/';
+        const to =
+          req.url === '/by-name'
+            ? 'http://instance.example.com/latest/meta-data/'
+            : 'http://169.254.169.254/latest/meta-data/';
         res.writeHead(302, { location: to }).end();
       });
       server.listen(0, '127.0.0.1');
@@ -74,13 +152,19 @@ describe('address policy (SSRF guard)', () => {
         // The name answers with the metadata address; the lookup is refused before any socket opens.
         resolve: (hostname, cb) => {
           resolved.push(hostname);
-          if (hostname === 'instance.example.com') return cb(null, [{ address: '169.254.169.254', family: 4 }]);
+          if (hostname === 'instance.example.com')
+            return cb(null, [{ address: '169.254.169.254', family: 4 }]);
           lookup(hostname, { all: true }, (e, list) => cb(e, list ?? []));
         },
       });
       try {
         for (const path of ['/by-literal', '/by-name']) {
-          const error = await client.request(`http://127.0.0.1:${port}${path}`, { method: 'GET' }).then(() => undefined, (e: Error) => e);
+          const error = await client
+            .request(`http://127.0.0.1:${port}${path}`, { method: 'GET' })
+            .then(
+              () => undefined,
+              (e: Error) => e,
+            );
           expect(error?.name, path).to.equal('ForbiddenUrlError');
           expect(error?.message).to.match(/link-local or cloud metadata/);
         }
@@ -91,4 +175,3 @@ describe('address policy (SSRF guard)', () => {
     });
   });
 });
-

@@ -4,11 +4,20 @@ import { createLogger, redact } from '../../../services/core/observability/logge
 describe('logger', () => {
   it('writes one JSON line per record with constant message and fields', () => {
     const lines: string[] = [];
-    const log = createLogger({ level: 'info', write: (l) => lines.push(l), base: { service: 's' } });
+    const log = createLogger({
+      level: 'info',
+      write: (l) => lines.push(l),
+      base: { service: 's' },
+    });
     log.debug('hidden');
     log.info('job.queued', { jobId: 'j1' });
     expect(lines).to.have.length(1);
-    expect(JSON.parse(lines[0] ?? '')).to.include({ level: 'info', msg: 'job.queued', service: 's', jobId: 'j1' });
+    expect(JSON.parse(lines[0] ?? '')).to.include({
+      level: 'info',
+      msg: 'job.queued',
+      service: 's',
+      jobId: 'j1',
+    });
   });
 
   it('redacts secrets by field name, at any depth, and URL user info and query strings', () => {
@@ -22,16 +31,26 @@ describe('logger', () => {
         error: new Error('GET https://h.example.com/x?token=t1 failed'),
       }),
     );
-    for (const secret of ['k-123', '"S"', '"A"', '"P"', 'pw@', 'abc', 'zzz', 't1']) expect(out).not.to.contain(secret);
+    for (const secret of ['k-123', '"S"', '"A"', '"P"', 'pw@', 'abc', 'zzz', 't1'])
+      expect(out).not.to.contain(secret);
     expect(out).to.contain('host.example.com/a.mp4');
   });
 
   it('logs an error with its stack and cause chain, secrets in them redacted', () => {
     const lines: string[] = [];
     const log = createLogger({ level: 'info', write: (l) => lines.push(l) });
-    const root = Object.assign(new Error('connect ECONNREFUSED https://h.example.com/x?sig=s3cr3t'), { code: 'ECONNREFUSED' });
+    const root = Object.assign(
+      new Error('connect ECONNREFUSED https://h.example.com/x?sig=s3cr3t'),
+      { code: 'ECONNREFUSED' },
+    );
     log.error('job.internal_error', { error: new Error('upload failed', { cause: root }) });
-    const record = JSON.parse(lines[0] ?? '') as { error: { message: string; stack: string; cause: { code: string; stack: string; message: string } } };
+    const record = JSON.parse(lines[0] ?? '') as {
+      error: {
+        message: string;
+        stack: string;
+        cause: { code: string; stack: string; message: string };
+      };
+    };
     expect(record.error.message).to.equal('upload failed');
     expect(record.error.stack).to.contain('logger.test.ts');
     expect(record.error.cause.code).to.equal('ECONNREFUSED');
@@ -39,4 +58,3 @@ describe('logger', () => {
     expect(lines[0]).not.to.contain('s3cr3t');
   });
 });
-
