@@ -7,12 +7,12 @@ import {
   deliverOutput,
   fetchInput,
   inWorkDir,
+  jobWatermark,
   withCpuSlot,
   type MediaJobDeps,
 } from '../core/jobs/media-job.ts';
 import { outputSize, type OutputSize } from '../core/media/output-size.ts';
 import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
-import { prepareWatermark } from '../core/media/prepare-watermark.ts';
 import type { MediaInfo } from '../core/media/probe-media.ts';
 import { runEncode } from '../core/media/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
@@ -89,15 +89,7 @@ async function summarise(
   const segments = selectSegments(timeline, {
     targetSeconds: summaryTargetSeconds(input.durationSeconds),
   });
-  const watermark = spec.watermark
-    ? await prepareWatermark(spec.watermark, job.orgId, paths.workDir, {
-        http: deps.httpStore,
-        probe: deps.probe,
-        fontFile: deps.fontFile,
-        imagesDir: deps.watermarkImagesDir,
-        signal: ctx.signal,
-      })
-    : undefined;
+  const watermark = await jobWatermark(deps, job, ctx, paths.workDir, spec.watermark);
   const clips = clipsOf(segments);
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
   const args = buildSummaryArgs({

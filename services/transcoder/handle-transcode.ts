@@ -4,11 +4,12 @@ import type { JobResult, TranscodeSpec } from '../core/contracts/types.generated
 import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import type { MediaInfo, Prober } from '../core/media/probe-media.ts';
-import { prepareWatermark, type PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import {
   deliverOutput,
   fetchInput,
   inWorkDir,
+  jobWatermark,
   withCpuSlot,
   type MediaJobDeps,
 } from '../core/jobs/media-job.ts';
@@ -47,15 +48,7 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
         checkInputPixels(input.video, deps.maxPixels);
         const size = outputSize(spec, input.video);
         checkOutputPixels(size, deps.maxPixels);
-        const watermark = spec.watermark
-          ? await prepareWatermark(spec.watermark, job.orgId, workDir, {
-              http: deps.httpStore,
-              probe: deps.probe,
-              fontFile: deps.fontFile,
-              imagesDir: deps.watermarkImagesDir,
-              signal: ctx.signal,
-            })
-          : undefined;
+        const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
         await encode(deps, ctx, {
           spec,

@@ -1,8 +1,9 @@
 import { rm } from 'node:fs/promises';
-import type { JobRequested } from '../contracts/types.generated.ts';
+import type { JobRequested, Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { Prober } from '../media/probe-media.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
+import { prepareWatermark, type PreparedWatermark } from '../media/prepare-watermark.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
@@ -112,4 +113,22 @@ export async function deliverOutput(
     ),
   );
   deps.metrics.bytesTransferred.inc({ direction: 'out' }, bytes);
+}
+
+/** The job's watermark, if it asks for one, made ready in its work directory. */
+export async function jobWatermark(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  workDir: string,
+  watermark: Watermark | undefined,
+): Promise<PreparedWatermark | undefined> {
+  if (!watermark) return undefined;
+  return prepareWatermark(watermark, job.orgId, workDir, {
+    http: deps.httpStore,
+    probe: deps.probe,
+    fontFile: deps.fontFile,
+    imagesDir: deps.watermarkImagesDir,
+    signal: ctx.signal,
+  });
 }
