@@ -14,8 +14,8 @@ export async function runService(
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel, base: { service } });
     exitOnFatalError(log);
-    const stop = await start(config, log);
-    onShutdown(log, stop);
+    const shutdown = onShutdown(log);
+    shutdown.started(await start(config, log));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`configuration error: ${error.message}\n`);
