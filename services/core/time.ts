@@ -18,15 +18,16 @@ export function nowIsoMicros(clock: Clock): string {
   return isoMicros(clock.now(), micros);
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/**
+ * Exponential backoff with full jitter and a cap, for every retry the bus schedules (jobs and
+ * callbacks): uniform in [0, min(cap, base · 2^(attempt − 1))), so retries of many failures
+ * spread out instead of arriving together.
+ */
+export function fullJitterBackoffMs(
+  policy: { baseMs: number; capMs: number },
+  attempt: number,
+  random: () => number,
+): number {
+  const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(attempt - 1, 40));
+  return Math.floor(random() * ceiling);
 }

@@ -1,3 +1,5 @@
+import { fullJitterBackoffMs } from '../core/time.ts';
+
 /** How callback retries are spaced and when they stop. */
 export interface RetryPolicy {
   /** Base of the exponential backoff, in ms. */
@@ -21,11 +23,12 @@ export function planRetry(
   now: Date,
   random: () => number = Math.random,
 ): RetryPlan {
-  const ceiling = Math.min(
-    policy.backoffMaxMs,
-    policy.backoffMs * 2 ** Math.min(failed.attempt - 1, 40),
+  const backoff = fullJitterBackoffMs(
+    { baseMs: policy.backoffMs, capMs: policy.backoffMaxMs },
+    failed.attempt,
+    random,
   );
-  const delay = Math.max(Math.floor(random() * ceiling), failed.retryAfterMs ?? 0);
+  const delay = Math.max(backoff, failed.retryAfterMs ?? 0);
   const dueAt = new Date(now.getTime() + delay);
   const horizon = failed.firstAttemptAt.getTime() + policy.horizonMs;
   if (dueAt.getTime() > horizon)

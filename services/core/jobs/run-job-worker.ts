@@ -12,12 +12,13 @@ import { MediaError, toErrorData, type ErrorData } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { open, type SealingKey } from '../crypto/secret-box.ts';
-import type { Clock } from '../time.ts';
+import { fullJitterBackoffMs, type Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
+import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
 
 export type JobKind = JobRequested['kind'];
-export type ProgressStage = 'download' | 'encode' | 'upload';
+export type { ProgressStage } from './progress-reporter.ts';
 
 /** What a job handler is given besides the job. Handlers know nothing of the transport. */
 export interface JobContext {
@@ -161,7 +162,13 @@ async function runHandler(
   );
   const onLost = (): void => controller.abort(new MediaError('canceled', 'the worker was stopped'));
   delivery.signal.addEventListener('abort', onLost, { once: true });
-  const progress = progressReporter(deps, options, job, delivery, log);
+  const progress = progressReporter({
+    intervalMs: options.progressIntervalMs ?? 1000,
+    job: identity(job),
+    heartbeat: () => delivery.heartbeat(),
+    publish: (data) => publish(deps, 'media.job.progress', data),
+    log,
+  });
   try {
     const result = await options.handler(job, {
       signal: controller.signal,
@@ -181,59 +188,6 @@ async function runHandler(
     delivery.signal.removeEventListener('abort', onLost);
     progress.stop();
   }
-}
-
-/**
- * Progress is latest-wins: at most one progress publish in flight, a newer report replaces the
- * one waiting, and stop() drops what is left, so a slow bus costs progress events, never the
- * outcome's promptness. A progress event may therefore land after the outcome; readers rank
- * states (the status view ignores progress after an outcome of the same attempt).
- */
-function progressReporter(
-  deps: JobWorkerDeps,
-  options: JobWorkerOptions,
-  job: JobRequested,
-  delivery: DeliveryContext,
-  log: Logger,
-) {
-  const interval = options.progressIntervalMs ?? 1000;
-  let last = 0;
-  let waiting: EventDataOf['media.job.progress'] | undefined;
-  let inFlight = false;
-  let stopped = false;
-  const drain = async (): Promise<void> => {
-    inFlight = true;
-    try {
-      for (let data = waiting; data && !stopped; data = waiting) {
-        waiting = undefined;
-        // A lost progress event is only logged.
-        await publish(deps, 'media.job.progress', data).catch((error: unknown) =>
-          log.warn('job.progress_not_published', { error }),
-        );
-      }
-    } finally {
-      inFlight = false;
-    }
-  };
-  return {
-    report: (percent: number, stage: ProgressStage): void => {
-      const now = performance.now();
-      if (stopped || now - last < interval) return;
-      last = now;
-      // The heartbeat rides on real progress, whether or not a publish is still under way.
-      delivery.heartbeat().catch((error: unknown) => log.debug('job.heartbeat_failed', { error }));
-      waiting = {
-        ...identity(job),
-        percent: Math.max(0, Math.min(100, Math.round(percent * 10) / 10)),
-        stage,
-      };
-      if (!inFlight) void drain();
-    },
-    stop: (): void => {
-      stopped = true;
-      waiting = undefined;
-    },
-  };
 }
 
 async function publishOutcome(
@@ -329,15 +283,15 @@ async function publish<T extends keyof EventDataOf>(
   deps.metrics.eventsPublished.inc({ type });
 }
 
-/** Exponential backoff with full jitter and a cap: uniform in [0, min(cap, base · 2^(attempt − 1))). */
+/** The wait before the next attempt of a job (see fullJitterBackoffMs). */
 export function retryDelayMs(
   options: Pick<JobWorkerOptions, 'retryBackoffMs' | 'retryBackoffMaxMs'>,
   attempt: number,
   random: () => number,
 ): number {
-  const ceiling = Math.min(
-    options.retryBackoffMaxMs ?? 300_000,
-    options.retryBackoffMs * 2 ** (attempt - 1),
+  return fullJitterBackoffMs(
+    { baseMs: options.retryBackoffMs, capMs: options.retryBackoffMaxMs ?? 300_000 },
+    attempt,
+    random,
   );
-  return Math.floor(random() * ceiling);
 }
