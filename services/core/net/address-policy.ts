@@ -49,13 +49,13 @@ const METADATA_HOSTNAMES = new Set([
   'metadata.azure.internal',
 ]);
 
+// Normalised once: classOf runs for every address every caller URL resolves to.
+const METADATA_NORMALISED = new Set(
+  METADATA_ADDRESSES.map((m) => ipaddr.parse(m).toNormalizedString()),
+);
+
 function classOf(address: ipaddr.IPv4 | ipaddr.IPv6): AddressClass {
-  if (
-    METADATA_ADDRESSES.some(
-      (m) => ipaddr.parse(m).toNormalizedString() === address.toNormalizedString(),
-    )
-  )
-    return 'metadata';
+  if (METADATA_NORMALISED.has(address.toNormalizedString())) return 'metadata';
   const range = address.range();
   if (range === 'linkLocal') return 'metadata';
   return range === 'unicast' ? 'public' : 'private';
