@@ -158,7 +158,8 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(/\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \|/);
   });
 
-  it('npm run --silent example:produce (against the test broker)', async () => {
+  /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */
+  async function produceExample(extraEnv: Record<string, string>) {
     const brokers = requireEnv('TEST_KAFKA_BROKERS');
     const prefix = `readme-${randomUUID().slice(0, 8)}.`;
     const ran = await run(
@@ -169,41 +170,27 @@ describe('README commands, run as written with the machine’s own node on PATH'
         ORG_ID: 'acme',
         INPUT_URL: 'https://files.example.com/in.mp4',
         OUTPUT_URL: 'https://files.example.com/out.webm',
-        SUCCESS_URL: 'https://hooks.example.com/ok',
+        ...extraEnv,
       },
       60_000,
     );
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     const id = ran.stdout.trim();
-    expect(id).to.match(/^[0-9a-f-]{36}$/);
     const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
       minRecords: 1,
       timeoutMs: 15_000,
     });
+    return { id, records };
+  }
+
+  it('npm run --silent example:produce (against the test broker)', async () => {
+    const { id, records } = await produceExample({ SUCCESS_URL: 'https://hooks.example.com/ok' });
+    expect(id).to.match(/^[0-9a-f-]{36}$/);
     expect(records.map((r) => r.key)).to.include(id);
   });
 
   it('MODE=binary npm run --silent example:produce: attributes in ce_ headers, the data as the value', async () => {
-    const brokers = requireEnv('TEST_KAFKA_BROKERS');
-    const prefix = `readme-${randomUUID().slice(0, 8)}.`;
-    const ran = await run(
-      ['run', '--silent', 'example:produce'],
-      {
-        KAFKA_BROKERS: brokers,
-        TOPIC_PREFIX: prefix,
-        MODE: 'binary',
-        ORG_ID: 'acme',
-        INPUT_URL: 'https://files.example.com/in.mp4',
-        OUTPUT_URL: 'https://files.example.com/out.webm',
-      },
-      60_000,
-    );
-    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
-    const id = ran.stdout.trim();
-    const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
-      minRecords: 1,
-      timeoutMs: 15_000,
-    });
+    const { id, records } = await produceExample({ MODE: 'binary' });
     const mine = records.find((r) => r.key === id);
     expect(mine?.headers).to.include({
       ce_specversion: '1.0',
