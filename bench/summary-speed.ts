@@ -84,6 +84,8 @@ let jobStarted = 0;
 const ctx: JobContext = {
   signal: new AbortController().signal,
   attempt: 1,
+  kind: 'summary',
+  span: (_name, work) => work(),
   log: silentLogger,
   progress: (percent, stage) => {
     // The handler reports 5–35 % while it analyses and 35–95 % while it renders.

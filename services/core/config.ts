@@ -1,6 +1,7 @@
 import type { LogLevel } from './observability/logger.ts';
 import type { SealingKey } from './crypto/secret-box.ts';
 import { isAddressOrRange } from './net/address-policy.ts';
+import { SAMPLERS, type SamplerName, type TraceExportSettings } from './observability/tracing.ts';
 
 /** The service's settings, read once from the environment at start, validated and frozen. */
 export interface Config {
@@ -121,6 +122,23 @@ export interface Config {
   /** Font for text watermarks (FONT_FILE, default DejaVu Sans). */
   fontFile: string;
   logLevel: LogLevel;
+  /**
+   * Port where the ingress serves /metrics (and /healthz, /readyz) apart from the API
+   * (INGRESS_METRICS_PORT; 0: any free port). Unset (default): /metrics is on the API port, as
+   * before; set: the API port no longer answers /metrics.
+   */
+  ingressMetricsPort: number | undefined;
+  /**
+   * Span export, from the standard OpenTelemetry variables; undefined (default): no export.
+   * On when OTEL_TRACES_EXPORTER=otlp or an endpoint is set (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+   * as is, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces; default http://localhost:4318/v1/traces);
+   * off with OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true. Protocol from
+   * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf, default, or
+   * http/json); OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER and
+   * OTEL_TRACES_SAMPLER_ARG as the specification says. The exporter reads its own
+   * OTEL_EXPORTER_OTLP_*HEADERS, *TIMEOUT, *COMPRESSION and certificate variables.
+   */
+  traceExport: TraceExportSettings | undefined;
 }
 
 export class ConfigError extends Error {
@@ -252,6 +270,65 @@ const REPLACED: Record<string, string> = {
     'CALLBACK_RETRY_HORIZON_MS (callbacks are retried for a time, not a count)',
 };
 
+function traceExport(env: Env): TraceExportSettings | undefined {
+  const exporter = env['OTEL_TRACES_EXPORTER'] || undefined;
+  if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none')
+    throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
+  const specific = otlpUrl(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const general = otlpUrl(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const on = exporter === 'otlp' || (exporter === undefined && (specific ?? general) !== undefined);
+  if (!on || bool(env, 'OTEL_SDK_DISABLED', false)) return undefined;
+  const protocol =
+    env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ||
+    env['OTEL_EXPORTER_OTLP_PROTOCOL'] ||
+    'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json')
+    throw new ConfigError(
+      `OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (grpc is not supported), got "${protocol}"`,
+    );
+  const sampler = env['OTEL_TRACES_SAMPLER'] || 'parentbased_always_on';
+  if (!(SAMPLERS as readonly string[]).includes(sampler))
+    throw new ConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}`);
+  const rawRatio = env['OTEL_TRACES_SAMPLER_ARG'] || '1';
+  const ratio = Number(rawRatio);
+  if (sampler.endsWith('traceidratio') && !(ratio >= 0 && ratio <= 1))
+    throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got "${rawRatio}"`);
+  return Object.freeze({
+    url: specific ?? `${(general ?? 'http://localhost:4318').replace(/\/+$/, '')}/v1/traces`,
+    protocol,
+    serviceName: env['OTEL_SERVICE_NAME'] || undefined,
+    resourceAttributes: Object.freeze(resourceAttributes(env['OTEL_RESOURCE_ATTRIBUTES'])),
+    sampler: { name: sampler as SamplerName, ratio },
+  });
+}
+
+function otlpUrl(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol))
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  return raw;
+}
+
+/** `key1=value1,key2=value2`, values percent-encoded (the OTEL_RESOURCE_ATTRIBUTES format). */
+function resourceAttributes(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of (raw ?? '').split(',').filter((p) => p.trim())) {
+    const at = pair.indexOf('=');
+    const key = pair.slice(0, at).trim();
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      value = '';
+    }
+    if (at <= 0 || !value)
+      throw new ConfigError('OTEL_RESOURCE_ATTRIBUTES must look like "key1=value1,key2=value2"');
+    out[key] = value;
+  }
+  return out;
+}
+
 const LEVELS = new Set(['debug', 'info', 'warn', 'error', 'silent']);
 
 export function loadConfig(env: Env): Readonly<Config> {
@@ -328,5 +405,10 @@ export function loadConfig(env: Env): Readonly<Config> {
     ffprobePath: env['FFPROBE_PATH'] || 'ffprobe',
     fontFile: env['FONT_FILE'] || '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf',
     logLevel: logLevel as LogLevel,
+    ingressMetricsPort:
+      env['INGRESS_METRICS_PORT'] === undefined || env['INGRESS_METRICS_PORT'] === ''
+        ? undefined
+        : int(env, 'INGRESS_METRICS_PORT', 0, 0, 65535),
+    traceExport: traceExport(env),
   });
 }

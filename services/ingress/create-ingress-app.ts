@@ -12,6 +12,14 @@ import type { JobStatusView } from '../core/jobs/job-status-view.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
+import {
+  extractTraceContext,
+  inSpan,
+  SpanKind,
+  withTraceHeaders,
+  type TraceContext,
+  type Tracer,
+} from '../core/observability/tracing.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
 import type { Authenticator } from './authenticate.ts';
 import {
@@ -31,6 +39,8 @@ export interface IngressDeps {
   statusView: JobStatusView;
   metrics: Metrics;
   log: Logger;
+  /** Spans of submissions; a caller's `traceparent` is their parent and travels with the job. */
+  tracer: Tracer;
   clock: Clock;
   sealingKey: SealingKey;
   /** Largest body accepted, in bytes. */
@@ -57,7 +67,18 @@ export function createIngressApp(deps: IngressDeps): Koa {
   const router = new Router();
 
   for (const [path, type] of Object.entries(JOB_ROUTES))
-    router.post(path, (ctx) => submitJob(ctx, type, deps));
+    router.post(path, (ctx) =>
+      inSpan(
+        deps.tracer,
+        `POST ${path}`,
+        extractTraceContext(ctx.headers),
+        (trace) => submitJob(ctx, type, deps, trace),
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'http.request.method': 'POST', 'http.route': path },
+        },
+      ),
+    );
   router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
   router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
   router.get('/healthz', (ctx) => {
@@ -104,19 +125,26 @@ export function createIngressApp(deps: IngressDeps): Koa {
   return app;
 }
 
-async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promise<void> {
+async function submitJob(
+  ctx: Context,
+  type: JobType,
+  deps: IngressDeps,
+  trace: TraceContext,
+): Promise<void> {
   const body = await readJsonBody(ctx, deps.maxBodyBytes);
-  if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
-  const orgId = deps.authenticate(body['apiKey']);
-  if (!orgId) throw new MediaError('unauthorized', 'apiKey is not valid');
-  const checked =
-    type === 'transcode'
-      ? deps.contracts.transcodeRequest(body)
-      : deps.contracts.summaryRequest(body);
-  if (!checked.ok) throw new MediaError('invalid_request', checked.message);
-  const request = checked.value;
-  refuseOverPixelBudget(request, deps.maxPixels);
-  refuseLocalUrls(request, deps.addressPolicy);
+  const { orgId, request } = await inSpan(deps.tracer, 'validate', trace, async () => {
+    if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
+    const org = deps.authenticate(body['apiKey']);
+    if (!org) throw new MediaError('unauthorized', 'apiKey is not valid');
+    const checked =
+      type === 'transcode'
+        ? deps.contracts.transcodeRequest(body)
+        : deps.contracts.summaryRequest(body);
+    if (!checked.ok) throw new MediaError('invalid_request', checked.message);
+    refuseOverPixelBudget(checked.value, deps.maxPixels);
+    refuseLocalUrls(checked.value, deps.addressPolicy);
+    return { orgId: org, request: checked.value };
+  });
 
   const createdAt = nowIsoMicros(deps.clock);
   const job = buildJobRequest(
@@ -125,12 +153,24 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
     { jobId: randomUUID(), orgId, submittedAt: createdAt },
     deps.sealingKey,
   );
-  const record = deps.codec.encode(requestTopicOf[job.kind], 'media.job.requested', job);
+  const topic = requestTopicOf[job.kind];
   try {
-    await deps.bus.publish([record]);
+    await inSpan(
+      deps.tracer,
+      `publish ${topic}`,
+      trace,
+      (publishing) =>
+        deps.bus.publish([
+          withTraceHeaders(deps.codec.encode(topic, 'media.job.requested', job), publishing),
+        ]),
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: { 'messaging.destination.name': topic, 'media.job.id': job.jobId },
+      },
+    );
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
-    deps.log.warn('job.not_queued', { kind: job.kind, error });
+    deps.log.warn('job.not_queued', { jobId: job.jobId, kind: job.kind, error });
     throw new MediaError(
       'bus_unavailable',
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
@@ -183,7 +223,12 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void>
       `job ${id} has no ${status.status === 'succeeded' ? 'successUrl' : 'failureUrl'} to call`,
     );
   try {
-    await deps.bus.publish([firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId })]);
+    await deps.bus.publish([
+      withTraceHeaders(
+        firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId }),
+        extractTraceContext(ctx.headers),
+      ),
+    ]);
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
     throw new MediaError(

@@ -33,6 +33,7 @@ export async function startIngress(
     statusView,
     metrics: rt.metrics,
     log: rt.log,
+    tracer: rt.tracing.tracer,
     clock: rt.clock,
     sealingKey: options.sealingKey,
     maxBodyBytes: rt.config.maxBodyBytes,

@@ -19,6 +19,8 @@ export interface AttemptOptions {
   /** Aborted when the notifier stops: the attempt is then not counted. */
   signal: AbortSignal;
   now: () => Date;
+  /** Sent besides the webhook headers: the job's trace context (`traceparent`, `tracestate`). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -49,7 +51,7 @@ export async function deliverCallback(
   try {
     const res = await http.request(callback.url, {
       method: 'POST',
-      headers,
+      headers: { ...options.headers, ...headers },
       body: Buffer.from(body),
       signal,
       idleTimeoutMs: options.timeoutMs,

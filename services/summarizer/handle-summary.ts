@@ -5,6 +5,7 @@ import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import {
   deliverOutput,
+  ffmpegPass,
   fetchInput,
   inWorkDir,
   jobWatermark,
@@ -78,14 +79,21 @@ async function summarise(
   checkInputPixels(input.video, deps.maxPixels);
   const size = summarySize(spec, input.video);
   checkOutputPixels(size, deps.maxPixels);
-  const timeline = await analyseVideo(deps, {
-    inputPath: paths.inputPath,
-    input,
-    scratchPath: join(paths.workDir, 'analysis'),
-    threads: deps.threads,
-    signal: ctx.signal,
-    onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
-  });
+  const timeline = await ffmpegPass(
+    deps,
+    ctx,
+    'analyse',
+    () => input.durationSeconds,
+    () =>
+      analyseVideo(deps, {
+        inputPath: paths.inputPath,
+        input,
+        scratchPath: join(paths.workDir, 'analysis'),
+        threads: deps.threads,
+        signal: ctx.signal,
+        onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
+      }),
+  );
   const segments = selectSegments(timeline, {
     targetSeconds: summaryTargetSeconds(input.durationSeconds),
   });

@@ -7,6 +7,7 @@ import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts';
 import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
+import { tracingOff, type Tracer } from '../../services/core/observability/tracing.ts';
 import { systemClock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
@@ -35,6 +36,7 @@ export async function makeIngress(
     maxBodyBytes?: number;
     maxPixels?: number;
     log?: Logger;
+    tracer?: Tracer;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -54,6 +56,7 @@ export async function makeIngress(
     statusView,
     metrics,
     log: options.log ?? silentLogger,
+    tracer: options.tracer ?? tracingOff.tracer,
     clock: systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,

@@ -51,6 +51,8 @@ describe('summary handler with real ffmpeg', function () {
   const ctx: JobContext = {
     signal: new AbortController().signal,
     attempt: 1,
+    kind: 'summary',
+    span: (_name, work) => work(),
     log: silentLogger,
     progress: () => {},
     openSecret: () => undefined,

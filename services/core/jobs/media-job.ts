@@ -4,7 +4,7 @@ import { MediaError } from '../errors.ts';
 import type { Prober } from '../media/probe-media.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../media/prepare-watermark.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import type { FFMPEG_PASSES, Metrics, StoreKind } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
 import type { JobContext } from './run-job-worker.ts';
@@ -77,18 +77,20 @@ export async function fetchInput(
 ): Promise<void> {
   const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
-    withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>
-      store.download(job.input.url, path, {
-        signal,
-        maxBytes: deps.maxInputBytes,
-        onProgress: (n) => {
-          onBytes(n);
-          ctx.progress(0, 'download');
-        },
-      }),
+    ctx.span('download', () =>
+      withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>
+        store.download(job.input.url, path, {
+          signal,
+          maxBytes: deps.maxInputBytes,
+          onProgress: (n) => {
+            onBytes(n);
+            ctx.progress(0, 'download');
+          },
+        }),
+      ),
     ),
   );
-  deps.metrics.bytesTransferred.inc({ direction: 'in' }, bytes);
+  deps.metrics.bytesTransferred.inc({ direction: 'in', store: storeKind(job.input.url) }, bytes);
 }
 
 /** Uploads `path` to the job's output with the output credentials, in a transfer slot; same job, same object. */
@@ -101,18 +103,51 @@ export async function deliverOutput(
 ): Promise<void> {
   const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
-    withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>
-      store.upload(path, job.output.url, {
-        signal,
-        contentType,
-        onProgress: (n) => {
-          onBytes(n);
-          ctx.progress(96, 'upload');
-        },
-      }),
+    ctx.span('upload', () =>
+      withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>
+        store.upload(path, job.output.url, {
+          signal,
+          contentType,
+          onProgress: (n) => {
+            onBytes(n);
+            ctx.progress(96, 'upload');
+          },
+        }),
+      ),
     ),
   );
-  deps.metrics.bytesTransferred.inc({ direction: 'out' }, bytes);
+  deps.metrics.bytesTransferred.inc({ direction: 'out', store: storeKind(job.output.url) }, bytes);
+}
+
+/** The store a URL's scheme names, as a metric label (`gcp://` is Google Cloud Storage). */
+export function storeKind(url: string): StoreKind {
+  const scheme = url.slice(0, url.indexOf(':'));
+  if (scheme === 's3' || scheme === 'azure') return scheme;
+  return scheme === 'gcp' ? 'gcs' : 'http';
+}
+
+/**
+ * One ffmpeg pass of a job, in a span of its own, its speed measured: seconds of media it went
+ * through (`mediaSeconds`, read once it is done) per second of wall time.
+ */
+export async function ffmpegPass<T>(
+  deps: { metrics?: Metrics },
+  ctx: JobContext,
+  pass: (typeof FFMPEG_PASSES)[number],
+  mediaSeconds: () => number,
+  work: () => Promise<T>,
+): Promise<T> {
+  const started = performance.now();
+  const result = await ctx.span(`ffmpeg ${pass}`, work);
+  const wall = (performance.now() - started) / 1000;
+  const media = mediaSeconds();
+  if (deps.metrics && wall > 0 && media > 0) {
+    const labels = { kind: ctx.kind, pass };
+    deps.metrics.ffmpegSpeed.observe(labels, media / wall);
+    deps.metrics.ffmpegMediaSeconds.inc(labels, media);
+    deps.metrics.ffmpegSeconds.inc(labels, wall);
+  }
+  return result;
 }
 
 /** The job's watermark, if it asks for one, made ready in its work directory. */

@@ -11,6 +11,15 @@ import type { JobRequested, JobResult, SealedSecret } from '../contracts/types.g
 import { MediaError, toErrorData, type ErrorData } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import {
+  extractTraceContext,
+  inSpan,
+  SpanKind,
+  withTraceHeaders,
+  type TraceContext,
+  tracingOff,
+  type Tracing,
+} from '../observability/tracing.ts';
 import { open, type SealingKey } from '../crypto/secret-box.ts';
 import { fullJitterBackoffMs, type Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
@@ -25,7 +34,10 @@ export interface JobContext {
   /** Aborted on time-out, shutdown or loss of the record; the handler must stop promptly. */
   signal: AbortSignal;
   attempt: number;
+  kind: JobKind;
   log: Logger;
+  /** Runs `work` in a span of its own below the job's span (download, ffmpeg, upload). */
+  span<T>(name: string, work: () => Promise<T>): Promise<T>;
   /** Reports progress (0–100) of the whole job; throttled, and keeps the bus lease alive. */
   progress(percent: number, stage: ProgressStage): void;
   /** Opens a sealed credentials object from the job. */
@@ -39,6 +51,8 @@ export interface JobWorkerDeps {
   codec: EventCodec;
   log: Logger;
   metrics: Metrics;
+  /** Default: off (trace context still passed along). */
+  tracing?: Tracing;
   clock: Clock;
   sealingKeys: readonly SealingKey[];
   /** Source of the retry jitter, uniform in [0, 1) (default Math.random); tests pass a fixed one. */
@@ -91,6 +105,8 @@ async function handleRecord(
   record: BusRecord,
   delivery: DeliveryContext,
 ): Promise<void> {
+  // The producer's trace context (the ingress's publish span, or whoever produced the record).
+  const parent = extractTraceContext(record.headers);
   const decoded = deps.codec.decode(record);
   if (!decoded.ok)
     return refuse(
@@ -99,6 +115,7 @@ async function handleRecord(
       record,
       { reason: 'invalid_event', message: decoded.reason },
       decoded.data,
+      parent,
     );
   if (decoded.event.type !== 'media.job.requested' || decoded.event.data.kind !== options.kind)
     return refuse(
@@ -110,23 +127,50 @@ async function handleRecord(
         message: `${decoded.event.type} is not a ${options.kind} request`,
       },
       decoded.event.data,
+      parent,
     );
   // job.notBefore is information only: the bus did not deliver the record before it.
   const job = decoded.event.data;
   const refusal = admissionRefusal(job, options.admission, deps.sealingKeys);
-  if (refusal) return refuse(deps, options, record, refusal, job);
+  if (refusal) return refuse(deps, options, record, refusal, job, parent);
   if (delivery.signal.aborted) throw new Error('handed back before start');
+  await inSpan(
+    (deps.tracing ?? tracingOff).tracer,
+    `${job.kind} job`,
+    parent,
+    (trace) => runJob(deps, options, record.topic, job, delivery, trace),
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'messaging.destination.name': record.topic,
+        'media.job.id': job.jobId,
+        'media.job.kind': job.kind,
+        'media.job.attempt': job.attempt,
+      },
+    },
+  );
+}
 
+async function runJob(
+  deps: JobWorkerDeps,
+  options: JobWorkerOptions,
+  topic: string,
+  job: JobRequested,
+  delivery: DeliveryContext,
+  trace: TraceContext,
+): Promise<void> {
   const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
-  await publish(deps, 'media.job.processing', {
-    ...identity(job),
-    startedAt: deps.clock.now().toISOString(),
-  });
+  await publish(
+    deps,
+    'media.job.processing',
+    { ...identity(job), startedAt: deps.clock.now().toISOString() },
+    trace,
+  );
   deps.metrics.jobsStarted.inc({ kind: job.kind });
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
-  const run = await runHandler(deps, options, job, delivery, log).finally(() =>
+  const run = await runHandler(deps, options, job, delivery, log, trace).finally(() =>
     deps.metrics.jobsInProgress.dec({ kind: job.kind }),
   );
   const seconds = (performance.now() - started) / 1000;
@@ -135,9 +179,9 @@ async function handleRecord(
     log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
     throw new Error('handed back');
   }
-  await publishOutcome(deps, options, record.topic, job, run, log);
+  await publishOutcome(deps, options, topic, job, run, log, trace);
   deps.metrics.jobDuration.observe(
-    { kind: job.kind, outcome: run.error ? 'failed' : 'succeeded' },
+    { kind: job.kind, format: jobFormat(job), outcome: run.error ? 'failed' : 'succeeded' },
     seconds,
   );
 }
@@ -151,6 +195,7 @@ async function runHandler(
   job: JobRequested,
   delivery: DeliveryContext,
   log: Logger,
+  trace: TraceContext,
 ): Promise<RunOutcome> {
   const controller = new AbortController();
   const timeout = setTimeout(
@@ -166,14 +211,16 @@ async function runHandler(
     intervalMs: options.progressIntervalMs ?? 1000,
     job: identity(job),
     heartbeat: () => delivery.heartbeat(),
-    publish: (data) => publish(deps, 'media.job.progress', data),
+    publish: (data) => publish(deps, 'media.job.progress', data, trace),
     log,
   });
   try {
     const result = await options.handler(job, {
       signal: controller.signal,
       attempt: job.attempt,
+      kind: job.kind,
       log,
+      span: (name, work) => inSpan((deps.tracing ?? tracingOff).tracer, name, trace, work),
       progress: progress.report,
       openSecret: (sealed) => (sealed ? open(sealed, deps.sealingKeys, job.jobId) : undefined),
     });
@@ -197,16 +244,17 @@ async function publishOutcome(
   job: JobRequested,
   run: Exclude<RunOutcome, { handedBack: true }>,
   log: Logger,
+  trace: TraceContext,
 ): Promise<void> {
   const finishedAt = deps.clock.now().toISOString();
   const callbacks = job.callbacks ? { callbacks: job.callbacks } : {};
   if (run.result) {
-    await publish(deps, 'media.job.succeeded', {
-      ...identity(job),
-      finishedAt,
-      ...callbacks,
-      result: run.result,
-    });
+    await publish(
+      deps,
+      'media.job.succeeded',
+      { ...identity(job), finishedAt, ...callbacks, result: run.result },
+      trace,
+    );
     deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'succeeded', code: '' });
     deps.metrics.mediaSeconds.inc({ kind: job.kind }, run.result.durationSeconds);
     log.info('job.succeeded', { outputUrl: run.result.outputUrl, sizeBytes: run.result.sizeBytes });
@@ -223,13 +271,21 @@ async function publishOutcome(
       notBefore: new Date(notBefore).toISOString(),
     };
     await deps.bus.publish([
-      { ...deps.codec.encode(topic, 'media.job.requested', next), notBefore },
+      withTraceHeaders(
+        { ...deps.codec.encode(topic, 'media.job.requested', next), notBefore },
+        trace,
+      ),
     ]);
     deps.metrics.jobsRetried.inc({ kind: job.kind, code: error.code });
     log.warn('job.retry_scheduled', { code: error.code, delayMs: delay });
     return;
   }
-  await publish(deps, 'media.job.failed', { ...identity(job), finishedAt, ...callbacks, error });
+  await publish(
+    deps,
+    'media.job.failed',
+    { ...identity(job), finishedAt, ...callbacks, error },
+    trace,
+  );
   deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'failed', code: error.code });
   log.warn('job.failed', { code: error.code, message: error.message });
 }
@@ -246,18 +302,24 @@ async function refuse(
   record: BusRecord,
   refusal: Refusal,
   data: unknown,
+  trace: TraceContext,
 ): Promise<void> {
   const owner = readJobOwner(data, options.kind, options.admission.addressPolicy);
   if (owner) {
     const { failureUrl, ...who } = owner;
     const message =
       refusal.message.length > 2000 ? `${refusal.message.slice(0, 1999)}…` : refusal.message;
-    await publish(deps, 'media.job.failed', {
-      ...who,
-      finishedAt: deps.clock.now().toISOString(),
-      ...(failureUrl ? { callbacks: { failureUrl } } : {}),
-      error: { code: 'invalid_event', message, retryable: false },
-    });
+    await publish(
+      deps,
+      'media.job.failed',
+      {
+        ...who,
+        finishedAt: deps.clock.now().toISOString(),
+        ...(failureUrl ? { callbacks: { failureUrl } } : {}),
+        error: { code: 'invalid_event', message, retryable: false },
+      },
+      trace,
+    );
     deps.metrics.jobsFinished.inc({ kind: owner.kind, outcome: 'failed', code: 'invalid_event' });
   }
   await deadLetter(deps, record, refusal.reason, refusal.message);
@@ -270,6 +332,11 @@ async function refuse(
   });
 }
 
+/** The output format of a job (a label of job_duration_seconds: a GIF and an MP4 summary cost differently). */
+export function jobFormat(job: JobRequested): string {
+  return job.transcode?.container ?? job.summary?.format ?? 'unknown';
+}
+
 function identity(job: JobRequested): Pick<JobRequested, 'jobId' | 'kind' | 'orgId' | 'attempt'> {
   return { jobId: job.jobId, kind: job.kind, orgId: job.orgId, attempt: job.attempt };
 }
@@ -278,8 +345,11 @@ async function publish<T extends keyof EventDataOf>(
   deps: JobWorkerDeps,
   type: T,
   data: EventDataOf[T],
+  trace: TraceContext,
 ): Promise<void> {
-  await deps.bus.publish([deps.codec.encode(topics.jobEvents, type, data)]);
+  await deps.bus.publish([
+    withTraceHeaders(deps.codec.encode(topics.jobEvents, type, data), trace),
+  ]);
   deps.metrics.eventsPublished.inc({ type });
 }
 

@@ -6,6 +6,13 @@ const PREFIX = 'media_';
 
 /** Label values known before anything happens: their series exist, at 0, from the start. */
 export const JOB_KINDS = ['transcode', 'summary'] as const;
+/** Output formats by job kind (the `format` label of job durations). */
+export const JOB_FORMATS = { transcode: ['mp4', 'webm'], summary: ['gif', 'mp4'] } as const;
+/** Where bytes are moved from and to (the URL scheme's store). */
+export const STORE_KINDS = ['http', 's3', 'azure', 'gcs'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+/** The ffmpeg passes of a job: `analyse` (summary content analysis) and `encode` (the output). */
+export const FFMPEG_PASSES = ['analyse', 'encode'] as const;
 export const DEAD_LETTER_REASONS = [
   'invalid_event',
   'unexpected_event',
@@ -27,10 +34,13 @@ export interface Metrics {
   jobsStarted: Counter<'kind'>;
   jobsFinished: Counter<'kind' | 'outcome' | 'code'>;
   jobsRetried: Counter<'kind' | 'code'>;
-  jobDuration: Histogram<'kind' | 'outcome'>;
+  jobDuration: Histogram<'kind' | 'format' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
   mediaSeconds: Counter<'kind'>;
-  bytesTransferred: Counter<'direction'>;
+  bytesTransferred: Counter<'direction' | 'store'>;
+  ffmpegSpeed: Histogram<'kind' | 'pass'>;
+  ffmpegMediaSeconds: Counter<'kind' | 'pass'>;
+  ffmpegSeconds: Counter<'kind' | 'pass'>;
   eventsPublished: Counter<'type'>;
   eventsDeadLettered: Counter<'reason'>;
   callbacks: Counter<'outcome'>;
@@ -63,12 +73,20 @@ function startKnownSeriesAtZero(m: Metrics): void {
     m.jobsFinished.inc({ kind, outcome: 'succeeded', code: '' }, 0);
     for (const code of codes) m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
     for (const code of retryable) m.jobsRetried.inc({ kind, code }, 0);
-    for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, outcome });
+    for (const format of JOB_FORMATS[kind])
+      for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, format, outcome });
+    for (const pass of FFMPEG_PASSES) {
+      if (pass === 'analyse' && kind === 'transcode') continue;
+      m.ffmpegSpeed.zero({ kind, pass });
+      m.ffmpegMediaSeconds.inc({ kind, pass }, 0);
+      m.ffmpegSeconds.inc({ kind, pass }, 0);
+    }
   }
   for (const reason of DEAD_LETTER_REASONS) m.eventsDeadLettered.inc({ reason }, 0);
   for (const outcome of CALLBACK_OUTCOMES) m.callbacks.inc({ outcome }, 0);
   for (const outcome of CALLBACK_ATTEMPT_OUTCOMES) m.callbackDuration.zero({ outcome });
-  for (const direction of ['in', 'out']) m.bytesTransferred.inc({ direction }, 0);
+  for (const direction of ['in', 'out'])
+    for (const store of STORE_KINDS) m.bytesTransferred.inc({ direction, store }, 0);
 }
 
 function registerMetrics(registry: Registry): Metrics {
@@ -114,8 +132,8 @@ function registerMetrics(registry: Registry): Metrics {
     }),
     jobDuration: new Histogram({
       name: `${PREFIX}job_duration_seconds`,
-      help: 'Wall time of one job attempt.',
-      labelNames: ['kind', 'outcome'],
+      help: 'Wall time of one job attempt, by kind, output format and outcome.',
+      labelNames: ['kind', 'format', 'outcome'],
       buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
       registers,
     }),
@@ -133,8 +151,27 @@ function registerMetrics(registry: Registry): Metrics {
     }),
     bytesTransferred: new Counter({
       name: `${PREFIX}transfer_bytes_total`,
-      help: 'Bytes downloaded (in) and uploaded (out).',
-      labelNames: ['direction'],
+      help: 'Bytes downloaded (in) and uploaded (out), by store (http, s3, azure, gcs).',
+      labelNames: ['direction', 'store'],
+      registers,
+    }),
+    ffmpegSpeed: new Histogram({
+      name: `${PREFIX}ffmpeg_speed_ratio`,
+      help: 'Seconds of media one ffmpeg run went through per second of wall time (1 = realtime).',
+      labelNames: ['kind', 'pass'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128],
+      registers,
+    }),
+    ffmpegMediaSeconds: new Counter({
+      name: `${PREFIX}ffmpeg_media_seconds_total`,
+      help: 'Seconds of media ffmpeg went through (divide by media_ffmpeg_seconds_total for the speed).',
+      labelNames: ['kind', 'pass'],
+      registers,
+    }),
+    ffmpegSeconds: new Counter({
+      name: `${PREFIX}ffmpeg_seconds_total`,
+      help: 'Wall time ffmpeg ran.',
+      labelNames: ['kind', 'pass'],
       registers,
     }),
     eventsPublished: new Counter({

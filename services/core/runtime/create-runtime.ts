@@ -8,6 +8,7 @@ import { loadContracts, type Contracts } from '../contracts/load-contracts.ts';
 import { createEventCodec, type EventCodec } from '../events/event-codec.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import { tracingOff, type Tracing } from '../observability/tracing.ts';
 import { createFfmpegRunner, type FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { createProber, type Prober } from '../media/probe-media.ts';
 import { createGuardedHttp, type HttpClient } from '../net/guarded-http.ts';
@@ -29,6 +30,8 @@ export interface Runtime {
   codec: EventCodec;
   log: Logger;
   metrics: Metrics;
+  /** Spans and trace context; no-op unless an exporter is configured (startTracing). */
+  tracing: Tracing;
   clock: Clock;
   sealingKeys: readonly SealingKey[];
   http: HttpClient;
@@ -50,6 +53,8 @@ export interface RuntimeOptions {
   bus?: EventBus;
   sealingKeys: readonly SealingKey[];
   log?: Logger;
+  /** Default: off (no-op tracer; trace context still passed along). */
+  tracing?: Tracing;
 }
 
 export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
@@ -69,6 +74,7 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     codec: createEventCodec(contracts, `media-service/${options.service}`),
     log,
     metrics: createMetrics(new Registry()),
+    tracing: options.tracing ?? tracingOff,
     clock: systemClock,
     sealingKeys: options.sealingKeys,
     http,
