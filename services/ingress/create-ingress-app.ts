@@ -28,7 +28,7 @@ import {
   refuseOverPixelBudget,
   type JobType,
 } from './build-job-request.ts';
-import { handleErrors } from './handle-errors.ts';
+import { handleErrors, requestIdOf } from './handle-errors.ts';
 import { readJsonBody } from './read-json-body.ts';
 
 export interface IngressDeps {
@@ -100,11 +100,12 @@ export function createIngressApp(deps: IngressDeps): Koa {
 
   // Koa reports here what happens to a connection after the handlers (a client resetting it, a
   // body cut short); its default prints to stderr, outside the structured log.
-  app.on('error', (error: unknown) => {
+  app.on('error', (error: unknown, ctx?: Context) => {
+    const requestId = ctx ? requestIdOf(ctx) : undefined;
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code === 'string' && CLIENT_SIDE_CODES.test(code))
-      deps.log.info('http.connection_closed_by_client', { code });
-    else deps.log.error('http.connection_error', { error });
+      deps.log.info('http.connection_closed_by_client', { requestId, code });
+    else deps.log.error('http.connection_error', { requestId, error });
   });
   app.use(countRequests(deps.metrics));
   app.use(handleErrors(deps.log));
@@ -170,7 +171,12 @@ async function submitJob(
     );
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
-    deps.log.warn('job.not_queued', { jobId: job.jobId, kind: job.kind, error });
+    deps.log.warn('job.not_queued', {
+      requestId: requestIdOf(ctx),
+      jobId: job.jobId,
+      kind: job.kind,
+      error,
+    });
     throw new MediaError(
       'bus_unavailable',
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
@@ -179,7 +185,7 @@ async function submitJob(
   deps.statusView.applyRequested(job, createdAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
   deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
-  deps.log.info('job.queued', { jobId: job.jobId, type, orgId });
+  deps.log.info('job.queued', { requestId: requestIdOf(ctx), jobId: job.jobId, type, orgId });
   const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
   ctx.body = ack;
 }
@@ -236,7 +242,12 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void>
       'the callback could not be queued because the event bus is unavailable; try again',
     );
   }
-  deps.log.info('callback.redelivery_queued', { jobId: id, orgId, webhookId: callback.webhookId });
+  deps.log.info('callback.redelivery_queued', {
+    requestId: requestIdOf(ctx),
+    jobId: id,
+    orgId,
+    webhookId: callback.webhookId,
+  });
   const body: CallbackRedelivery = { id, webhookId: callback.webhookId, state: 'pending' };
   ctx.status = 202;
   ctx.body = body;

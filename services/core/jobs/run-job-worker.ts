@@ -17,6 +17,7 @@ import {
   SpanKind,
   withTraceHeaders,
   type TraceContext,
+  traceLogFields,
   tracingOff,
   type Tracing,
 } from '../observability/tracing.ts';
@@ -159,7 +160,12 @@ async function runJob(
   delivery: DeliveryContext,
   trace: TraceContext,
 ): Promise<void> {
-  const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
+  const log = deps.log.child({
+    jobId: job.jobId,
+    kind: job.kind,
+    attempt: job.attempt,
+    ...traceLogFields(trace),
+  });
   await publish(
     deps,
     'media.job.processing',

@@ -1,4 +1,5 @@
 import {
+  isSpanContextValid,
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
@@ -136,6 +137,12 @@ export function traceHeaders(context: Context): Record<string, string> {
   const headers: Record<string, string> = {};
   propagator.inject(context, headers, setter);
   return headers;
+}
+
+/** The trace id of a context as a log field, when it has a valid one (logs and traces then join). */
+export function traceLogFields(context: Context): { traceId?: string } {
+  const span = trace.getSpanContext(context);
+  return span && isSpanContextValid(span) ? { traceId: span.traceId } : {};
 }
 
 /** A bus record with the trace context in its headers. */
