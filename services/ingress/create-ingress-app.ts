@@ -49,6 +49,8 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
+  /** Serve /metrics on the API port (default true; false when INGRESS_METRICS_PORT moves it). */
+  metricsOnApiPort?: boolean;
 }
 
 const JOB_ROUTES: Record<string, JobType> = {
@@ -93,10 +95,11 @@ export function createIngressApp(deps: IngressDeps): Koa {
     ctx.type = 'application/json';
     ctx.body = deps.contracts.openApi;
   });
-  router.get('/metrics', async (ctx) => {
-    ctx.type = deps.metrics.registry.contentType;
-    ctx.body = await deps.metrics.registry.metrics();
-  });
+  if (deps.metricsOnApiPort ?? true)
+    router.get('/metrics', async (ctx) => {
+      ctx.type = deps.metrics.registry.contentType;
+      ctx.body = await deps.metrics.registry.metrics();
+    });
 
   // Koa reports here what happens to a connection after the handlers (a client resetting it, a
   // body cut short); its default prints to stderr, outside the structured log.

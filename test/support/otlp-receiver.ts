@@ -48,6 +48,8 @@ export interface OtlpReceiver {
   /** Base URL, for OTEL_EXPORTER_OTLP_ENDPOINT. */
   url: string;
   spans: ReceivedSpan[];
+  /** The JSON exports as received, for what the decoded spans leave out. */
+  jsonBodies: string[];
   protobufBodies: Buffer[];
   waitFor(predicate: (spans: ReceivedSpan[]) => boolean, timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -63,6 +65,7 @@ function plain(attributes: KeyValue[] | undefined): Record<string, unknown> {
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const protobufBodies: Buffer[] = [];
+  const jsonBodies: string[] = [];
   const waiters = new Set<() => void>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -74,6 +77,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         protobufBodies.push(body);
         res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
       } else {
+        jsonBodies.push(body.toString('utf8'));
         const request = JSON.parse(body.toString('utf8')) as ExportRequest;
         for (const rs of request.resourceSpans ?? []) {
           const service = String(plain(rs.resource?.attributes)['service.name']);
@@ -100,6 +104,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   return {
     url: `http://127.0.0.1:${port}`,
     spans,
+    jsonBodies,
     protobufBodies,
     waitFor: (predicate, timeoutMs) =>
       new Promise((resolve, reject) => {
