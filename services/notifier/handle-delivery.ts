@@ -21,7 +21,7 @@ import {
   type Tracing,
 } from '../core/observability/tracing.ts';
 import type { Clock } from '../core/time.ts';
-import { deliverCallback, type AttemptOutcome } from './deliver-callback.ts';
+import { attemptResult, deliverCallback, type AttemptOutcome } from './deliver-callback.ts';
 import type { HostSlots } from './host-slots.ts';
 import { planRetry, type RetryPolicy } from './retry-schedule.ts';
 
@@ -108,6 +108,7 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
     // Cut short by a stop: not an attempt; the record is delivered again with the same number.
     if (delivery.signal.aborted && outcome.kind !== 'delivered')
       throw new Error('handed back: notifier stopping');
+    deps.metrics.callbackAttempts.inc({ result: attemptResult(outcome) });
     deps.metrics.callbackDuration.observe(
       { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },
       (performance.now() - started) / 1000,

@@ -24,6 +24,15 @@ export const DEAD_LETTER_REASONS = [
 ] as const;
 export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
+/** What one callback attempt met: the receiver's status class, or why there was no answer. */
+export const CALLBACK_ATTEMPT_RESULTS = [
+  '2xx',
+  '4xx',
+  '5xx',
+  'timeout',
+  'network_error',
+  'refused_address',
+] as const;
 
 /** Every metric of the service, registered on a registry passed in (never prom-client's global). */
 export interface Metrics {
@@ -45,6 +54,7 @@ export interface Metrics {
   eventsDeadLettered: Counter<'reason'>;
   callbacks: Counter<'outcome'>;
   callbackDuration: Histogram<'outcome'>;
+  callbackAttempts: Counter<'result'>;
 }
 
 export function createMetrics(
@@ -85,6 +95,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
   for (const reason of DEAD_LETTER_REASONS) m.eventsDeadLettered.inc({ reason }, 0);
   for (const outcome of CALLBACK_OUTCOMES) m.callbacks.inc({ outcome }, 0);
   for (const outcome of CALLBACK_ATTEMPT_OUTCOMES) m.callbackDuration.zero({ outcome });
+  for (const result of CALLBACK_ATTEMPT_RESULTS) m.callbackAttempts.inc({ result }, 0);
   for (const direction of ['in', 'out'])
     for (const store of STORE_KINDS) m.bytesTransferred.inc({ direction, store }, 0);
 }
@@ -197,6 +208,12 @@ function registerMetrics(registry: Registry): Metrics {
       help: 'Time to one callback attempt answered.',
       labelNames: ['outcome'],
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers,
+    }),
+    callbackAttempts: new Counter({
+      name: `${PREFIX}callback_attempts_total`,
+      help: 'Callback attempts by what they met: 2xx, 4xx, 5xx (status class of the answer), timeout, network_error, refused_address.',
+      labelNames: ['result'],
       registers,
     }),
   };
