@@ -8,6 +8,11 @@ export interface BusRecord {
   topic: string;
   key: string;
   value: Buffer;
+  /**
+   * Kafka record headers (the embedded bus keeps them in a column). Besides the CloudEvents
+   * ones they carry the job's W3C trace context, `traceparent` and `tracestate`, from the
+   * submission to the callback (observability/tracing.ts); forwarding a record keeps them.
+   */
   headers: Readonly<Record<string, string>>;
 }
 
