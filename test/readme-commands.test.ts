@@ -129,6 +129,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
+      /^npm run bench:tracing -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
@@ -150,6 +151,13 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/\| h264\/mp4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
+  });
+
+  it('npm run bench:tracing -- 1 20 (short arguments)', async () => {
+    const ran = await run(['run', 'bench:tracing', '--', '1', '20'], {}, 120_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/on, traceparent +\d+ µs/);
+    expect(ran.stdout).to.match(/no-op tracing calls of one submission: \d+ ns/);
   });
 
   it('npm run bench:summary -- 1 0.5 mp4 (short arguments)', async () => {
