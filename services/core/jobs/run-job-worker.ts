@@ -14,6 +14,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import {
   extractTraceContext,
   inSpan,
+  markFailed,
   SpanKind,
   withTraceHeaders,
   type TraceContext,
@@ -139,7 +140,10 @@ async function handleRecord(
     (deps.tracing ?? tracingOff).tracer,
     `${job.kind} job`,
     parent,
-    (trace) => runJob(deps, options, record.topic, job, delivery, trace),
+    (trace, span) =>
+      runJob(deps, options, record.topic, job, delivery, trace).then((error) => {
+        if (error) markFailed(span, error);
+      }),
     {
       kind: SpanKind.CONSUMER,
       attributes: {
@@ -159,7 +163,7 @@ async function runJob(
   job: JobRequested,
   delivery: DeliveryContext,
   trace: TraceContext,
-): Promise<void> {
+): Promise<ErrorData | undefined> {
   const log = deps.log.child({
     jobId: job.jobId,
     kind: job.kind,
@@ -190,6 +194,7 @@ async function runJob(
     { kind: job.kind, format: jobFormat(job), outcome: run.error ? 'failed' : 'succeeded' },
     seconds,
   );
+  return run.error;
 }
 
 type RunOutcome =
