@@ -4,8 +4,6 @@ import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import type { SummarySegment } from './select-segments.ts';
 
-/** Width of a GIF when the caller gives none, in pixels: GIFs at source width are needlessly huge. */
-export const DEFAULT_GIF_WIDTH = 480;
 /** Frames per second of a GIF: smooth enough for a preview, a fraction of the bytes of 25. */
 export const GIF_FPS = 12;
 
