@@ -69,15 +69,22 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   prune();
   const pruneTimer = setInterval(prune, 3600_000).unref();
 
-  const commit = (records: readonly OutgoingRecord[]): void => {
+  const ackStatement = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
+  const commit = (writes: readonly Write[]): void => {
     if (closed) throw new BusUnavailableError('the embedded bus is closed');
     const now = Date.now();
+    let published = false;
     db.exec('BEGIN');
     try {
-      for (const r of records) {
+      for (const w of writes) {
+        if ('group' in w) {
+          ackStatement.run(w.group, w.seq);
+          continue;
+        }
         // Due at once is stored as 0, so that the common case stays on the sequence index.
-        const due = r.notBefore !== undefined && r.notBefore > now ? r.notBefore : 0;
-        insert.run(r.topic, r.key, r.value, JSON.stringify(r.headers ?? {}), now, due);
+        const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
+        insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
+        published = true;
       }
       db.exec('COMMIT');
     } catch (error) {
@@ -87,11 +94,13 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         { cause: error },
       );
     }
-    wake.emit('record');
+    if (published) wake.emit('record');
   };
-  const commits = createGroupCommit<OutgoingRecord>({
+  // Acknowledgements ride in the same transactions: one fsync per event-loop turn for all the
+  // records published and handled in it, instead of one per record.
+  const commits = createGroupCommit<Write>({
     lingerMs: options.commitWindowMs ?? 0,
-    write: async (records) => commit(records),
+    write: async (writes) => commit(writes),
   });
 
   const bus: EventBus = {
@@ -108,7 +117,9 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
       );
       const sub = runEmbeddedSubscription(
         opts,
-        pendingRecords(db, opts.group, opts.topics),
+        pendingRecords(db, opts.group, opts.topics, (seq) =>
+          commits.add([{ group: opts.group, seq }]),
+        ),
         wake,
         options.redeliveryDelayMs ?? 1000,
       );
@@ -138,6 +149,9 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   return bus;
 }
 
+/** One write of a group commit: a record to publish, or a group's acknowledgement of one. */
+type Write = OutgoingRecord | { group: string; seq: number };
+
 function migrate(db: DatabaseSync): void {
   db.exec(`
     PRAGMA journal_mode = WAL;
@@ -164,6 +178,7 @@ function pendingRecords(
   db: DatabaseSync,
   group: string,
   topics: readonly string[],
+  writeAck: (seq: number) => Promise<void>,
 ): PendingRecords {
   const inTopics = `r.topic IN (${topics.map(() => '?').join(', ')})`;
   const unacked = 'NOT EXISTS (SELECT 1 FROM acks a WHERE a.grp = ? AND a.seq = r.seq)';
@@ -178,31 +193,39 @@ function pendingRecords(
          AND ${unacked}
      ORDER BY 1`,
   );
+  // `due > 0` spelled out lets SQLite use the partial index of scheduled records; with only
+  // `due > ?` it scans every pending record of the topics, at each wake-up of each group.
   const nextDue = db.prepare(
     `SELECT MIN(r.due) AS due FROM records r
-       WHERE ${inTopics} AND r.due > ? AND r.seq > ${start} AND ${unacked}`,
+       WHERE ${inTopics} AND r.due > 0 AND r.due > ? AND r.seq > ${start} AND ${unacked}`,
   );
   const firstUnacked = db.prepare(
     `SELECT MIN(r.seq) AS seq FROM records r
        WHERE ${inTopics} AND r.seq > MAX(?, ${start}) AND r.due = 0 AND ${unacked}`,
   );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
-  const ack = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
+  // Acknowledged, not yet written: left out of the scans meanwhile, so the record is not
+  // delivered twice; an ack that fails to be written makes its record due again (at least once).
+  const acking = new Set<number>();
   let floor = 0;
   return {
     *due(now) {
       const head = (firstUnacked.get(...topics, floor, group, group) as { seq: number | null }).seq;
       floor = head === null ? (maxSeq.get() as { seq: number }).seq : head - 1;
-      yield* due.iterate(
+      const rows = due.iterate(
         ...[...topics, floor, group, now, group],
         ...[...topics, now, floor, group, group],
       ) as Iterable<PendingRow>;
+      for (const row of rows) if (!acking.has(row.seq)) yield row;
     },
     nextDueAfter(now) {
       return (nextDue.get(...topics, now, group, group) as { due: number | null }).due ?? undefined;
     },
     ack(seq) {
-      ack.run(group, seq);
+      acking.add(seq);
+      void writeAck(seq)
+        .catch(() => undefined)
+        .finally(() => acking.delete(seq));
     },
   };
 }
