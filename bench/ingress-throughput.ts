@@ -57,7 +57,8 @@ async function startProcess(
 ): Promise<Target & { child: ChildProcess }> {
   const port = await freePort();
   const profileDir = process.env['BENCH_CPU_PROF_DIR'];
-  const profile = profileDir && name !== 'bare Koa' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const profile =
+    profileDir && name !== 'bare Koa' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const child = spawn(process.execPath, [...profile, ...args], {
     cwd: root,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
@@ -143,7 +144,8 @@ async function startService(mode: string, dataDir: string): Promise<Target> {
       'ingress.listening',
     );
   const brokers = process.env['TEST_KAFKA_BROKERS'];
-  if (!brokers) throw new Error('kafka mode needs TEST_KAFKA_BROKERS (source the test-services env)');
+  if (!brokers)
+    throw new Error('kafka mode needs TEST_KAFKA_BROKERS (source the test-services env)');
   return startProcess(
     'ingress (Kafka)',
     ['services/ingress/main.ts'],
