@@ -64,7 +64,7 @@ async function startProcess(
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! });
+  const lines = createInterface({ input: child.stdout });
   await new Promise<void>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
     lines.on('line', (line) => {
