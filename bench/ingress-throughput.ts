@@ -1,13 +1,14 @@
 // Side-by-side benchmark, one run: accepted submissions per second of the ingress against a bare
 // Koa app that reads the same JSON body and answers an acknowledgement, both driven by autocannon
 // (32 connections), alternating which goes first. Then p99 latency of each at half the ingress's
-// maximum rate. Modes: `embedded` (the all-in-one process on its SQLite bus, workers running) and
+// maximum rate, and the CPU time each process used per accepted request (from /proc: on a
+// machine shared with other work it says more than the rates). Modes: `embedded` (the all-in-one process on its SQLite bus, workers running) and
 // `kafka` (the ingress alone on the real broker of TEST_KAFKA_BROKERS, acks=all).
 // Usage: npm run bench:ingress -- [seconds=8] [rounds=2] [modes=embedded,kafka]
-// With BENCH_CPU_PROF_DIR set, the service process writes a V8 CPU profile there (node --cpu-prof).
+// BENCH_SERVICE_ROOT=<checkout> measures that checkout's services instead. With BENCH_CPU_PROF_DIR set, the service process writes a V8 CPU profile there (node --cpu-prof).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
@@ -36,6 +37,7 @@ const root = new URL('..', import.meta.url).pathname;
 interface Target {
   name: string;
   url: string;
+  child: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -54,13 +56,15 @@ async function startProcess(
   args: string[],
   env: Record<string, string>,
   ready: string,
-): Promise<Target & { child: ChildProcess }> {
+): Promise<Target> {
   const port = await freePort();
   const profileDir = process.env['BENCH_CPU_PROF_DIR'];
   const profile =
     profileDir && name !== 'bare Koa' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  // BENCH_SERVICE_ROOT: another checkout whose services to measure (a before/after comparison).
+  const cwd = name === 'bare Koa' ? root : (process.env['BENCH_SERVICE_ROOT'] ?? root);
   const child = spawn(process.execPath, [...profile, ...args], {
-    cwd: root,
+    cwd,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -127,6 +131,15 @@ async function fire(url: string, body: string, extra: Record<string, unknown> = 
   });
 }
 
+/** CPU time (user + system) the process used so far, ms, from /proc (Linux). */
+async function cpuMs(pid: number | undefined): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
 const median = (xs: number[]): number =>
   [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 
@@ -171,12 +184,16 @@ async function benchMode(mode: string): Promise<string[]> {
     // A short warm-up of each, so that neither pays for its JIT in the measured runs.
     for (const t of [bare, service]) await fire(t.url, body, { duration: 2 });
     const rates = { bare: [] as number[], service: [] as number[] };
+    const cpu = { bare: [] as number[], service: [] as number[] };
     let refused = 0;
     for (let round = 0; round < rounds; round += 1) {
       const order = round % 2 === 0 ? [bare, service] : [service, bare];
       for (const t of order) {
+        const cpuBefore = await cpuMs(t.child.pid);
         const r = await fire(t.url, body);
+        const used = (await cpuMs(t.child.pid)) - cpuBefore;
         (t === bare ? rates.bare : rates.service).push(r['2xx'] / r.duration);
+        (t === bare ? cpu.bare : cpu.service).push(used / r['2xx']);
         if (t === service) refused += r.non2xx + r.errors + r.timeouts;
       }
     }
@@ -190,7 +207,8 @@ async function benchMode(mode: string): Promise<string[]> {
     }
     return [
       `| ${mode.padEnd(8)} | ${bareRate.toFixed(0).padStart(9)} | ${serviceRate.toFixed(0).padStart(12)} | ${(serviceRate / bareRate).toFixed(2).padStart(5)} | ${String(half).padStart(9)} | ${p99.service.toFixed(1).padStart(17)} | ${p99.bare.toFixed(1).padStart(14)} | ${String(refused).padStart(8)} |`,
-      `  rounds (req/s): bare ${rates.bare.map((x) => x.toFixed(0)).join(', ')}; ingress ${rates.service.map((x) => x.toFixed(0)).join(', ')}`,
+      `  ${mode} rounds (req/s): bare ${rates.bare.map((x) => x.toFixed(0)).join(', ')}; ingress ${rates.service.map((x) => x.toFixed(0)).join(', ')}`,
+      `  ${mode} CPU per accepted request (ms, median): bare ${median(cpu.bare).toFixed(3)}, ingress ${median(cpu.service).toFixed(3)}; bare / ingress ${(median(cpu.bare) / median(cpu.service)).toFixed(2)}`,
     ];
   } finally {
     await Promise.all([bare.stop(), service.stop()]);
