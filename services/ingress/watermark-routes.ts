@@ -72,7 +72,7 @@ function open(
 }
 
 function nameOf(ctx: Context, deps: Deps): string {
-  const name = String((ctx['params'] as Record<string, unknown>)['name'] ?? '');
+  const name = (ctx['params'] as Record<string, string | undefined>)['name'] ?? '';
   const checked = deps.contracts.imageName(name);
   if (!checked.ok) throw new MediaError('invalid_request', `the watermark name ${checked.message}`);
   return checked.value;
@@ -132,7 +132,7 @@ function checkImage(
   if (facts.type !== declared)
     throw new MediaError(
       'unsupported_media_type',
-      `the body is a ${facts.type} image but was sent as ${declared}`,
+      `the body is ${facts.type}, not the declared ${declared}`,
     );
   if (facts.width > options.maxWidth || facts.height > options.maxHeight)
     throw new MediaError(

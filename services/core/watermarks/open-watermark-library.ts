@@ -1,5 +1,5 @@
 import { ConfigError, type Config } from '../config.ts';
-import { createBucketLibrary } from '../storage/watermark-bucket.ts';
+import { createBucketLibrary } from '../storage/watermark-store.ts';
 import { createFolderLibrary, type WatermarkLibrary } from './watermark-library.ts';
 
 /**
