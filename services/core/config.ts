@@ -18,6 +18,11 @@
 // (`{ env, kind, schema, doc, build }`, see apiKeys). Rules go in `schema` (so ajv reports them,
 // naming the variable); `build` only shapes the checked value. A variable that was removed goes in
 // RETIRED, so a deployment still setting it is refused at start instead of silently ignored.
+// Porting a variable written the old way (a `Config` field with TSDoc, `int(env, 'X', fallback,
+// min, max)` in loadConfig, a README row): the TSDoc goes above the entry, the arguments become
+// `integer('X', { default: fallback, minimum: min, maximum: max, doc: <README meaning> })`,
+// a hand-written check becomes a `pattern`/`enum`/`format` in the schema, and the README row is
+// regenerated.
 import type { SealingKey } from './crypto/secret-box.ts';
 import type { LogLevel } from './observability/logger.ts';
 import {
