@@ -39,6 +39,6 @@ describe('openWatermarkLibrary: where the configuration keeps the images', () =>
     ).to.throw(ConfigError, /WATERMARK_S3_ACCESS_KEY_ID and WATERMARK_S3_SECRET_ACCESS_KEY/);
     const library = openWatermarkLibrary(loadConfig({ WATERMARK_BUCKET: 'wm-bucket' }));
     expect(library).to.have.property('close');
-    (library as { close(): void }).close();
+    (library as unknown as { close(): void }).close();
   });
 });
