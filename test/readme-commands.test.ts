@@ -155,7 +155,10 @@ describe('README commands, run as written with the machine’s own node on PATH'
   it('npm run bench:summary -- 1 0.5 mp4 (short arguments)', async () => {
     const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
-    expect(ran.stdout).to.match(/\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \|/);
+    // wall s | wall ratio (lowest–highest per round) | CPU s | CPU ratio
+    expect(ran.stdout).to.match(
+      /\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \([\d.]+–[\d.]+\) \| [\d.]+ \| [\d.]+ \|/,
+    );
   });
 
   /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */
