@@ -13,7 +13,7 @@ import type { Logger } from '../core/observability/logger.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
-import type { Authenticator } from './authenticate.ts';
+import { organisationOf, type Authenticator } from './authenticate.ts';
 import {
   buildJobRequest,
   refuseLocalUrls,
@@ -22,6 +22,7 @@ import {
 } from './build-job-request.ts';
 import { handleErrors } from './handle-errors.ts';
 import { readJsonBody } from './read-json-body.ts';
+import { addWatermarkRoutes, type WatermarkRoutesOptions } from './watermark-routes.ts';
 
 export interface IngressDeps {
   bus: EventBus;
@@ -39,6 +40,8 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
+  /** The watermark library behind /watermarks and its upload limits. */
+  watermarks: WatermarkRoutesOptions;
 }
 
 const JOB_ROUTES: Record<string, JobType> = {
@@ -60,6 +63,7 @@ export function createIngressApp(deps: IngressDeps): Koa {
     router.post(path, (ctx) => submitJob(ctx, type, deps));
   router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
   router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
+  addWatermarkRoutes(router, deps.watermarks, deps);
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -160,11 +164,7 @@ function authorizeJobRequest(
   ctx: Context,
   deps: IngressDeps,
 ): { orgId: string; id: string; asked: string } {
-  const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
-  const presented = ctx.get('x-api-key') || bearer;
-  if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
-  const orgId = deps.authenticate(presented);
-  if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
+  const orgId = organisationOf(ctx, deps.authenticate);
   const params = ctx['params'] as Record<string, string | undefined>;
   const asked = params['id'] ?? '';
   return { orgId, id: asked.toLowerCase(), asked };

@@ -10,6 +10,7 @@ import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { systemClock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
+import type { WatermarkRoutesOptions } from '../../services/ingress/watermark-routes.ts';
 
 export const KEY_A = 'key-for-org-a-0123456789';
 export const KEY_B = 'key-for-org-b-0123456789';
@@ -35,6 +36,7 @@ export async function makeIngress(
     maxBodyBytes?: number;
     maxPixels?: number;
     log?: Logger;
+    watermarks?: Partial<WatermarkRoutesOptions>;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -61,6 +63,13 @@ export async function makeIngress(
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     }),
+    watermarks: {
+      library: undefined,
+      maxBytes: 64 * 1024,
+      maxWidth: 1024,
+      maxHeight: 1024,
+      ...options.watermarks,
+    },
   });
   return { app, bus, codec, metrics, statusView, server: app.callback() };
 }
