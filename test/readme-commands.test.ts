@@ -125,7 +125,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm start$/,
       /^npm test$/, // this suite
       /^npm run test:unit$/, // part of this suite
-      /^npm run generate:(types|openapi)$/,
+      /^npm run generate:(types|openapi|config-table)$/,
       /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
@@ -142,7 +142,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(unknown, 'README commands this test does not cover').to.deep.equal([]);
   });
 
-  for (const script of ['generate:types', 'generate:openapi'])
+  for (const script of ['generate:types', 'generate:openapi', 'generate:config-table'])
     it(`npm run ${script}`, async () => {
       const ran = await run(['run', script], {}, 60_000);
       expect(ran.code, ran.stderr).to.equal(0);

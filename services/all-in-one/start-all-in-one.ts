@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Config } from '../core/config.ts';
 import { createLogger, type Logger } from '../core/observability/logger.ts';
 import { startTracing, type Tracing } from '../core/observability/tracing.ts';
@@ -38,6 +39,8 @@ export async function startAllInOne(
     sealingKeys,
     log,
     tracing,
+    // One process reads and writes the library, so a folder beside the bus is enough.
+    watermarkDir: join(config.dataDir, 'watermarks'),
   });
   let apiKeys = config.apiKeys;
   if (apiKeys.size === 0) {

@@ -21,7 +21,7 @@ import {
   type Tracer,
 } from '../core/observability/tracing.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
-import type { Authenticator } from './authenticate.ts';
+import { organisationOf, type Authenticator } from './authenticate.ts';
 import {
   buildJobRequest,
   refuseLocalUrls,
@@ -30,6 +30,7 @@ import {
 } from './build-job-request.ts';
 import { handleErrors, requestIdOf } from './handle-errors.ts';
 import { readJsonBody } from './read-json-body.ts';
+import { addWatermarkRoutes, type WatermarkRoutesOptions } from './watermark-routes.ts';
 
 export interface IngressDeps {
   bus: EventBus;
@@ -51,6 +52,8 @@ export interface IngressDeps {
   maxPixels: number;
   /** Serve /metrics on the API port (default true; false when INGRESS_METRICS_PORT moves it). */
   metricsOnApiPort?: boolean;
+  /** The watermark library behind /watermarks and its upload limits. */
+  watermarks: WatermarkRoutesOptions;
 }
 
 const JOB_ROUTES: Record<string, JobType> = {
@@ -83,6 +86,7 @@ export function createIngressApp(deps: IngressDeps): Koa {
     );
   router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
   router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
+  addWatermarkRoutes(router, deps.watermarks, deps);
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -209,11 +213,7 @@ function authorizeJobRequest(
   ctx: Context,
   deps: IngressDeps,
 ): { orgId: string; id: string; asked: string } {
-  const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
-  const presented = ctx.get('x-api-key') || bearer;
-  if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
-  const orgId = deps.authenticate(presented);
-  if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
+  const orgId = organisationOf(ctx, deps.authenticate);
   const params = ctx['params'] as Record<string, string | undefined>;
   const asked = params['id'] ?? '';
   return { orgId, id: asked.toLowerCase(), asked };

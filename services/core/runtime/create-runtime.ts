@@ -19,6 +19,8 @@ import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
 import { createSemaphore, type Semaphore } from '../jobs/semaphore.ts';
+import { openWatermarkLibrary } from '../watermarks/open-watermark-library.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 
 /** What every service is built from; made once in a main.ts. */
 export interface Runtime {
@@ -43,6 +45,8 @@ export interface Runtime {
   slots: { cpu: Semaphore; transfer: Semaphore };
   /** Root of the job work directories: WORK_DIR, or `<os tmpdir>/media-service/<service>`. */
   workRoot: string;
+  /** The organisations' named watermark images; undefined when none is set up. */
+  watermarks: WatermarkLibrary | undefined;
 }
 
 export interface RuntimeOptions {
@@ -53,6 +57,8 @@ export interface RuntimeOptions {
   log?: Logger;
   /** Default: off (no-op tracer; trace context still passed along). */
   tracing?: Tracing;
+  /** The watermark library's folder when the configuration names none (all-in-one mode). */
+  watermarkDir?: string;
 }
 
 export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
@@ -107,5 +113,6 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
       transfer: createSemaphore(config.transferConcurrency),
     },
     workRoot: config.workDir ?? join(tmpdir(), 'media-service', options.service),
+    watermarks: openWatermarkLibrary(config, options.watermarkDir),
   };
 }
