@@ -46,6 +46,12 @@ export interface Config {
   dataDir: string;
   /** Largest request body accepted, in bytes (MAX_BODY_BYTES, default 1 MiB). */
   maxBodyBytes: number;
+  /** Requests per second one API key may make on average, per ingress copy (RATE_LIMIT_PER_SECOND, default 20; 0: no limit). */
+  rateLimitPerSecond: number;
+  /** Requests one API key may make at once after a quiet spell (RATE_LIMIT_BURST, default 40). */
+  rateLimitBurst: number;
+  /** Jobs one organisation may have queued or running at once (MAX_ACTIVE_JOBS_PER_ORG, default 1000; 0: no cap). */
+  maxActiveJobsPerOrg: number;
   /** Largest input file downloaded, in bytes (MAX_INPUT_BYTES, default 4 GiB). */
   maxInputBytes: number;
   /** Longest one job attempt may run (JOB_TIMEOUT_MS, default 30 min). */
@@ -285,6 +291,9 @@ export function loadConfig(env: Env): Readonly<Config> {
     addressAllowList: Object.freeze(addressList(env, 'ADDRESS_ALLOW_LIST')),
     dataDir: env['DATA_DIR'] || '.data',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 20, 0, 1_000_000),
+    rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 40, 1, 1_000_000),
+    maxActiveJobsPerOrg: int(env, 'MAX_ACTIVE_JOBS_PER_ORG', 1000, 0, 10_000_000),
     maxInputBytes: int(env, 'MAX_INPUT_BYTES', 4 * 1024 ** 3, 1024, 1024 ** 4),
     jobTimeoutMs: int(env, 'JOB_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3600_000),
     stallTimeoutMs: int(env, 'STALL_TIMEOUT_MS', 60_000, 1000, 3600_000),

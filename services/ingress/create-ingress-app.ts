@@ -4,7 +4,11 @@ import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
 import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import type { Contracts } from '../core/contracts/load-contracts.ts';
-import type { CallbackRedelivery, JobAck } from '../core/contracts/types.generated.ts';
+import type {
+  CallbackRedelivery,
+  JobAck,
+  JobRequested,
+} from '../core/contracts/types.generated.ts';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
@@ -20,7 +24,10 @@ import {
   refuseOverPixelBudget,
   type JobType,
 } from './build-job-request.ts';
+import { cancelJob } from './cancel-job.ts';
 import { handleErrors } from './handle-errors.ts';
+import { createIdempotency, type Admission } from './idempotency.ts';
+import { createRateLimiter, refuseOverActiveJobs, type IngressLimits } from './rate-limit.ts';
 import { readJsonBody } from './read-json-body.ts';
 
 export interface IngressDeps {
@@ -39,6 +46,14 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
+  /** Request rate per API key and active jobs per organisation. */
+  limits: IngressLimits;
+}
+
+/** What the handlers share beyond the deps: built once per app. */
+interface IngressParts {
+  idempotency: ReturnType<typeof createIdempotency>;
+  limitRate: ReturnType<typeof createRateLimiter>;
 }
 
 const JOB_ROUTES: Record<string, JobType> = {
@@ -55,11 +70,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export function createIngressApp(deps: IngressDeps): Koa {
   const app = new Koa();
   const router = new Router();
+  const parts: IngressParts = {
+    idempotency: createIdempotency({
+      statusView: deps.statusView,
+      clock: deps.clock,
+      secret: deps.sealingKey.key,
+    }),
+    limitRate: createRateLimiter(deps.limits),
+  };
+  const authorized = (ctx: Context) => authorizeJobRequest(ctx, deps, parts);
 
   for (const [path, type] of Object.entries(JOB_ROUTES))
-    router.post(path, (ctx) => submitJob(ctx, type, deps));
-  router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
-  router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
+    router.post(path, (ctx) => submitJob(ctx, type, deps, parts));
+  router.get('/jobs/:id', (ctx) => getJob(ctx, deps, authorized(ctx)));
+  router.post('/jobs/:id/cancel', (ctx) => cancelJob(ctx, deps, authorized(ctx)));
+  router.post('/jobs/:id/callbacks/redeliver', (ctx) =>
+    redeliverCallback(ctx, deps, authorized(ctx)),
+  );
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -104,11 +131,20 @@ export function createIngressApp(deps: IngressDeps): Koa {
   return app;
 }
 
-async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promise<void> {
+async function submitJob(
+  ctx: Context,
+  type: JobType,
+  deps: IngressDeps,
+  parts: IngressParts,
+): Promise<void> {
+  const idempotencyKey = parts.idempotency.keyOf(ctx);
   const body = await readJsonBody(ctx, deps.maxBodyBytes);
-  if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
-  const orgId = deps.authenticate(body['apiKey']);
-  if (!orgId) throw new MediaError('unauthorized', 'apiKey is not valid');
+  const apiKey = body['apiKey'];
+  if (apiKey === undefined) throw new MediaError('unauthorized', 'apiKey is required');
+  const orgId = deps.authenticate(apiKey);
+  if (!orgId || typeof apiKey !== 'string')
+    throw new MediaError('unauthorized', 'apiKey is not valid');
+  parts.limitRate(apiKey, ctx);
   const checked =
     type === 'transcode'
       ? deps.contracts.transcodeRequest(body)
@@ -118,14 +154,42 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
   refuseOverPixelBudget(request, deps.maxPixels);
   refuseLocalUrls(request, deps.addressPolicy);
 
-  const createdAt = nowIsoMicros(deps.clock);
-  const job = buildJobRequest(
-    type,
-    request,
-    { jobId: randomUUID(), orgId, submittedAt: createdAt },
-    deps.sealingKey,
+  const admission: Admission | undefined = idempotencyKey
+    ? await parts.idempotency.admit(orgId, idempotencyKey, type, body)
+    : undefined;
+  if (admission?.repeat) {
+    deps.log.info('job.repeat_answered', { jobId: admission.repeat.id, type, orgId });
+    ctx.body = admission.repeat;
+    return;
+  }
+  try {
+    refuseOverActiveJobs(deps.statusView.activeJobs(orgId), deps.limits, ctx);
+    const createdAt = nowIsoMicros(deps.clock);
+    const job = buildJobRequest(
+      type,
+      request,
+      { jobId: admission?.jobId ?? randomUUID(), orgId, submittedAt: createdAt },
+      deps.sealingKey,
+    );
+    if (admission) job.requestDigest = admission.requestDigest;
+    await publishRequest(deps, job);
+    const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
+    ctx.body = ack;
+  } finally {
+    admission?.done();
+  }
+}
+
+async function publishRequest(deps: IngressDeps, job: JobRequested): Promise<void> {
+  const type = job.kind === 'transcode' ? 'transcode' : `summary/${job.summary?.format}`;
+  // A random event id: the workers tell a duplicate request of one job (two ingress copies
+  // answering one Idempotency-Key at once) from a redelivery of the same record by it.
+  const record = deps.codec.encode(
+    requestTopicOf[job.kind],
+    'media.job.requested',
+    job,
+    randomUUID(),
   );
-  const record = deps.codec.encode(requestTopicOf[job.kind], 'media.job.requested', job);
   try {
     await deps.bus.publish([record]);
   } catch (error) {
@@ -136,42 +200,45 @@ async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promis
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
     );
   }
-  deps.statusView.applyRequested(job, createdAt);
+  deps.statusView.applyRequested(job, job.submittedAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
   deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
-  deps.log.info('job.queued', { jobId: job.jobId, type, orgId });
-  const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
-  ctx.body = ack;
+  deps.log.info('job.queued', { jobId: job.jobId, type, orgId: job.orgId });
 }
+
+type Authorized = ReturnType<typeof authorizeJobRequest>;
 
 /** The organisation of the key in X-Api-Key or `Authorization: Bearer`, and the job id asked for. */
 function authorizeJobRequest(
   ctx: Context,
   deps: IngressDeps,
-): { orgId: string; id: string; asked: string } {
+  parts: IngressParts,
+): { orgId: string; id: string; known: boolean; asked: string } {
   const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
   const presented = ctx.get('x-api-key') || bearer;
   if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
   const orgId = deps.authenticate(presented);
   if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
+  parts.limitRate(presented, ctx);
   const params = ctx['params'] as Record<string, string | undefined>;
   const asked = params['id'] ?? '';
-  return { orgId, id: asked.toLowerCase(), asked };
+  const id = asked.toLowerCase();
+  return { orgId, id, known: UUID.test(id), asked };
 }
 
-async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
-  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
-  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+async function getJob(ctx: Context, deps: IngressDeps, who: Authorized): Promise<void> {
+  const { orgId, id, asked } = who;
+  const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
   ctx.body = status;
 }
 
 /** Queues the job's final callback again, with its webhook-id; attempts count from 1 again. */
-async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void> {
-  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
-  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+async function redeliverCallback(ctx: Context, deps: IngressDeps, who: Authorized): Promise<void> {
+  const { orgId, id, asked } = who;
+  const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
-  if (status.status !== 'succeeded' && status.status !== 'failed')
+  if (status.status === 'queued' || status.status === 'processing')
     throw new MediaError(
       'job_not_finished',
       `job ${id} is ${status.status}; its callback is sent when it ends`,

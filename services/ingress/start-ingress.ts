@@ -37,6 +37,11 @@ export async function startIngress(
     sealingKey: options.sealingKey,
     maxBodyBytes: rt.config.maxBodyBytes,
     maxPixels: rt.config.maxPixels,
+    limits: {
+      ratePerSecond: rt.config.rateLimitPerSecond,
+      rateBurst: rt.config.rateLimitBurst,
+      maxActiveJobsPerOrg: rt.config.maxActiveJobsPerOrg,
+    },
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: rt.config.allowPrivateNetworks,
       allowList: rt.config.addressAllowList,

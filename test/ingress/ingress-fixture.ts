@@ -10,6 +10,7 @@ import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { systemClock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
+import type { IngressLimits } from '../../services/ingress/rate-limit.ts';
 
 export const KEY_A = 'key-for-org-a-0123456789';
 export const KEY_B = 'key-for-org-b-0123456789';
@@ -35,6 +36,7 @@ export async function makeIngress(
     maxBodyBytes?: number;
     maxPixels?: number;
     log?: Logger;
+    limits?: Partial<IngressLimits>;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -58,6 +60,7 @@ export async function makeIngress(
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     maxPixels: options.maxPixels ?? 7680 * 4320,
+    limits: { ratePerSecond: 0, rateBurst: 1, maxActiveJobsPerOrg: 0, ...options.limits },
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     }),

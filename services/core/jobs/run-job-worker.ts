@@ -16,6 +16,8 @@ import { fullJitterBackoffMs, type Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
 import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
+import { startJobCancels, type JobCancels } from './job-cancels.ts';
+import { createRunLedger, type RunLedger } from './run-ledger.ts';
 
 export type JobKind = JobRequested['kind'];
 export type { ProgressStage } from './progress-reporter.ts';
@@ -71,23 +73,40 @@ export interface JobWorkerOptions {
  * The one consumer loop of the workers: decode and validate, run the handler, publish exactly
  * one outcome (succeeded, failed, or the next attempt), and only then let the bus commit.
  */
-export function startJobWorker(
+export async function startJobWorker(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
 ): Promise<Subscription> {
   const topic = requestTopicOf[options.kind];
-  return deps.bus.subscribe({
+  // Cancels are read first, so that a restarted worker knows the old ones before its first job.
+  const cancels = await startJobCancels(deps);
+  const ledger = createRunLedger();
+  const jobs = await deps.bus.subscribe({
     group: options.group,
     topics: [topic],
     concurrency: options.concurrency,
     fromBeginning: true,
-    handler: (record, delivery) => handleRecord(deps, options, record, delivery),
+    handler: (record, delivery) =>
+      handleRecord(deps, options, { cancels, ledger }, record, delivery),
   });
+  return {
+    async close(graceMs) {
+      await jobs.close(graceMs);
+      await cancels.close();
+    },
+  };
+}
+
+/** What the records of one worker share: the cancels read so far and the runs it made. */
+interface WorkerState {
+  cancels: JobCancels;
+  ledger: RunLedger;
 }
 
 async function handleRecord(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
+  state: WorkerState,
   record: BusRecord,
   delivery: DeliveryContext,
 ): Promise<void> {
@@ -118,6 +137,19 @@ async function handleRecord(
   if (delivery.signal.aborted) throw new Error('handed back before start');
 
   const log = deps.log.child({ jobId: job.jobId, kind: job.kind, attempt: job.attempt });
+  if (!state.ledger.claim(job.jobId, job.attempt, decoded.event.id)) {
+    log.info('job.duplicate_request', { eventId: decoded.event.id });
+    return;
+  }
+  if (state.cancels.isCanceled(job.jobId, job.orgId))
+    return publishOutcome(
+      deps,
+      options,
+      record.topic,
+      job,
+      { handedBack: false, error: CANCELED_BEFORE_START },
+      log,
+    );
   await publish(deps, 'media.job.processing', {
     ...identity(job),
     startedAt: deps.clock.now().toISOString(),
@@ -126,7 +158,7 @@ async function handleRecord(
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
-  const run = await runHandler(deps, options, job, delivery, log).finally(() =>
+  const run = await runHandler(deps, options, state, job, delivery, log).finally(() =>
     deps.metrics.jobsInProgress.dec({ kind: job.kind }),
   );
   const seconds = (performance.now() - started) / 1000;
@@ -145,9 +177,16 @@ async function handleRecord(
 type RunOutcome =
   { handedBack: true } | { handedBack: false; result?: JobResult; error?: ErrorData };
 
+const CANCELED_BEFORE_START: ErrorData = {
+  code: 'canceled',
+  message: 'the job was canceled before it started',
+  retryable: false,
+};
+
 async function runHandler(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
+  state: WorkerState,
   job: JobRequested,
   delivery: DeliveryContext,
   log: Logger,
@@ -160,8 +199,13 @@ async function runHandler(
       ),
     options.jobTimeoutMs,
   );
-  const onLost = (): void => controller.abort(new MediaError('canceled', 'the worker was stopped'));
+  const onLost = (): void =>
+    controller.abort(new MediaError('interrupted', 'the worker was stopped'));
   delivery.signal.addEventListener('abort', onLost, { once: true });
+  const unwatch = state.cancels.watch(job.jobId, job.orgId, () => {
+    log.info('job.cancel_received', {});
+    controller.abort(new MediaError('canceled', 'the job was canceled'));
+  });
   const progress = progressReporter({
     intervalMs: options.progressIntervalMs ?? 1000,
     job: identity(job),
@@ -186,6 +230,7 @@ async function runHandler(
   } finally {
     clearTimeout(timeout);
     delivery.signal.removeEventListener('abort', onLost);
+    unwatch();
     progress.stop();
   }
 }
