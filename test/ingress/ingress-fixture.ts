@@ -7,7 +7,7 @@ import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts';
 import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
-import { systemClock } from '../../services/core/time.ts';
+import { systemClock, type Clock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
 import type { IngressLimits } from '../../services/ingress/rate-limit.ts';
@@ -37,6 +37,7 @@ export async function makeIngress(
     maxPixels?: number;
     log?: Logger;
     limits?: Partial<IngressLimits>;
+    clock?: Clock;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -56,7 +57,7 @@ export async function makeIngress(
     statusView,
     metrics,
     log: options.log ?? silentLogger,
-    clock: systemClock,
+    clock: options.clock ?? systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     maxPixels: options.maxPixels ?? 7680 * 4320,
