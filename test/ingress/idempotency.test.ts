@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
-import { topics } from '../../services/core/bus/event-bus.ts';
+import { topics, type OutgoingRecord } from '../../services/core/bus/event-bus.ts';
 import { decodeAll, recordingBus } from '../notifier/notifier-fixture.ts';
 import { KEY_A, KEY_B, makeIngress, validSummary, validTranscode } from './ingress-fixture.ts';
 
-const requests = (published: readonly { topic: string }[]) =>
+const requests = (published: readonly OutgoingRecord[]) =>
   published.filter(
     (r) => r.topic === topics.transcodeRequests || r.topic === topics.summaryRequests,
   );
