@@ -50,6 +50,12 @@ export const errorCatalog = {
     summary:
       'The Idempotency-Key was used in the last 24 h with a different request (path or body).',
   },
+  idempotency_in_progress: {
+    status: 409,
+    retryable: true,
+    summary:
+      'The first request with this Idempotency-Key is still being recorded by this copy; try again in a moment.',
+  },
   no_callback: {
     status: 409,
     retryable: false,

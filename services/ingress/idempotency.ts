@@ -68,8 +68,15 @@ export function createIdempotency(deps: {
       if (!known) return jobId;
       const age = deps.clock.now().getTime() - Date.parse(known.createdAt);
       if (age >= IDEMPOTENCY_WINDOW_MS) continue;
-      // No digest: the job's events were read before its request record; it is the same key's job.
-      if (known.requestDigest !== undefined && known.requestDigest !== digest)
+      // The job's events were read before its request record (another topic): its createdAt and
+      // digest are not known yet, so the answer waits for the caller's next try (as Stripe's 409
+      // for a request still in progress).
+      if (!known.requestSeen)
+        throw new MediaError(
+          'idempotency_in_progress',
+          'the first request with this Idempotency-Key is still being recorded; try again in a moment',
+        );
+      if (known.requestDigest !== digest)
         throw new MediaError(
           'idempotency_conflict',
           'this Idempotency-Key was used in the last 24 h with a different request; use a new key for a new job',

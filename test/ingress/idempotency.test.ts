@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { topics, type OutgoingRecord } from '../../services/core/bus/event-bus.ts';
-import { decodeAll, recordingBus } from '../notifier/notifier-fixture.ts';
+import { codec, decodeAll, recordingBus } from '../notifier/notifier-fixture.ts';
 import { KEY_A, KEY_B, makeIngress, validSummary, validTranscode } from './ingress-fixture.ts';
 
 const requests = (published: readonly OutgoingRecord[]) =>
@@ -203,5 +203,32 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
       .set('Idempotency-Key', 'race')
       .send(validTranscode);
     expect(repeat.body).to.deep.equal(a.body);
+  });
+
+  it("a copy that has read the job's events but not its request answers 409 in progress, then the first acknowledgement", async () => {
+    const bus = recordingBus();
+    const copyA = await makeIngress({ bus });
+    const copyB = await makeIngress({ bus: recordingBus() });
+    const send = (copy: typeof copyA) =>
+      request(copy.server).post('/transcode').set('Idempotency-Key', 'early').send(validTranscode);
+    const first = await send(copyA);
+    const processing = codec.decode(
+      codec.encode(topics.jobEvents, 'media.job.processing', {
+        jobId: first.body.id,
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 1,
+        startedAt: new Date().toISOString(),
+      }),
+    );
+    if (!processing.ok) throw new Error(processing.reason);
+    copyB.statusView.apply(processing.event);
+    const early = await send(copyB);
+    expect(early.status).to.equal(409);
+    expect(early.body.error).to.match(/still being recorded/);
+    for (const event of decodeAll(requests(bus.published))) copyB.statusView.apply(event);
+    const later = await send(copyB);
+    expect(later.status).to.equal(200);
+    expect(later.body).to.deep.equal(first.body);
   });
 });

@@ -24,6 +24,8 @@ export interface Submission {
   status: JobStatus['status'];
   /** Absent when the job was not submitted with an Idempotency-Key (or before the request was seen). */
   requestDigest?: string;
+  /** False while only the job's events or cancel have been read, not its request (another topic). */
+  requestSeen: boolean;
 }
 
 const ACTIVE = new Set<JobStatus['status']>(['queued', 'processing']);
@@ -138,8 +140,13 @@ export function createJobStatusView(
     submission(jobId, orgId) {
       const entry = jobs.get(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
-      const { createdAt, status, requestDigest } = entry;
-      return { createdAt, status, ...(requestDigest === undefined ? {} : { requestDigest }) };
+      const { createdAt, status, requestDigest, submittedAt } = entry;
+      return {
+        createdAt,
+        status,
+        requestSeen: submittedAt !== undefined,
+        ...(requestDigest === undefined ? {} : { requestDigest }),
+      };
     },
 
     activeJobs(orgId) {
