@@ -131,6 +131,79 @@ const jobId = {
   schema: { type: 'string', format: 'uuid' },
 };
 const keyed = [{ apiKey: [] }, { bearer: [] }];
+const imageName = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  schema: { $ref: '#/components/schemas/Watermark/$defs/imageName' },
+};
+const imageBody = { schema: { type: 'string', contentMediaType: 'application/octet-stream' } };
+const notSetUp = ' (or named images are not set up on this service)';
+
+/** The organisation's watermark library: `imageName` in a job's watermark names one of these. */
+const watermarkPaths: Json = {
+  '/watermarks': {
+    get: {
+      summary: "The organisation's watermark images",
+      security: keyed,
+      responses: {
+        '200': {
+          description: 'The images, by name.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/WatermarkList' } },
+          },
+        },
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('Named images are not set up on this service.'),
+      },
+    },
+  },
+  '/watermarks/{name}': {
+    put: {
+      summary: 'Store or replace a watermark image under a name',
+      description:
+        'The body is the image itself. Its type is read from its bytes and must be the declared Content-Type; its size and dimensions are capped (WATERMARK_MAX_BYTES, WATERMARK_MAX_WIDTH, WATERMARK_MAX_HEIGHT).',
+      security: keyed,
+      parameters: [imageName],
+      requestBody: {
+        required: true,
+        content: { 'image/png': imageBody, 'image/jpeg': imageBody, 'image/webp': imageBody },
+      },
+      responses: {
+        '200': {
+          description: 'Replaced.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/WatermarkImage' } },
+          },
+        },
+        '201': {
+          description: 'Stored.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/WatermarkImage' } },
+          },
+        },
+        '400': errorResponse('The name breaks its rule, or the image is too wide or too tall.'),
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('Named images are not set up on this service.'),
+        '413': errorResponse('The image is larger than WATERMARK_MAX_BYTES.'),
+        '415': errorResponse(
+          'Not a png, jpeg or webp image, or not the type its Content-Type declares.',
+        ),
+      },
+    },
+    delete: {
+      summary: 'Remove a watermark image',
+      security: keyed,
+      parameters: [imageName],
+      responses: {
+        '204': { description: 'Removed.' },
+        '400': errorResponse('The name breaks its rule.'),
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse(`No image by that name for this organisation${notSetUp}.`),
+      },
+    },
+  },
+};
 
 export async function buildOpenApi(): Promise<Json> {
   const schemas = await loadSchemas();
@@ -231,6 +304,7 @@ export async function buildOpenApi(): Promise<Json> {
           },
         },
       },
+      ...watermarkPaths,
       '/healthz': { get: { summary: 'Liveness', responses: { '200': { description: 'Alive.' } } } },
       '/readyz': {
         get: {

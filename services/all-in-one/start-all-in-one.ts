@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Config } from '../core/config.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import { createRuntime } from '../core/runtime/create-runtime.ts';
@@ -31,6 +32,8 @@ export async function startAllInOne(
   const rt = createRuntime(config, {
     service: 'all-in-one',
     sealingKeys,
+    // One process reads and writes the library, so a folder beside the bus is enough.
+    watermarkDir: join(config.dataDir, 'watermarks'),
     ...(options.log ? { log: options.log } : {}),
   });
   let apiKeys = config.apiKeys;

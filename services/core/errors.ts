@@ -7,7 +7,8 @@ export const errorCatalog = {
   invalid_request: {
     status: 400,
     retryable: false,
-    summary: 'The body breaks a field rule; the message names the field.',
+    summary:
+      'The body breaks a field rule (or a watermark image its name or size rule); the message names it.',
   },
   invalid_json: {
     status: 400,
@@ -27,7 +28,7 @@ export const errorCatalog = {
   not_found: {
     status: 404,
     retryable: false,
-    summary: 'No such path, or no such job for this organisation.',
+    summary: 'No such path, or no such job or watermark image for this organisation.',
   },
   method_not_allowed: {
     status: 405,
@@ -64,12 +65,13 @@ export const errorCatalog = {
   payload_too_large: {
     status: 413,
     retryable: false,
-    summary: 'The body is larger than MAX_BODY_BYTES.',
+    summary: 'The body is larger than MAX_BODY_BYTES (a watermark image: WATERMARK_MAX_BYTES).',
   },
   unsupported_media_type: {
     status: 415,
     retryable: false,
-    summary: 'The body is not sent as application/json.',
+    summary:
+      'The body is not sent as application/json (a watermark image: not png, jpeg or webp, or not the type it is sent as).',
   },
   rate_limited: {
     status: 429,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Koa, { type Context } from 'koa';
+import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
 import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
@@ -17,7 +17,7 @@ import type { Logger } from '../core/observability/logger.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
-import type { Authenticator } from './authenticate.ts';
+import { organisationOf, type Authenticator } from './authenticate.ts';
 import {
   buildJobRequest,
   refuseLocalUrls,
@@ -29,6 +29,7 @@ import { handleErrors } from './handle-errors.ts';
 import { createIdempotency, type Admission } from './idempotency.ts';
 import { createRateLimiter, refuseOverActiveJobs, type IngressLimits } from './rate-limit.ts';
 import { readJsonBody } from './read-json-body.ts';
+import { addWatermarkRoutes, type WatermarkRoutesOptions } from './watermark-routes.ts';
 
 export interface IngressDeps {
   bus: EventBus;
@@ -46,6 +47,8 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
+  /** The watermark library behind /watermarks and its upload limits. */
+  watermarks: WatermarkRoutesOptions;
   /** Request rate per API key and active jobs per organisation. */
   limits: IngressLimits;
 }
@@ -87,6 +90,7 @@ export function createIngressApp(deps: IngressDeps): Koa {
   router.post('/jobs/:id/callbacks/redeliver', (ctx) =>
     redeliverCallback(ctx, deps, authorized(ctx)),
   );
+  addWatermarkRoutes(router, deps.watermarks, deps);
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -114,21 +118,32 @@ export function createIngressApp(deps: IngressDeps): Koa {
   });
   app.use(countRequests(deps.metrics));
   app.use(handleErrors(deps.log));
+  app.use(unmatchedAsErrors);
   app.use(router.routes());
-  app.use(async (ctx) => {
-    const known = router.stack.filter((layer) => layer.match(ctx.path));
-    if (known.length === 0)
-      throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
-    const allowed = [...new Set(known.flatMap((layer) => layer.methods))].filter(
-      (m) => m !== 'HEAD',
-    );
-    ctx.set('Allow', allowed.join(', '));
-    throw new MediaError(
-      'method_not_allowed',
-      `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
-    );
-  });
+  app.use(router.allowedMethods());
   return app;
+}
+
+/**
+ * The router answers a known path with another method by a bare 405 (or 501 for a method it
+ * does not know) and its Allow header, and an unknown path by nothing: both become errors
+ * in the contract's shape here.
+ */
+async function unmatchedAsErrors(ctx: Context, next: Next): Promise<void> {
+  await next();
+  if (ctx.status !== 404 && ctx.status !== 405 && ctx.status !== 501) return;
+  if (ctx.body !== undefined && ctx.body !== null) return;
+  // Koa's typing says string; an unset header is undefined.
+  const allowed = String((ctx.response.get('Allow') as string | undefined) ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '' && m !== 'HEAD');
+  if (allowed.length === 0)
+    throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
+  throw new MediaError(
+    'method_not_allowed',
+    `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
+  );
 }
 
 async function submitJob(
@@ -214,12 +229,9 @@ function authorizeJobRequest(
   deps: IngressDeps,
   parts: IngressParts,
 ): { orgId: string; id: string; known: boolean; asked: string } {
+  const orgId = organisationOf(ctx, deps.authenticate);
   const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
-  const presented = ctx.get('x-api-key') || bearer;
-  if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
-  const orgId = deps.authenticate(presented);
-  if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
-  parts.limitRate(presented, ctx);
+  parts.limitRate(ctx.get('x-api-key') || bearer || '', ctx);
   const params = ctx['params'] as Record<string, string | undefined>;
   const asked = params['id'] ?? '';
   const id = asked.toLowerCase();

@@ -42,6 +42,12 @@ export async function startIngress(
       rateBurst: rt.config.rateLimitBurst,
       maxActiveJobsPerOrg: rt.config.maxActiveJobsPerOrg,
     },
+    watermarks: {
+      library: rt.watermarks,
+      maxBytes: rt.config.watermarkMaxBytes,
+      maxWidth: rt.config.watermarkMaxWidth,
+      maxHeight: rt.config.watermarkMaxHeight,
+    },
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: rt.config.allowPrivateNetworks,
       allowList: rt.config.addressAllowList,

@@ -11,6 +11,7 @@ import { systemClock, type Clock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
 import type { IngressLimits } from '../../services/ingress/rate-limit.ts';
+import type { WatermarkRoutesOptions } from '../../services/ingress/watermark-routes.ts';
 
 export const KEY_A = 'key-for-org-a-0123456789';
 export const KEY_B = 'key-for-org-b-0123456789';
@@ -38,6 +39,7 @@ export async function makeIngress(
     log?: Logger;
     limits?: Partial<IngressLimits>;
     clock?: Clock;
+    watermarks?: Partial<WatermarkRoutesOptions>;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -65,6 +67,13 @@ export async function makeIngress(
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     }),
+    watermarks: {
+      library: undefined,
+      maxBytes: 64 * 1024,
+      maxWidth: 1024,
+      maxHeight: 1024,
+      ...options.watermarks,
+    },
   });
   return { app, bus, codec, metrics, statusView, server: app.callback() };
 }

@@ -47,6 +47,8 @@ export interface Contracts {
     'media.callback.status': Contract<CallbackStatus>;
   };
   envelope: Contract<EventEnvelope>;
+  /** The name rule of a watermark library image (`imageName` of the watermark schema). */
+  imageName: Contract<string>;
   /** The OpenAPI 3.1 description of the HTTP API (schemas/openapi.json, generated from the schemas). */
   openApi: string;
 }
@@ -127,6 +129,7 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.callback.status': contractOf(get('events/callback-status.v1.schema.json'), 'data'),
     },
     envelope: contractOf(get('events/envelope.v1.schema.json'), 'event'),
+    imageName: contractOf(get('common/watermark.v1.schema.json#/$defs/imageName'), 'name'),
     openApi: readFileSync(join(schemasDir, 'openapi.json'), 'utf8'),
   };
 }

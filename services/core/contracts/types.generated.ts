@@ -58,6 +58,7 @@ export type BucketUrl = string;
 export type Watermark = TextWatermark | ImageUrlWatermark | ImageNameWatermark;
 export type Position = "topLeft" | "topRight" | "bottomLeft" | "bottomRight";
 export type Opacity = number;
+export type ImageName = string;
 export interface TextWatermark {
   position?: Position;
   opacity?: Opacity;
@@ -75,7 +76,7 @@ export interface ImageUrlWatermark {
 export interface ImageNameWatermark {
   position?: Position;
   opacity?: Opacity;
-  imageName: string;
+  imageName: ImageName;
   height: number;
   width: number;
 }
@@ -429,4 +430,23 @@ export type TranscodeRequest = LocationRules & {
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
+ */
+// from schemas/http/watermark-image.v1.schema.json
+/**
+ * Name of an image in the organisation's watermark library (PUT /watermarks/:name); it names a file, so it starts with a letter or digit.
+ */
+export interface WatermarkImage {
+  name: ImageName;
+  type: "image/png" | "image/jpeg" | "image/webp";
+  sizeBytes: number;
+  width: number;
+  height: number;
+  updatedAt: string;
+}
+// from schemas/http/watermark-list.v1.schema.json
+export interface WatermarkList {
+  images: WatermarkImage[];
+}
+/**
+ * An image of the organisation's watermark library: the answer to PUT /watermarks/:name and an entry of GET /watermarks.
  */

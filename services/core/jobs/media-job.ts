@@ -6,6 +6,7 @@ import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../media/prepare-watermark.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
 import type { JobContext } from './run-job-worker.ts';
 import type { Semaphore } from './semaphore.ts';
@@ -28,8 +29,8 @@ export interface MediaJobDeps {
   /** Threads given to one ffmpeg (its share of the cores per CPU slot). */
   threads: number;
   fontFile: string;
-  /** Named watermark images, `<dir>/<orgId>/<imageName>`. */
-  watermarkImagesDir: string | undefined;
+  /** The organisations' named watermark images (undefined: none set up). */
+  watermarks: WatermarkLibrary | undefined;
   /** Root of the job work directories (swept at start; see sweepJobDirs). */
   workRoot: string;
   /** Slots shared by every job of the process: `cpu` for probe/ffmpeg/verify, `transfer` for downloads and uploads. */
@@ -128,7 +129,7 @@ export async function jobWatermark(
     http: deps.httpStore,
     probe: deps.probe,
     fontFile: deps.fontFile,
-    imagesDir: deps.watermarkImagesDir,
+    library: deps.watermarks,
     signal: ctx.signal,
   });
 }

@@ -21,7 +21,7 @@ export function mediaJobDeps(rt: Runtime): MediaJobDeps {
     stallTimeoutMs: config.stallTimeoutMs,
     threads: rt.ffmpegThreads,
     fontFile: config.fontFile,
-    watermarkImagesDir: config.watermarkImagesDir,
+    watermarks: rt.watermarks,
     workRoot: rt.workRoot,
     slots: rt.slots,
     rateFloor: {
