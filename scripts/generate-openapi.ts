@@ -64,12 +64,32 @@ const errorResponse = (description: string): Json => ({
   content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
 });
 
+const limited = (description: string): Json => ({
+  ...errorResponse(description),
+  headers: {
+    'Retry-After': {
+      description: 'Seconds to wait before trying again.',
+      schema: { type: 'integer' },
+    },
+  },
+});
+
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Kept 24 h per organisation: the same key with the same path and body (apiKey aside) answers the original acknowledgement; with another request, 409.',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+};
+
 function jobSubmission(summary: string, requestTitle: string, examples: unknown[]): Json {
   return {
     post: {
       summary,
       description:
-        'The API key travels in the body (`apiKey`). 200 is sent only once the job is durably on the event bus.',
+        'The API key travels in the body (`apiKey`). 200 is sent only once the job is durably on the event bus. With an `Idempotency-Key`, a repeat within 24 h answers the first acknowledgement (same id and createdAt).',
+      parameters: [idempotencyKey],
       requestBody: {
         required: true,
         content: {
@@ -90,8 +110,14 @@ function jobSubmission(summary: string, requestTitle: string, examples: unknown[
           'A field rule is broken (the message names the field), the JSON is invalid, or a URL is refused.',
         ),
         '401': errorResponse('apiKey is missing or unknown.'),
+        '409': errorResponse(
+          'The Idempotency-Key was used in the last 24 h with a different request (idempotency_conflict).',
+        ),
         '413': errorResponse('The body is larger than MAX_BODY_BYTES.'),
         '415': errorResponse('The body is not sent as application/json.'),
+        '429': limited(
+          'The API key is over its request rate (rate_limited), or the organisation has MAX_ACTIVE_JOBS_PER_ORG jobs queued or running (too_many_jobs).',
+        ),
         '503': errorResponse('The event bus did not take the job; nothing was queued.'),
       },
     },
@@ -234,6 +260,29 @@ export async function buildOpenApi(): Promise<Json> {
             },
             '401': errorResponse('No API key, or an unknown one.'),
             '404': errorResponse('No such job for this organisation.'),
+            '429': limited('The API key is over its request rate.'),
+          },
+        },
+      },
+      '/jobs/{id}/cancel': {
+        post: {
+          summary: 'Cancel a queued or running job',
+          description:
+            'The cancel travels on the bus to every worker: a queued job ends canceled without running, a running one has its ffmpeg killed and ends canceled; the failure callback carries the code canceled. A job that ends before a worker acts on the cancel keeps its outcome.',
+          security: keyed,
+          parameters: [jobId],
+          responses: {
+            '202': {
+              description: 'The cancel is on the bus.',
+              content: {
+                'application/json': { schema: { $ref: '#/components/schemas/JobCancel' } },
+              },
+            },
+            '401': errorResponse('No API key, or an unknown one.'),
+            '404': errorResponse('No such job for this organisation.'),
+            '409': errorResponse('The job has already ended (job_finished).'),
+            '429': limited('The API key is over its request rate.'),
+            '503': errorResponse('The event bus did not take the cancel.'),
           },
         },
       },

@@ -229,6 +229,27 @@ const settings = {
     maximum: 64 * MiB,
     doc: 'largest request body',
   }),
+  /** Requests per second one API key may make on average, per ingress copy; 0: no limit. */
+  rateLimitPerSecond: integer('RATE_LIMIT_PER_SECOND', {
+    default: 20,
+    minimum: 0,
+    maximum: 1_000_000,
+    doc: 'requests per second one API key may make on average, per ingress copy (token bucket; 429 `rate_limited` with `Retry-After`); 0: no limit',
+  }),
+  /** Requests one API key may make at once after a quiet spell (the bucket size). */
+  rateLimitBurst: integer('RATE_LIMIT_BURST', {
+    default: 40,
+    minimum: 1,
+    maximum: 1_000_000,
+    doc: 'requests one API key may make at once after a quiet spell (the bucket size)',
+  }),
+  /** Jobs one organisation may have queued or running at once; 0: no cap. */
+  maxActiveJobsPerOrg: integer('MAX_ACTIVE_JOBS_PER_ORG', {
+    default: 1000,
+    minimum: 0,
+    maximum: 10_000_000,
+    doc: 'jobs one organisation may have queued or running (429 `too_many_jobs`); 0: no cap. See Limits',
+  }),
   maxInputBytes: integer('MAX_INPUT_BYTES', {
     default: 4 * GiB,
     minimum: KiB,

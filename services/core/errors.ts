@@ -40,6 +40,23 @@ export const errorCatalog = {
     retryable: false,
     summary: 'The job has not finished, so it has no final callback to redeliver yet.',
   },
+  job_finished: {
+    status: 409,
+    retryable: false,
+    summary: 'The job has already ended (succeeded, failed or canceled); it cannot be canceled.',
+  },
+  idempotency_conflict: {
+    status: 409,
+    retryable: false,
+    summary:
+      'The Idempotency-Key was used in the last 24 h with a different request (path or body).',
+  },
+  idempotency_in_progress: {
+    status: 409,
+    retryable: true,
+    summary:
+      'The first request with this Idempotency-Key is still being recorded by this copy; try again in a moment.',
+  },
   no_callback: {
     status: 409,
     retryable: false,
@@ -55,6 +72,17 @@ export const errorCatalog = {
     retryable: false,
     summary:
       'The body is not sent as application/json (a watermark image: not png, jpeg or webp, or not the type it is sent as).',
+  },
+  rate_limited: {
+    status: 429,
+    retryable: true,
+    summary: 'The API key sent more requests than RATE_LIMIT_PER_SECOND allows; see Retry-After.',
+  },
+  too_many_jobs: {
+    status: 429,
+    retryable: true,
+    summary:
+      'The organisation already has MAX_ACTIVE_JOBS_PER_ORG jobs queued or running; see Retry-After.',
   },
   bus_unavailable: {
     status: 503,
@@ -135,10 +163,15 @@ export const errorCatalog = {
     summary:
       'A job produced straight to Kafka was refused (a field rule, an unknown organisation, a refused URL, credentials that do not open); the message names the field.',
   },
-  canceled: {
-    status: 499,
+  interrupted: {
+    status: 503,
     retryable: true,
     summary: 'The worker was stopped during the job; it is handed back and runs again.',
+  },
+  canceled: {
+    status: 409,
+    retryable: false,
+    summary: 'The job was canceled by its organisation (POST /jobs/:id/cancel).',
   },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -4,7 +4,11 @@ import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
 import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import type { Contracts } from '../core/contracts/load-contracts.ts';
-import type { CallbackRedelivery, JobAck } from '../core/contracts/types.generated.ts';
+import type {
+  CallbackRedelivery,
+  JobAck,
+  JobRequested,
+} from '../core/contracts/types.generated.ts';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
@@ -28,7 +32,10 @@ import {
   refuseOverPixelBudget,
   type JobType,
 } from './build-job-request.ts';
+import { cancelJob } from './cancel-job.ts';
 import { handleErrors, requestIdOf } from './handle-errors.ts';
+import { createIdempotency, type Admission } from './idempotency.ts';
+import { createRateLimiter, refuseOverActiveJobs, type IngressLimits } from './rate-limit.ts';
 import { readJsonBody } from './read-json-body.ts';
 import { addWatermarkRoutes, type WatermarkRoutesOptions } from './watermark-routes.ts';
 
@@ -54,6 +61,14 @@ export interface IngressDeps {
   metricsOnApiPort?: boolean;
   /** The watermark library behind /watermarks and its upload limits. */
   watermarks: WatermarkRoutesOptions;
+  /** Request rate per API key and active jobs per organisation. */
+  limits: IngressLimits;
+}
+
+/** What the handlers share beyond the deps: built once per app. */
+interface IngressParts {
+  idempotency: ReturnType<typeof createIdempotency>;
+  limitRate: ReturnType<typeof createRateLimiter>;
 }
 
 const JOB_ROUTES: Record<string, JobType> = {
@@ -70,6 +85,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export function createIngressApp(deps: IngressDeps): Koa {
   const app = new Koa();
   const router = new Router();
+  const parts: IngressParts = {
+    idempotency: createIdempotency({
+      statusView: deps.statusView,
+      clock: deps.clock,
+      secret: deps.sealingKey.key,
+    }),
+    limitRate: createRateLimiter(deps.limits),
+  };
+  const authorized = (ctx: Context) => authorizeJobRequest(ctx, deps, parts);
 
   for (const [path, type] of Object.entries(JOB_ROUTES))
     router.post(path, (ctx) =>
@@ -77,15 +101,18 @@ export function createIngressApp(deps: IngressDeps): Koa {
         deps.tracer,
         `POST ${path}`,
         extractTraceContext(ctx.headers),
-        (trace) => submitJob(ctx, type, deps, trace),
+        (trace) => submitJob(ctx, type, deps, parts, trace),
         {
           kind: SpanKind.SERVER,
           attributes: { 'http.request.method': 'POST', 'http.route': path },
         },
       ),
     );
-  router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
-  router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
+  router.get('/jobs/:id', (ctx) => getJob(ctx, deps, authorized(ctx)));
+  router.post('/jobs/:id/cancel', (ctx) => cancelJob(ctx, deps, authorized(ctx)));
+  router.post('/jobs/:id/callbacks/redeliver', (ctx) =>
+    redeliverCallback(ctx, deps, authorized(ctx)),
+  );
   addWatermarkRoutes(router, deps.watermarks, deps);
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
@@ -148,13 +175,18 @@ async function submitJob(
   ctx: Context,
   type: JobType,
   deps: IngressDeps,
+  parts: IngressParts,
   trace: TraceContext,
 ): Promise<void> {
+  const idempotencyKey = parts.idempotency.keyOf(ctx);
   const body = await readJsonBody(ctx, deps.maxBodyBytes);
   const { orgId, request } = await inSpan(deps.tracer, 'validate', trace, async () => {
-    if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
-    const org = deps.authenticate(body['apiKey']);
-    if (!org) throw new MediaError('unauthorized', 'apiKey is not valid');
+    const apiKey = body['apiKey'];
+    if (apiKey === undefined) throw new MediaError('unauthorized', 'apiKey is required');
+    const org = deps.authenticate(apiKey);
+    if (!org || typeof apiKey !== 'string')
+      throw new MediaError('unauthorized', 'apiKey is not valid');
+    parts.limitRate(apiKey, ctx);
     const checked =
       type === 'transcode'
         ? deps.contracts.transcodeRequest(body)
@@ -165,23 +197,49 @@ async function submitJob(
     return { orgId: org, request: checked.value };
   });
 
-  const createdAt = nowIsoMicros(deps.clock);
-  const job = buildJobRequest(
-    type,
-    request,
-    { jobId: randomUUID(), orgId, submittedAt: createdAt },
-    deps.sealingKey,
-  );
+  const admission: Admission | undefined = idempotencyKey
+    ? await parts.idempotency.admit(orgId, idempotencyKey, type, body)
+    : undefined;
+  if (admission?.repeat) {
+    deps.log.info('job.repeat_answered', { jobId: admission.repeat.id, type, orgId });
+    ctx.body = admission.repeat;
+    return;
+  }
+  try {
+    refuseOverActiveJobs(deps.statusView.activeJobs(orgId), deps.limits, ctx);
+    const createdAt = nowIsoMicros(deps.clock);
+    const job = buildJobRequest(
+      type,
+      request,
+      { jobId: admission?.jobId ?? randomUUID(), orgId, submittedAt: createdAt },
+      deps.sealingKey,
+    );
+    if (admission) job.requestDigest = admission.requestDigest;
+    await publishRequest(ctx, deps, job, trace);
+    const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
+    ctx.body = ack;
+  } finally {
+    admission?.done();
+  }
+}
+
+async function publishRequest(
+  ctx: Context,
+  deps: IngressDeps,
+  job: JobRequested,
+  trace: TraceContext,
+): Promise<void> {
+  const type = job.kind === 'transcode' ? 'transcode' : `summary/${job.summary?.format}`;
+  // A random event id: the workers tell a duplicate request of one job (two ingress copies
+  // answering one Idempotency-Key at once) from a redelivery of the same record by it.
   const topic = requestTopicOf[job.kind];
+  const record = deps.codec.encode(topic, 'media.job.requested', job, randomUUID());
   try {
     await inSpan(
       deps.tracer,
       `publish ${topic}`,
       trace,
-      (publishing) =>
-        deps.bus.publish([
-          withTraceHeaders(deps.codec.encode(topic, 'media.job.requested', job), publishing),
-        ]),
+      (publishing) => deps.bus.publish([withTraceHeaders(record, publishing)]),
       {
         kind: SpanKind.PRODUCER,
         attributes: { 'messaging.destination.name': topic, 'media.job.id': job.jobId },
@@ -200,38 +258,47 @@ async function submitJob(
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
     );
   }
-  deps.statusView.applyRequested(job, createdAt);
+  deps.statusView.applyRequested(job, job.submittedAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
   deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
-  deps.log.info('job.queued', { requestId: requestIdOf(ctx), jobId: job.jobId, type, orgId });
-  const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
-  ctx.body = ack;
+  deps.log.info('job.queued', {
+    requestId: requestIdOf(ctx),
+    jobId: job.jobId,
+    type,
+    orgId: job.orgId,
+  });
 }
+
+type Authorized = ReturnType<typeof authorizeJobRequest>;
 
 /** The organisation of the key in X-Api-Key or `Authorization: Bearer`, and the job id asked for. */
 function authorizeJobRequest(
   ctx: Context,
   deps: IngressDeps,
-): { orgId: string; id: string; asked: string } {
+  parts: IngressParts,
+): { orgId: string; id: string; known: boolean; asked: string } {
   const orgId = organisationOf(ctx, deps.authenticate);
+  const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
+  parts.limitRate(ctx.get('x-api-key') || bearer || '', ctx);
   const params = ctx['params'] as Record<string, string | undefined>;
   const asked = params['id'] ?? '';
-  return { orgId, id: asked.toLowerCase(), asked };
+  const id = asked.toLowerCase();
+  return { orgId, id, known: UUID.test(id), asked };
 }
 
-async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
-  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
-  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+async function getJob(ctx: Context, deps: IngressDeps, who: Authorized): Promise<void> {
+  const { orgId, id, asked } = who;
+  const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
   ctx.body = status;
 }
 
 /** Queues the job's final callback again, with its webhook-id; attempts count from 1 again. */
-async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void> {
-  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
-  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+async function redeliverCallback(ctx: Context, deps: IngressDeps, who: Authorized): Promise<void> {
+  const { orgId, id, asked } = who;
+  const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
-  if (status.status !== 'succeeded' && status.status !== 'failed')
+  if (status.status === 'queued' || status.status === 'processing')
     throw new MediaError(
       'job_not_finished',
       `job ${id} is ${status.status}; its callback is sent when it ends`,

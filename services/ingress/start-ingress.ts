@@ -42,6 +42,11 @@ export async function startIngress(
     metricsOnApiPort: rt.config.ingressMetricsPort === undefined,
     maxBodyBytes: rt.config.maxBodyBytes,
     maxPixels: rt.config.maxPixels,
+    limits: {
+      ratePerSecond: rt.config.rateLimitPerSecond,
+      rateBurst: rt.config.rateLimitBurst,
+      maxActiveJobsPerOrg: rt.config.maxActiveJobsPerOrg,
+    },
     watermarks: {
       library: rt.watermarks,
       maxBytes: rt.config.watermarkMaxBytes,

@@ -33,6 +33,22 @@ describe('config', () => {
     expect(() => parseSealingKeys('k1:c2hvcnQ=')).to.throw(ConfigError, /32 bytes/);
   });
 
+  it('reads the request and job limits (0 turns each off) and refuses a burst of 0', () => {
+    expect(loadConfig({})).to.include({
+      rateLimitPerSecond: 20,
+      rateLimitBurst: 40,
+      maxActiveJobsPerOrg: 1000,
+    });
+    expect(
+      loadConfig({
+        RATE_LIMIT_PER_SECOND: '0',
+        RATE_LIMIT_BURST: '5',
+        MAX_ACTIVE_JOBS_PER_ORG: '0',
+      }),
+    ).to.include({ rateLimitPerSecond: 0, rateLimitBurst: 5, maxActiveJobsPerOrg: 0 });
+    expect(() => loadConfig({ RATE_LIMIT_BURST: '0' })).to.throw(ConfigError, /RATE_LIMIT_BURST/);
+  });
+
   it('names the variable and the rule when a value is wrong', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).to.throw(
       ConfigError,

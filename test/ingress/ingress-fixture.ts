@@ -8,9 +8,10 @@ import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts
 import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { tracingOff, type Tracer } from '../../services/core/observability/tracing.ts';
-import { systemClock } from '../../services/core/time.ts';
+import { systemClock, type Clock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
+import type { IngressLimits } from '../../services/ingress/rate-limit.ts';
 import type { WatermarkRoutesOptions } from '../../services/ingress/watermark-routes.ts';
 
 export const KEY_A = 'key-for-org-a-0123456789';
@@ -38,6 +39,8 @@ export async function makeIngress(
     maxPixels?: number;
     log?: Logger;
     tracer?: Tracer;
+    limits?: Partial<IngressLimits>;
+    clock?: Clock;
     watermarks?: Partial<WatermarkRoutesOptions>;
   } = {},
 ) {
@@ -59,10 +62,11 @@ export async function makeIngress(
     metrics,
     log: options.log ?? silentLogger,
     tracer: options.tracer ?? tracingOff.tracer,
-    clock: systemClock,
+    clock: options.clock ?? systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     maxPixels: options.maxPixels ?? 7680 * 4320,
+    limits: { ratePerSecond: 0, rateBurst: 1, maxActiveJobsPerOrg: 0, ...options.limits },
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     }),

@@ -74,6 +74,8 @@ export const topics = {
   transcodeRequests: 'media.jobs.transcode.v1',
   summaryRequests: 'media.jobs.summary.v1',
   jobEvents: 'media.jobs.events.v1',
+  /** Cancels of jobs (key job id); every worker process reads all of them (run-job-worker.ts). */
+  jobCancels: 'media.jobs.cancel.v1',
   deadLetter: 'media.jobs.dead-letter.v1',
   /** Callback attempts to make; a retry is published here again with a due time. */
   callbacks: 'media.callbacks.v1',

@@ -8,6 +8,7 @@ import type {
   CallbackDelivery,
   CallbackStatus,
   EventEnvelope,
+  JobCancelRequested,
   JobFailed,
   JobProcessing,
   JobProgress,
@@ -41,6 +42,7 @@ export interface Contracts {
     'media.job.progress': Contract<JobProgress>;
     'media.job.succeeded': Contract<JobSucceeded>;
     'media.job.failed': Contract<JobFailed>;
+    'media.job.cancel-requested': Contract<JobCancelRequested>;
     'media.callback.delivery': Contract<CallbackDelivery>;
     'media.callback.status': Contract<CallbackStatus>;
   };
@@ -60,6 +62,7 @@ export const dataSchemaOf: Record<EventType, string> = {
   'media.job.progress': `${SCHEMA_BASE}events/job-progress.v1.schema.json`,
   'media.job.succeeded': `${SCHEMA_BASE}events/job-succeeded.v1.schema.json`,
   'media.job.failed': `${SCHEMA_BASE}events/job-failed.v1.schema.json`,
+  'media.job.cancel-requested': `${SCHEMA_BASE}events/job-cancel-requested.v1.schema.json`,
   'media.callback.delivery': `${SCHEMA_BASE}events/callback-delivery.v1.schema.json`,
   'media.callback.status': `${SCHEMA_BASE}events/callback-status.v1.schema.json`,
 };
@@ -118,6 +121,10 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.job.progress': contractOf(get('events/job-progress.v1.schema.json'), 'data'),
       'media.job.succeeded': contractOf(get('events/job-succeeded.v1.schema.json'), 'data'),
       'media.job.failed': contractOf(get('events/job-failed.v1.schema.json'), 'data'),
+      'media.job.cancel-requested': contractOf(
+        get('events/job-cancel-requested.v1.schema.json'),
+        'data',
+      ),
       'media.callback.delivery': contractOf(get('events/callback-delivery.v1.schema.json'), 'data'),
       'media.callback.status': contractOf(get('events/callback-status.v1.schema.json'), 'data'),
     },

@@ -27,6 +27,8 @@ import { fullJitterBackoffMs, type Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
 import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
+import { startJobCancels, type JobCancels } from './job-cancels.ts';
+import { createRunLedger, type RunLedger } from './run-ledger.ts';
 
 export type JobKind = JobRequested['kind'];
 export type { ProgressStage } from './progress-reporter.ts';
@@ -87,23 +89,40 @@ export interface JobWorkerOptions {
  * The one consumer loop of the workers: decode and validate, run the handler, publish exactly
  * one outcome (succeeded, failed, or the next attempt), and only then let the bus commit.
  */
-export function startJobWorker(
+export async function startJobWorker(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
 ): Promise<Subscription> {
   const topic = requestTopicOf[options.kind];
-  return deps.bus.subscribe({
+  // Cancels are read first, so that a restarted worker knows the old ones before its first job.
+  const cancels = await startJobCancels(deps);
+  const ledger = createRunLedger();
+  const jobs = await deps.bus.subscribe({
     group: options.group,
     topics: [topic],
     concurrency: options.concurrency,
     fromBeginning: true,
-    handler: (record, delivery) => handleRecord(deps, options, record, delivery),
+    handler: (record, delivery) =>
+      handleRecord(deps, options, { cancels, ledger }, record, delivery),
   });
+  return {
+    async close(graceMs) {
+      await jobs.close(graceMs);
+      await cancels.close();
+    },
+  };
+}
+
+/** What the records of one worker share: the cancels read so far and the runs it made. */
+interface WorkerState {
+  cancels: JobCancels;
+  ledger: RunLedger;
 }
 
 async function handleRecord(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
+  state: WorkerState,
   record: BusRecord,
   delivery: DeliveryContext,
 ): Promise<void> {
@@ -141,7 +160,15 @@ async function handleRecord(
     `${job.kind} job`,
     parent,
     (trace, span) =>
-      runJob(deps, options, record.topic, job, delivery, trace).then((error) => {
+      runJob(
+        deps,
+        options,
+        state,
+        { topic: record.topic, eventId: decoded.event.id },
+        job,
+        delivery,
+        trace,
+      ).then((error) => {
         if (error) markFailed(span, error);
       }),
     {
@@ -159,7 +186,8 @@ async function handleRecord(
 async function runJob(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
-  topic: string,
+  state: WorkerState,
+  record: { topic: string; eventId: string },
   job: JobRequested,
   delivery: DeliveryContext,
   trace: TraceContext,
@@ -170,6 +198,15 @@ async function runJob(
     attempt: job.attempt,
     ...traceLogFields(trace),
   });
+  if (!state.ledger.claim(job.jobId, job.attempt, record.eventId)) {
+    log.info('job.duplicate_request', { eventId: record.eventId });
+    return undefined;
+  }
+  if (state.cancels.isCanceled(job.jobId, job.orgId)) {
+    const canceled = { handedBack: false as const, error: CANCELED_BEFORE_START };
+    await publishOutcome(deps, options, record.topic, job, canceled, log, trace);
+    return CANCELED_BEFORE_START;
+  }
   await publish(
     deps,
     'media.job.processing',
@@ -180,7 +217,7 @@ async function runJob(
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
-  const run = await runHandler(deps, options, job, delivery, log, trace).finally(() =>
+  const run = await runHandler(deps, options, state, job, delivery, log, trace).finally(() =>
     deps.metrics.jobsInProgress.dec({ kind: job.kind }),
   );
   const seconds = (performance.now() - started) / 1000;
@@ -189,7 +226,7 @@ async function runJob(
     log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
     throw new Error('handed back');
   }
-  await publishOutcome(deps, options, topic, job, run, log, trace);
+  await publishOutcome(deps, options, record.topic, job, run, log, trace);
   deps.metrics.jobDuration.observe(
     { kind: job.kind, format: jobFormat(job), outcome: run.error ? 'failed' : 'succeeded' },
     seconds,
@@ -200,9 +237,16 @@ async function runJob(
 type RunOutcome =
   { handedBack: true } | { handedBack: false; result?: JobResult; error?: ErrorData };
 
+const CANCELED_BEFORE_START: ErrorData = {
+  code: 'canceled',
+  message: 'the job was canceled before it started',
+  retryable: false,
+};
+
 async function runHandler(
   deps: JobWorkerDeps,
   options: JobWorkerOptions,
+  state: WorkerState,
   job: JobRequested,
   delivery: DeliveryContext,
   log: Logger,
@@ -216,8 +260,13 @@ async function runHandler(
       ),
     options.jobTimeoutMs,
   );
-  const onLost = (): void => controller.abort(new MediaError('canceled', 'the worker was stopped'));
+  const onLost = (): void =>
+    controller.abort(new MediaError('interrupted', 'the worker was stopped'));
   delivery.signal.addEventListener('abort', onLost, { once: true });
+  const unwatch = state.cancels.watch(job.jobId, job.orgId, () => {
+    log.info('job.cancel_received', {});
+    controller.abort(new MediaError('canceled', 'the job was canceled'));
+  });
   const progress = progressReporter({
     intervalMs: options.progressIntervalMs ?? 1000,
     job: identity(job),
@@ -244,6 +293,7 @@ async function runHandler(
   } finally {
     clearTimeout(timeout);
     delivery.signal.removeEventListener('abort', onLost);
+    unwatch();
     progress.stop();
   }
 }
