@@ -20,17 +20,27 @@ export interface Config {
   kafkaBrokers: readonly string[];
   /** Prepended to every Kafka topic name (KAFKA_TOPIC_PREFIX, default empty). */
   kafkaTopicPrefix: string;
-  /** Partitions of topics created at start (KAFKA_PARTITIONS, default 6). */
+  /**
+   * Partitions of topics created at start (KAFKA_PARTITIONS, default 12): at most this many
+   * workers of one kind share the work, and 12 splits evenly over 1, 2, 3, 4, 6 or 12 of them.
+   */
   kafkaPartitions: number;
   /** Replicas of topics created at start (KAFKA_REPLICATION_FACTOR, default 1). */
   kafkaReplicationFactor: number;
-  /** A worker silent this long loses its partitions (KAFKA_SESSION_TIMEOUT_MS, default 30 s). */
+  /**
+   * A worker silent this long loses its partitions (KAFKA_SESSION_TIMEOUT_MS, default 15 s): the
+   * time before a crashed worker's jobs move to another one. Heartbeats do not wait for jobs.
+   */
   kafkaSessionTimeoutMs: number;
   /**
    * How long a rebalancing group waits for a busy worker to finish its running jobs before it
    * drops that worker and hands its jobs to others (KAFKA_REBALANCE_TIMEOUT_MS, default 5 min).
    */
   kafkaRebalanceTimeoutMs: number;
+  /** Slot weight per organisation for fair shares (ORG_WEIGHTS="org1:3,org2:1"; default 1 each). */
+  orgWeights: ReadonlyMap<string, number>;
+  /** Jobs one organisation runs at once on one worker process (ORG_MAX_RUNNING, default 0: no cap). */
+  orgMaxRunning: number;
   /** Confluent-compatible schema registry; set: events are registry-framed (SCHEMA_REGISTRY_URL). */
   schemaRegistryUrl: string | undefined;
   /** Port of /healthz, /readyz, /metrics of a worker process (METRICS_PORT, default 9464; 0: any free port). */
@@ -244,6 +254,26 @@ export function parseWebhookSecrets(raw: string | undefined): Map<string, string
   return secrets;
 }
 
+/** `org:weight` pairs, weights whole numbers from 1 to 1000. */
+export function parseOrgWeights(raw: string | undefined): Map<string, number> {
+  const weights = new Map<string, number>();
+  for (const pair of (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const at = pair.lastIndexOf(':');
+    const org = pair.slice(0, at);
+    const weight = Number(pair.slice(at + 1));
+    if (at <= 0 || !ORG_ID.test(org) || !Number.isInteger(weight) || weight < 1 || weight > 1000)
+      throw new ConfigError(
+        'ORG_WEIGHTS must look like "org1:3,org2:1" (weights: whole numbers from 1 to 1000)',
+      );
+    if (weights.has(org)) throw new ConfigError(`ORG_WEIGHTS names organisation ${org} twice`);
+    weights.set(org, weight);
+  }
+  return weights;
+}
+
 // Settings that were removed: starting with them set would silently change what callers get.
 const REPLACED: Record<string, string> = {
   CALLBACK_SIGNING_SECRET:
@@ -275,10 +305,12 @@ export function loadConfig(env: Env): Readonly<Config> {
     knownOrgs: knownOrgs(env['KNOWN_ORGS'], apiKeys),
     kafkaBrokers: Object.freeze(brokers),
     kafkaTopicPrefix: env['KAFKA_TOPIC_PREFIX'] ?? '',
-    kafkaPartitions: int(env, 'KAFKA_PARTITIONS', 6, 1, 1000),
+    kafkaPartitions: int(env, 'KAFKA_PARTITIONS', 12, 1, 1000),
     kafkaReplicationFactor: int(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 10),
-    kafkaSessionTimeoutMs: int(env, 'KAFKA_SESSION_TIMEOUT_MS', 30_000, 6000, 300_000),
+    kafkaSessionTimeoutMs: int(env, 'KAFKA_SESSION_TIMEOUT_MS', 15_000, 6000, 300_000),
     kafkaRebalanceTimeoutMs: int(env, 'KAFKA_REBALANCE_TIMEOUT_MS', 300_000, 10_000, 3600_000),
+    orgWeights: parseOrgWeights(env['ORG_WEIGHTS']),
+    orgMaxRunning: int(env, 'ORG_MAX_RUNNING', 0, 0, 1024),
     schemaRegistryUrl: env['SCHEMA_REGISTRY_URL'] || undefined,
     metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535),
     allowPrivateNetworks: bool(env, 'ALLOW_PRIVATE_NETWORKS', false),

@@ -329,6 +329,10 @@ export interface JobStatus {
   status: "queued" | "processing" | "succeeded" | "failed";
   createdAt: string;
   updatedAt: string;
+  /**
+   * Present while the job is queued: since when it waits for a worker (its submission, or the due time of a scheduled retry).
+   */
+  queuedSince?: string;
   attempt?: number;
   progressPercent?: number;
   result?: JobResult;

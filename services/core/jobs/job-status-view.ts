@@ -31,6 +31,8 @@ export interface JobStatusView {
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
   applyRequested(job: JobRequested, time: string): void;
+  /** Queued jobs per organisation and job kind (the `media_jobs_waiting` gauge). */
+  waiting(): Map<string, { orgId: string; kind: 'transcode' | 'summary'; count: number }>;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -87,6 +89,8 @@ export function createJobStatusView(
           : data.summary?.format === 'gif'
             ? 'summary/gif'
             : 'summary/mp4';
+      // A retry waits from its due time; a first attempt from its submission.
+      const queuedSince = data.attempt > 1 && data.notBefore ? data.notBefore : data.submittedAt;
       if (!current) {
         touch(data.jobId, {
           id: data.jobId,
@@ -95,13 +99,20 @@ export function createJobStatusView(
           status: 'queued',
           createdAt: data.submittedAt,
           updatedAt: time,
+          queuedSince,
           attempt: data.attempt,
         });
         return;
       }
       const known: Entry = { ...current, type, createdAt: data.submittedAt };
       if (data.attempt > (current.attempt ?? 1))
-        touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: time });
+        touch(data.jobId, {
+          ...known,
+          status: 'queued',
+          attempt: data.attempt,
+          updatedAt: time,
+          queuedSince,
+        });
       else jobs.set(data.jobId, known);
     },
 
@@ -133,7 +144,8 @@ export function createJobStatusView(
             ? 'failed'
             : 'processing';
       if (data.attempt === attempt && rank[status] < rank[entry.status]) return;
-      const next: Entry = { ...entry, status, attempt: data.attempt, updatedAt: event.time };
+      const { queuedSince: _waited, ...left } = entry;
+      const next: Entry = { ...left, status, attempt: data.attempt, updatedAt: event.time };
       if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
       if (event.type === 'media.job.succeeded') {
         next.result = event.data.result;
@@ -148,6 +160,22 @@ export function createJobStatusView(
           next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
       }
       touch(data.jobId, next);
+    },
+
+    waiting() {
+      const counts = new Map<
+        string,
+        { orgId: string; kind: 'transcode' | 'summary'; count: number }
+      >();
+      for (const entry of jobs.values()) {
+        if (entry.status !== 'queued') continue;
+        const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
+        const id = `${entry.orgId}\u0000${kind}`;
+        const c = counts.get(id) ?? { orgId: entry.orgId, kind, count: 0 };
+        c.count += 1;
+        counts.set(id, c);
+      }
+      return counts;
     },
 
     async start() {

@@ -16,6 +16,7 @@ import { fullJitterBackoffMs, type Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
 import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
+import { readCloudEvent } from '../events/read-cloudevent.ts';
 
 export type JobKind = JobRequested['kind'];
 export type { ProgressStage } from './progress-reporter.ts';
@@ -64,6 +65,10 @@ export interface JobWorkerOptions {
   progressIntervalMs?: number;
   /** The ingress's rules, applied again on consume: jobs may be produced straight to the bus. */
   admission: AdmissionRules;
+  /** Slot weight per organisation (default 1 each); see fair-share.ts. */
+  orgWeights?: ReadonlyMap<string, number>;
+  /** Jobs one organisation runs at once on this worker (0 or unset: no cap). */
+  orgMaxRunning?: number;
   handler: JobHandler;
 }
 
@@ -82,7 +87,25 @@ export function startJobWorker(
     concurrency: options.concurrency,
     fromBeginning: true,
     handler: (record, delivery) => handleRecord(deps, options, record, delivery),
+    fairness: {
+      tenantOf: orgOfRecord,
+      ...(options.orgWeights ? { weights: options.orgWeights } : {}),
+      ...(options.orgMaxRunning ? { maxRunningPerTenant: options.orgMaxRunning } : {}),
+    },
+    onLag: (topic, partition, records) =>
+      deps.metrics.consumerLag.set({ group: options.group, topic, partition }, records),
   });
+}
+
+/**
+ * The organisation a job record is fair-shared under, read without validating (validation comes
+ * when it runs). A record that names none shares one tenant with the other unreadable ones.
+ */
+export function orgOfRecord(record: BusRecord): string {
+  const read = readCloudEvent(record);
+  const data = read.ok ? read.event['data'] : undefined;
+  const org = data && typeof data === 'object' ? (data as { orgId?: unknown }).orgId : undefined;
+  return typeof org === 'string' ? org : '';
 }
 
 async function handleRecord(
@@ -123,6 +146,7 @@ async function handleRecord(
     startedAt: deps.clock.now().toISOString(),
   });
   deps.metrics.jobsStarted.inc({ kind: job.kind });
+  deps.metrics.queueWait.observe({ kind: job.kind }, queueWaitSeconds(job, deps.clock.now()));
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
@@ -294,4 +318,13 @@ export function retryDelayMs(
     attempt,
     random,
   );
+}
+
+/**
+ * Time from acknowledgement to start of this attempt, s: from the submission for the first
+ * attempt, from the due time of a scheduled retry for the others (its wait before is backoff).
+ */
+export function queueWaitSeconds(job: JobRequested, now: Date): number {
+  const since = Date.parse(job.attempt > 1 && job.notBefore ? job.notBefore : job.submittedAt);
+  return Number.isFinite(since) ? Math.max(0, (now.getTime() - since) / 1000) : 0;
 }

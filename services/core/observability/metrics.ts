@@ -29,6 +29,11 @@ export interface Metrics {
   jobsRetried: Counter<'kind' | 'code'>;
   jobDuration: Histogram<'kind' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
+  queueWait: Histogram<'kind'>;
+  jobsWaiting: Gauge<'org' | 'kind'>;
+  /** Where `jobsWaiting` is read from at each scrape (the ingress's status view). */
+  waitingSources: Set<() => Iterable<{ orgId: string; kind: string; count: number }>>;
+  consumerLag: Gauge<'group' | 'topic' | 'partition'>;
   mediaSeconds: Counter<'kind'>;
   bytesTransferred: Counter<'direction'>;
   eventsPublished: Counter<'type'>;
@@ -64,6 +69,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
     for (const code of codes) m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
     for (const code of retryable) m.jobsRetried.inc({ kind, code }, 0);
     for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, outcome });
+    m.queueWait.zero({ kind });
   }
   for (const reason of DEAD_LETTER_REASONS) m.eventsDeadLettered.inc({ reason }, 0);
   for (const outcome of CALLBACK_OUTCOMES) m.callbacks.inc({ outcome }, 0);
@@ -73,7 +79,9 @@ function startKnownSeriesAtZero(m: Metrics): void {
 
 function registerMetrics(registry: Registry): Metrics {
   const registers = [registry];
+  const waitingSources: Metrics['waitingSources'] = new Set();
   return {
+    waitingSources,
     registry,
     httpRequests: new Counter({
       name: `${PREFIX}http_requests_total`,
@@ -123,6 +131,30 @@ function registerMetrics(registry: Registry): Metrics {
       name: `${PREFIX}jobs_in_progress`,
       help: 'Job attempts running now.',
       labelNames: ['kind'],
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: `${PREFIX}job_queue_wait_seconds`,
+      help: 'Time from acknowledgement (or a retry falling due) to the start of a job attempt.',
+      labelNames: ['kind'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers,
+    }),
+    jobsWaiting: new Gauge({
+      name: `${PREFIX}jobs_waiting`,
+      help: 'Jobs accepted and not started (queued), per organisation and kind, as the status view of this process sees them.',
+      labelNames: ['org', 'kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const read of waitingSources)
+          for (const { orgId, kind, count } of read()) this.set({ org: orgId, kind }, count);
+      },
+    }),
+    consumerLag: new Gauge({
+      name: `${PREFIX}consumer_lag_records`,
+      help: 'Records of a partition not yet handled by this member (high watermark minus committed offset).',
+      labelNames: ['group', 'topic', 'partition'],
       registers,
     }),
     mediaSeconds: new Counter({
