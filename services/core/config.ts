@@ -37,6 +37,11 @@ export interface Config {
    * drops that worker and hands its jobs to others (KAFKA_REBALANCE_TIMEOUT_MS, default 5 min).
    */
   kafkaRebalanceTimeoutMs: number;
+  /**
+   * Job records one worker holds fetched from its partitions, running ones included
+   * (KAFKA_WINDOW_RECORDS, default 256): a free slot picks fairly among these.
+   */
+  kafkaWindowRecords: number;
   /** Slot weight per organisation for fair shares (ORG_WEIGHTS="org1:3,org2:1"; default 1 each). */
   orgWeights: ReadonlyMap<string, number>;
   /** Jobs one organisation runs at once on one worker process (ORG_MAX_RUNNING, default 0: no cap). */
@@ -309,6 +314,7 @@ export function loadConfig(env: Env): Readonly<Config> {
     kafkaReplicationFactor: int(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 10),
     kafkaSessionTimeoutMs: int(env, 'KAFKA_SESSION_TIMEOUT_MS', 15_000, 6000, 300_000),
     kafkaRebalanceTimeoutMs: int(env, 'KAFKA_REBALANCE_TIMEOUT_MS', 300_000, 10_000, 3600_000),
+    kafkaWindowRecords: int(env, 'KAFKA_WINDOW_RECORDS', 256, 2, 4000),
     orgWeights: parseOrgWeights(env['ORG_WEIGHTS']),
     orgMaxRunning: int(env, 'ORG_MAX_RUNNING', 0, 0, 1024),
     schemaRegistryUrl: env['SCHEMA_REGISTRY_URL'] || undefined,

@@ -61,6 +61,8 @@ export interface KafkaBusOptions {
   rebalanceTimeoutMs?: number;
   /** Longest wait of one fetch when there is nothing to read, ms (default 1000); it also delays close. */
   maxWaitTimeMs?: number;
+  /** Records one subscription holds fetched and unfinished (default 256); see kafka-subscription.ts. */
+  windowRecords?: number;
   /** Pause before a record whose handler rejected is delivered again, ms (default 1000). */
   redeliveryDelayMs?: number;
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
@@ -224,6 +226,7 @@ function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string):
     rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
     maxWaitTimeMs: options.maxWaitTimeMs ?? 1000,
     redeliveryDelayMs: options.redeliveryDelayMs ?? 1000,
+    ...(options.windowRecords ? { windowRecords: options.windowRecords } : {}),
     abortWaitMs: options.abortWaitMs ?? 5000,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
   };

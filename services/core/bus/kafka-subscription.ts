@@ -23,8 +23,12 @@ export interface ConsumerSettings {
   abortWaitMs: number;
   /** Bounds the consumer's disconnect in close. */
   requestTimeoutMs: number;
-  /** Records fetched ahead of the free slots, per subscription (default 2). */
-  prefetch?: number;
+  /**
+   * Records a subscription holds fetched and unfinished, running ones included (default 256,
+   * at least its concurrency + 1). A job record is about 1 KiB, so the window costs little,
+   * and the larger it is the further behind a backlog another organisation's job is seen.
+   */
+  windowRecords?: number;
   /** Called when kafkajs gives a consumer up (a crash it does not restart from). */
   onConsumerDown?: () => void;
 }
@@ -97,7 +101,7 @@ export async function startKafkaSubscription(
     options,
     fullTopics: options.topics.map((t) => settings.topicPrefix + t),
     concurrency,
-    limit: concurrency + (settings.prefetch ?? 2),
+    limit: Math.max(concurrency + 1, settings.windowRecords ?? 256),
     fair: createFairShare(options.fairness),
     tracks: new Map(),
     loading: new Map(),

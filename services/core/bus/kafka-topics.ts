@@ -1,4 +1,5 @@
-import type { Kafka } from 'kafkajs';
+import type { Admin, ITopicMetadata, Kafka } from 'kafkajs';
+import { kafkaErrorType } from './kafka-support.ts';
 
 export interface TopicReport {
   /** The full topic name, prefix included. */
@@ -28,11 +29,11 @@ export async function ensureKafkaTopics(
       // Another process may create the same topics at the same moment; kafkajs then answers
       // false instead of failing, which is what we want.
       await admin.createTopics({
-        waitForLeaders: true,
+        waitForLeaders: false,
         topics: missing.map((topic) => ({ topic, ...settings })),
       });
     }
-    const { topics } = await admin.fetchTopicMetadata({ topics: [...names] });
+    const topics = await withLeaders(admin, names);
     return names.map((topic) => ({
       topic,
       partitions: topics.find((t) => t.name === topic)?.partitions.length ?? 0,
@@ -40,5 +41,24 @@ export async function ensureKafkaTopics(
     }));
   } finally {
     await admin.disconnect();
+  }
+}
+
+// A broker answers "unknown topic or partition" for a while after creating many partitions
+// (kafkajs's own wait for leaders retries only "leader not available"), so wait here.
+const NOT_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
+async function withLeaders(admin: Admin, names: readonly string[]): Promise<ITopicMetadata[]> {
+  const deadline = Date.now() + 30_000;
+  for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [...names] });
+      const ready = topics.every((t) => t.partitions.every((p) => p.leader >= 0));
+      if (ready || Date.now() > deadline) return topics;
+    } catch (error) {
+      const type = kafkaErrorType(error);
+      if (type === undefined || !NOT_YET.has(type) || Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }

@@ -41,6 +41,7 @@ export interface PartitionTrack {
 }
 
 const META_PREFIX = 'pc1:';
+const MAX_METADATA = 4000;
 
 /** Commit metadata naming finished offsets beyond `base`, as base-36 distances from it. */
 export function encodeDone(base: bigint, done: readonly bigint[]): string {
@@ -114,7 +115,10 @@ export function commitPoint(
   const done = track.items.filter((i) => i.state === 'done').map((i) => i.offset);
   for (const o of track.doneBefore) if (o >= base && !done.includes(o)) done.push(o);
   for (const o of [...track.doneBefore]) if (o < base) track.doneBefore.delete(o);
-  const metadata = done.length > 0 ? encodeDone(base, done.sort(cmp)) : '';
+  let metadata = done.length > 0 ? encodeDone(base, done.sort(cmp)) : '';
+  // Brokers cap metadata (offset.metadata.max.bytes, 4096 by default): past that, finished
+  // records beyond the head would run again after a crash, as without the metadata.
+  if (metadata.length > MAX_METADATA) metadata = '';
   const last = track.committed;
   if (last && last.offset === base && last.metadata === metadata) return undefined;
   return { offset: base, metadata };
