@@ -84,9 +84,13 @@ describe('Kafka bus (real broker)', function () {
         .map((t) => prefix + t)
         .sort(),
     );
-    expect(report.map((t) => [t.created, t.partitions])).to.deep.equal(report.map(() => [true, 12]));
+    expect(report.map((t) => [t.created, t.partitions])).to.deep.equal(
+      report.map(() => [true, 12]),
+    );
     const again = await newBus({ topicPrefix: prefix }).ensureTopics();
-    expect(again.map((t) => [t.created, t.partitions])).to.deep.equal(report.map(() => [false, 12]));
+    expect(again.map((t) => [t.created, t.partitions])).to.deep.equal(
+      report.map(() => [false, 12]),
+    );
 
     const got: BusRecord[] = [];
     await subscribe(bus, newGroup(), async (record) => void got.push(record));
@@ -351,11 +355,23 @@ describe('Kafka bus (real broker)', function () {
       await kafkaCtl('start');
     }
 
-    await bus.publish([record('after')]);
+    // A restarted broker reloads every partition it holds (12 per topic) before it answers.
+    let published = false;
+    const end = Date.now() + 60_000;
+    while (!published) {
+      published = await bus.publish([record('after')]).then(
+        () => true,
+        (error: unknown) => {
+          if (!(error instanceof BusUnavailableError) || Date.now() > end) throw error;
+          return false;
+        },
+      );
+    }
     expect(await bus.isReady()).to.equal(true);
     const got: string[] = [];
     await subscribe(bus, newGroup(), async (r) => void got.push(r.value.toString()));
     await until(() => got.includes('after'), 20_000, 'the record published after the restart');
-    expect(got.filter((v) => v !== 'while-down')).to.deep.equal(['before', 'after']);
+    // A publish that timed out may still have landed: at-least-once, so compare distinct values.
+    expect([...new Set(got.filter((v) => v !== 'while-down'))]).to.deep.equal(['before', 'after']);
   });
 });
