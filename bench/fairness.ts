@@ -41,7 +41,7 @@ const body = (apiKey: string, name: string, input: string): Record<string, unkno
   outputUrl: `${files.url}/files/out-${name}.mp4`,
   encoder: 'h264',
   container: 'mp4',
-  bitrateKbps: '1500',
+  bitrateKbps: '2000',
   width: 1280,
   successUrl: `${files.url}/callbacks/ok`,
   failureUrl: `${files.url}/callbacks/fail`,

@@ -22,7 +22,7 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     outputUrl: `${files.url}/files/${name}`,
     encoder: 'h264',
     container: 'mp4',
-    bitrateKbps: '500',
+    bitrateKbps: '1000',
     width: 160,
     successUrl: `${files.url}/callbacks/ok`,
     failureUrl: `${files.url}/callbacks/fail`,
@@ -93,6 +93,7 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     const other = await stack.start('transcoder');
     await new Promise((r) => setTimeout(r, 3000));
     const ack = await stack.submit('/transcode', { ...job('resume.mp4', 'long.mp4'), width: 640 });
+    expect(ack.status).to.equal(200);
     const id = String(ack.body['id']);
     await eventually(
       () => [survivor, other].some((w) => startedJobs(w).includes(id)),
