@@ -89,7 +89,7 @@ export async function otherOrgTakesFirstFreeSlot(t: ScenarioBus): Promise<void> 
   h.release(h.started[0] ?? '');
   await t.until(() => h.started.length === 3, 20_000, 'the third start');
   expect(h.started[2], 'the job that took the first free slot').to.equal('b/0');
-  await h.drain(7, t.until);
+  await h.drain(7, (check, ms, what) => t.until(check, ms, what));
 }
 
 /**

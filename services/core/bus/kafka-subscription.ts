@@ -204,12 +204,12 @@ function trackOf(s: State, topic: string, partition: number): Promise<PartitionT
 }
 
 async function takeBatch(s: State, payload: EachBatchPayload): Promise<void> {
-  const { batch, resolveOffset, isRunning, isStale } = payload;
+  const { batch } = payload;
   if (s.stopping || batch.isEmpty()) return;
   const track = await trackOf(s, batch.topic, batch.partition);
   track.highWatermark = BigInt(batch.highWatermark);
   for (const message of batch.messages) {
-    if (s.stopping || !isRunning() || isStale()) break;
+    if (s.stopping || !payload.isRunning() || payload.isStale()) break;
     const offset = BigInt(message.offset);
     const seen = admit(track, offset);
     if (seen === 'new' && windowCount(s.tracks.values()) >= s.limit) {
@@ -219,7 +219,7 @@ async function takeBatch(s: State, payload: EachBatchPayload): Promise<void> {
     }
     if (track.next === undefined || offset >= track.next) track.next = offset + 1n;
     if (seen !== 'seen') addItem(s, track, batch, message, seen === 'finished');
-    resolveOffset(message.offset);
+    payload.resolveOffset(message.offset);
   }
   if (windowCount(s.tracks.values()) >= s.limit) pauseAll(s);
   reportLag(s, track);
