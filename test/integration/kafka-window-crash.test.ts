@@ -67,6 +67,9 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
       120_000,
       'worker A to finish one job and start another',
     );
+    // Not at the instant of a success: between an outcome's publish and its commit (a few ms)
+    // a kill runs that job again, the at-least-once gap no consumer closes without transactions.
+    await new Promise((r) => setTimeout(r, 1000));
     await a?.kill();
     const doneOnA = new Set(succeededJobs(a));
 
@@ -79,6 +82,12 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     );
     await new Promise((r) => setTimeout(r, 3000));
     for (const id of ids) {
+      if (callbacksOf(id).length !== 1)
+        for (const [name, w] of [
+          ['A', a],
+          ['B', b],
+        ] as const)
+          console.error(name, JSON.stringify(w?.logs.filter((r) => r['jobId'] === id)));
       expect(callbacksOf(id), `callbacks of ${id}`).to.have.length(1);
       expect((await stack.status(id))['status'], `status of ${id}`).to.equal('succeeded');
       const succeeded = [...succeededJobs(a), ...succeededJobs(b)].filter((j) => j === id);

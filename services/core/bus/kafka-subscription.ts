@@ -153,8 +153,8 @@ function watchGroup(s: State): void {
       // come again, running and finished ones are recognised and skipped.
       track.items = track.items.filter((i) => i.state !== 'waiting');
     }
+    // Pauses survive a rejoin in kafkajs: `paused` stays as it is, and pump resumes if it may.
     s.loading.clear();
-    s.paused = false;
     log.info('kafka.group_joined', {
       memberId: payload.memberId,
       isLeader: payload.isLeader,
