@@ -98,7 +98,9 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
   });
 
   it('kill -9 mid-job: the job resumes on the other worker in under 40 s with the default settings', async () => {
-    const survivor = stack.workers.transcoder.find((w) => w.child.exitCode === null);
+    const survivor = stack.workers.transcoder.find(
+      (w) => w.child.exitCode === null && w.child.signalCode === null,
+    );
     const other = await stack.start('transcoder');
     await new Promise((r) => setTimeout(r, 3000));
     const ack = await stack.submit('/transcode', { ...job('resume.mp4', 'long.mp4'), width: 640 });
@@ -114,7 +116,18 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     await new Promise((r) => setTimeout(r, 2000));
     const killedAt = Date.now();
     await owner?.kill();
-    await eventually(() => startedJobs(next).includes(id), 120_000, 'the job to resume');
+    await eventually(() => startedJobs(next).includes(id), 120_000, 'the job to resume').catch(
+      (error: unknown) => {
+        for (const w of stack.workers.transcoder)
+          console.error(
+            w === owner ? 'owner' : w === next ? 'next' : 'other',
+            JSON.stringify(
+              w.logs.filter((r) => String(r['msg']).startsWith('kafka.') || r['jobId'] === id),
+            ).slice(0, 6000),
+          );
+        throw error;
+      },
+    );
     const resumedMs = Date.now() - killedAt;
     console.log(
       `      resumed on the other transcoder ${(resumedMs / 1000).toFixed(1)} s after kill -9`,
