@@ -50,7 +50,9 @@ interface State {
   concurrency: number;
   limit: number;
   fair: FairShare;
-  /** Partitions this member owns (`topic:partition`) and what it knows of each. */
+  /** Partitions (`topic:partition`) of the last group join. */
+  owned: Set<string>;
+  /** What this member knows of each partition it owns and has read from. */
   tracks: Map<string, PartitionTrack>;
   /** Committed positions being read for newly assigned partitions. */
   loading: Map<string, Promise<PartitionTrack>>;
@@ -103,6 +105,7 @@ export async function startKafkaSubscription(
     concurrency,
     limit: Math.max(concurrency + 1, settings.windowRecords ?? 256),
     fair: createFairShare(options.fairness),
+    owned: new Set(),
     tracks: new Map(),
     loading: new Map(),
     running: new Map(),
@@ -144,6 +147,7 @@ function watchGroup(s: State): void {
     const owned = new Set(
       Object.entries(payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => idOf(t, p))),
     );
+    s.owned = owned;
     for (const [id, track] of s.tracks) {
       if (!owned.has(id)) {
         dropTrack(s, id, track, 'partition revoked by a rebalance');
@@ -167,6 +171,7 @@ function watchGroup(s: State): void {
   );
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
+    s.owned = new Set();
     for (const [id, track] of s.tracks) dropTrack(s, id, track, 'the consumer crashed');
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     if (!payload.restart) s.settings.onConsumerDown?.();
@@ -193,8 +198,9 @@ function trackOf(s: State, topic: string, partition: number): Promise<PartitionT
         partition,
         offset === undefined ? undefined : { offset, metadata: p?.metadata ?? '' },
       );
-      s.tracks.set(id, track);
       s.loading.delete(id);
+      // A batch read before a rebalance took the partition away must leave no track behind.
+      if (s.owned.has(id)) s.tracks.set(id, track);
       return track;
     });
     loading.catch(() => s.loading.delete(id));
@@ -207,6 +213,7 @@ async function takeBatch(s: State, payload: EachBatchPayload): Promise<void> {
   const { batch } = payload;
   if (s.stopping || batch.isEmpty()) return;
   const track = await trackOf(s, batch.topic, batch.partition);
+  if (s.tracks.get(idOf(batch.topic, batch.partition)) !== track) return;
   track.highWatermark = BigInt(batch.highWatermark);
   for (const message of batch.messages) {
     if (s.stopping || !payload.isRunning() || payload.isStale()) break;
