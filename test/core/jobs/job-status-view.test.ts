@@ -8,27 +8,29 @@ import { createJobStatusView } from '../../../services/core/jobs/job-status-view
 const view = () =>
   createJobStatusView({ bus: {} as EventBus, codec: {} as EventCodec }, { maxJobs: 100 });
 
-const request = (jobId: string, orgId: string, extra: Partial<JobRequested> = {}): JobRequested =>
-  ({
-    jobId,
-    kind: 'transcode',
-    orgId,
-    attempt: 1,
-    submittedAt: '2026-11-23T10:00:00.000Z',
-    input: { url: 'https://example.com/in.mp4' },
-    output: { url: 'https://example.com/out.mp4' },
-    ...extra,
-  });
+const request = (
+  jobId: string,
+  orgId: string,
+  extra: Partial<JobRequested> = {},
+): JobRequested => ({
+  jobId,
+  kind: 'transcode',
+  orgId,
+  attempt: 1,
+  submittedAt: '2026-11-23T10:00:00.000Z',
+  input: { url: 'https://example.com/in.mp4' },
+  output: { url: 'https://example.com/out.mp4' },
+  ...extra,
+});
 
-const processing = (jobId: string, orgId: string, attempt: number): JobEvent =>
-  ({
-    specversion: '1.0',
-    id: `${jobId}:p:${attempt}`,
-    source: 'test',
-    time: '2026-11-23T10:00:05.000Z',
-    type: 'media.job.processing',
-    data: { jobId, kind: 'transcode', orgId, attempt, startedAt: '2026-11-23T10:00:05.000Z' },
-  });
+const processing = (jobId: string, orgId: string, attempt: number): JobEvent => ({
+  specversion: '1.0',
+  id: `${jobId}:p:${attempt}`,
+  source: 'test',
+  time: '2026-11-23T10:00:05.000Z',
+  type: 'media.job.processing',
+  data: { jobId, kind: 'transcode', orgId, attempt, startedAt: '2026-11-23T10:00:05.000Z' },
+});
 
 describe('job status view: queued jobs', () => {
   it('says since when a queued job waits: its submission, then the due time of a retry', () => {
