@@ -26,6 +26,8 @@ export interface JobContext {
   /** Aborted on time-out, shutdown or loss of the record; the handler must stop promptly. */
   signal: AbortSignal;
   attempt: number;
+  /** The job's organisation: inner slots (CPU) are shared fairly between organisations too. */
+  orgId?: string;
   log: Logger;
   /** Reports progress (0–100) of the whole job; throttled, and keeps the bus lease alive. */
   progress(percent: number, stage: ProgressStage): void;
@@ -197,6 +199,7 @@ async function runHandler(
     const result = await options.handler(job, {
       signal: controller.signal,
       attempt: job.attempt,
+      orgId: job.orgId,
       log,
       progress: progress.report,
       openSecret: (sealed) => (sealed ? open(sealed, deps.sealingKeys, job.jobId) : undefined),
