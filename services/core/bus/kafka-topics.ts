@@ -23,16 +23,7 @@ export async function ensureKafkaTopics(
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const missing = names.filter((name) => !existing.has(name));
-    if (missing.length > 0) {
-      // Another process may create the same topics at the same moment; kafkajs then answers
-      // false instead of failing, which is what we want.
-      await admin.createTopics({
-        waitForLeaders: false,
-        topics: missing.map((topic) => ({ topic, ...settings })),
-      });
-    }
+    const missing = await createMissing(admin, names, settings);
     const topics = await withLeaders(admin, names);
     return names.map((topic) => ({
       topic,
@@ -46,7 +37,11 @@ export async function ensureKafkaTopics(
 
 // A broker answers "unknown topic or partition" for a while after creating many partitions
 // (kafkajs's own wait for leaders retries only "leader not available"), so wait here.
-const NOT_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+const NOT_YET = new Set([
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'REQUEST_TIMED_OUT',
+]);
 
 async function withLeaders(admin: Admin, names: readonly string[]): Promise<ITopicMetadata[]> {
   const deadline = Date.now() + 30_000;
@@ -58,6 +53,38 @@ async function withLeaders(admin: Admin, names: readonly string[]): Promise<ITop
     } catch (error) {
       const type = kafkaErrorType(error);
       if (type === undefined || !NOT_YET.has(type) || Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+/** Creates the missing topics, again for a while when a busy broker answers "not yet". */
+async function createMissing(
+  admin: Admin,
+  names: readonly string[],
+  settings: TopicSettings,
+): Promise<string[]> {
+  const created: string[] = [];
+  const deadline = Date.now() + 30_000;
+  for (let wait = 100; ; wait = Math.min(2000, wait * 2)) {
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = names.filter((name) => !existing.has(name));
+      // Another process may create the same topics at the same moment; kafkajs then answers
+      // false instead of failing, which is what we want.
+      if (missing.length > 0)
+        await admin.createTopics({
+          waitForLeaders: false,
+          topics: missing.map((topic) => ({ topic, ...settings })),
+        });
+      created.push(...missing);
+      return created;
+    } catch (error) {
+      // A timed-out creation may have gone through: the next pass lists what exists.
+      const retriable =
+        (error as { name?: string }).name === 'KafkaJSAggregateError' ||
+        NOT_YET.has(kafkaErrorType(error) ?? '');
+      if (!retriable || Date.now() > deadline) throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, wait));
   }
