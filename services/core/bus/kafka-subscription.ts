@@ -77,7 +77,10 @@ interface State {
  *
  * Offsets are committed by hand, per partition, up to the first unfinished record, with the
  * finished offsets beyond it in the metadata; the group's generation fences a member that lost
- * the partition. A rejected record is handed back: it waits `redeliveryDelayMs` in the window,
+ * the partition. A crash between a handler's outcome and this commit (milliseconds) still runs
+ * that record again: closing that gap would take Kafka transactions around outcome and offset.
+ * Rebalances are eager (kafkajs has no cooperative protocol): a running record whose partition
+ * moves is aborted here and started again by its new owner. A rejected record is handed back: it waits `redeliveryDelayMs` in the window,
  * and later records of its key wait behind it.
  */
 export async function startKafkaSubscription(
