@@ -50,6 +50,7 @@ const body = (apiKey: string, name: string, input: string): Record<string, unkno
 const submitter =
   (base: () => string): Submit =>
   async (apiKey, name, input) => {
+    const at = Date.now();
     const res = await fetch(`${base()}/transcode`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -57,7 +58,7 @@ const submitter =
     });
     const ack = (await res.json()) as { id?: string; error?: string };
     if (!ack.id) throw new Error(`submission refused: ${ack.error ?? res.status}`);
-    return { id: ack.id, at: Date.now() };
+    return { id: ack.id, at };
   };
 
 async function scenario(
@@ -91,7 +92,9 @@ async function scenario(
     if (t === undefined) throw new Error(`no log of job ${id}`);
     return t;
   };
-  const firstFree = Math.min(...a.map((j) => at(ended, j.id)).filter((t) => t >= b.at));
+  // No A job ending after B arrived: a slot was already free (a batch too short to fill them).
+  const later = a.map((j) => at(ended, j.id)).filter((t) => t >= b.at);
+  const firstFree = later.length > 0 ? Math.min(...later) : b.at;
   const bWait = at(started, b.id) - b.at;
   const freeWait = firstFree - b.at;
   const work = ids.reduce((sum, id) => sum + at(ended, id) - at(started, id), 0);
@@ -101,7 +104,9 @@ async function scenario(
     [
       `${mode}: ${batch} × ${seconds} s 720p from org A, then one 2 s clip from org B, ${SLOTS} slots`,
       `  org B started ${s(bWait)} after submission; first slot freed ${s(freeWait)} after it` +
-        ` (B's wait ÷ first free slot = ${(bWait / freeWait).toFixed(2)})`,
+        (freeWait > 0
+          ? ` (B's wait ÷ first free slot = ${(bWait / freeWait).toFixed(2)})`
+          : ' (a slot was free when B arrived)'),
       `  org B finished ${s(at(ended, b.id) - b.at)} after submission`,
       `  makespan ${s(makespan)}; ideal (total work ${s(work)} ÷ ${SLOTS} slots) ${s(work / SLOTS)};` +
         ` ratio ${(makespan / (work / SLOTS)).toFixed(2)}`,

@@ -129,6 +129,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
+      /^npm run bench:fairness -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
@@ -156,6 +157,16 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \|/);
+  });
+
+  it('npm run bench:fairness -- 2 2 1 all-in-one (short arguments)', async () => {
+    const ran = await run(
+      ['run', 'bench:fairness', '--', '2', '2', '1', 'all-in-one'],
+      {},
+      300_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/org B started -?[\d.]+ s after submission/);
   });
 
   /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */
