@@ -130,6 +130,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
       /^npm run bench:fairness -- /,
+      /^npm run bench:(ingress|footprint) -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
@@ -156,7 +157,26 @@ describe('README commands, run as written with the machine’s own node on PATH'
   it('npm run bench:summary -- 1 0.5 mp4 (short arguments)', async () => {
     const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
-    expect(ran.stdout).to.match(/\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \|/);
+    // wall s | wall ratio (lowest–highest per round) | CPU s | CPU ratio
+    expect(ran.stdout).to.match(
+      /\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \([\d.]+–[\d.]+\) \| [\d.]+ \| [\d.]+ \|/,
+    );
+  });
+
+  it('npm run bench:ingress -- 1 1 embedded (short arguments)', async () => {
+    const ran = await run(['run', 'bench:ingress', '--', '1', '1', 'embedded'], {}, 180_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| embedded +\| +\d+ \| +\d+ \| +[\d.]+ \|/);
+    expect(ran.stdout).to.match(
+      /CPU per accepted request \(ms, median\): bare [\d.]+, ingress [\d.]+/,
+    );
+  });
+
+  it('npm run bench:footprint -- 0.02 (a small input)', async () => {
+    const ran = await run(['run', 'bench:footprint', '--', '0.02'], {}, 300_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| all-in-one idle 10 s, warm compile cache +\| +\d+ \|/);
+    expect(ran.stdout).to.match(/\| peak while transcoding a [\d.]+ GB input +\| +\d+ \|/);
   });
 
   it('npm run bench:fairness -- 2 2 1 all-in-one (short arguments)', async () => {

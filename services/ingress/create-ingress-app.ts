@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Koa, { type Context } from 'koa';
+import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
 import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
@@ -87,21 +87,32 @@ export function createIngressApp(deps: IngressDeps): Koa {
   });
   app.use(countRequests(deps.metrics));
   app.use(handleErrors(deps.log));
+  app.use(unmatchedAsErrors);
   app.use(router.routes());
-  app.use(async (ctx) => {
-    const known = router.stack.filter((layer) => layer.match(ctx.path));
-    if (known.length === 0)
-      throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
-    const allowed = [...new Set(known.flatMap((layer) => layer.methods))].filter(
-      (m) => m !== 'HEAD',
-    );
-    ctx.set('Allow', allowed.join(', '));
-    throw new MediaError(
-      'method_not_allowed',
-      `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
-    );
-  });
+  app.use(router.allowedMethods());
   return app;
+}
+
+/**
+ * The router answers a known path with another method by a bare 405 (or 501 for a method it
+ * does not know) and its Allow header, and an unknown path by nothing: both become errors
+ * in the contract's shape here.
+ */
+async function unmatchedAsErrors(ctx: Context, next: Next): Promise<void> {
+  await next();
+  if (ctx.status !== 404 && ctx.status !== 405 && ctx.status !== 501) return;
+  if (ctx.body !== undefined && ctx.body !== null) return;
+  // Koa's typing says string; an unset header is undefined.
+  const allowed = String((ctx.response.get('Allow') as string | undefined) ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '' && m !== 'HEAD');
+  if (allowed.length === 0)
+    throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
+  throw new MediaError(
+    'method_not_allowed',
+    `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
+  );
 }
 
 async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promise<void> {

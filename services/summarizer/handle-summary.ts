@@ -17,7 +17,7 @@ import type { MediaInfo } from '../core/media/probe-media.ts';
 import { runEncode } from '../core/media/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
-import { buildSummaryArgs, clipsOf, DEFAULT_GIF_WIDTH } from './build-summary-args.ts';
+import { buildSummaryArgs, clipsOf } from './build-summary-args.ts';
 import { selectSegments, summaryTargetSeconds, type SummarySegment } from './select-segments.ts';
 
 export type SummarizerDeps = MediaJobDeps;
@@ -115,9 +115,7 @@ async function summarise(
   return { out, segments };
 }
 
-/** `width` as given (even), else the input's (MP4) or at most 480 px (GIF); the aspect ratio kept. */
+/** `width` as given, else the input's (spec/api.md §4), made even; the aspect ratio kept. */
 function summarySize(spec: SummarySpec, input: NonNullable<MediaInfo['video']>): OutputSize {
-  const width =
-    spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.width) : input.width);
-  return outputSize({ width }, input);
+  return outputSize({ width: spec.width ?? input.width }, input);
 }

@@ -1,9 +1,4 @@
-import kafkajs, {
-  type Kafka as KafkaClient,
-  type KafkaConfig,
-  type Message,
-  type TopicMessages,
-} from 'kafkajs';
+import kafkajs, { type Kafka as KafkaClient, type KafkaConfig } from 'kafkajs';
 import {
   BusUnavailableError,
   topics,
@@ -13,7 +8,7 @@ import {
   type Subscription,
 } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { createProducerSlot } from './kafka-producer.ts';
+import { createBatchingSender, createProducerSlot, type PendingMessage } from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import { asBusUnavailable, kafkaLogCreator, kafkaLogLevel, withDeadline } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
@@ -46,6 +41,8 @@ export interface KafkaBusOptions {
   requestTimeoutMs?: number;
   /** publish rejects with BusUnavailableError when the brokers have not acknowledged within this, ms (default 5000). */
   publishTimeoutMs?: number;
+  /** How long a publish waits for concurrent ones to share its produce request, ms (default 5). */
+  lingerMs?: number;
   /**
    * A consumer that sends no heartbeat for this long loses its partitions, ms (default 15000).
    * Heartbeats come from the fetch loop, not from the handlers, so this bounds how long a
@@ -108,6 +105,10 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     log,
     publishTimeoutMs,
   );
+  const batches = createBatchingSender(
+    producers,
+    options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
+  );
   const ensureTopics = onceSucceeded(() =>
     ensureKafkaTopics(
       kafka,
@@ -151,7 +152,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       if (records.length === 0) return;
       const deadline = Date.now() + publishTimeoutMs;
       await withDeadline(ensureTopics(), deadline, 'ensure topics');
-      await producers.send(toTopicMessages(prefix, records), deadline);
+      await batches.send(toPendingMessages(prefix, records, deadline));
     },
 
     async subscribe(subscribeOptions: SubscribeOptions): Promise<Subscription> {
@@ -189,6 +190,8 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       closed = true;
       await Promise.all([...subscriptions].map((s) => s.close(0)));
       await forwarder?.then((f) => f.close()).catch(() => undefined);
+      // Publishes already taken are sent (or failed) before the producer disconnects.
+      await batches.drain();
       await producers.close();
     },
   };
@@ -232,15 +235,18 @@ function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string):
   };
 }
 
-function toTopicMessages(prefix: string, records: readonly OutgoingRecord[]): TopicMessages[] {
-  const byTopic = new Map<string, Message[]>();
+function toPendingMessages(
+  prefix: string,
+  records: readonly OutgoingRecord[],
+  deadline: number,
+): PendingMessage[] {
   const now = Date.now();
-  for (const r of records) {
+  return records.map((r) => {
     const route = routeRecord(r, now);
-    const topic = prefix + route.topic;
-    const messages = byTopic.get(topic) ?? [];
-    messages.push({ key: r.key, value: r.value, headers: route.headers });
-    byTopic.set(topic, messages);
-  }
-  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+    return {
+      topic: prefix + route.topic,
+      message: { key: r.key, value: r.value, headers: route.headers },
+      deadline,
+    };
+  });
 }

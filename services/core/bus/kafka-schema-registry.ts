@@ -12,10 +12,7 @@ import {
 import type { Logger } from '../observability/logger.ts';
 import type * as Registry from '@kafkajs/confluent-schema-registry';
 
-// The client is CommonJS with a default export the ESM loader leaves wrapped.
 const require = createRequire(import.meta.url);
-const { SchemaRegistry, SchemaType } =
-  require('@kafkajs/confluent-schema-registry') as typeof Registry;
 
 /** Confluent wire format: magic byte 0, then the schema id as a 4-byte big-endian integer. */
 export function isRegistryFramed(value: Buffer): boolean {
@@ -39,6 +36,10 @@ export interface SchemaRegistryOptions {
  * validation dead-letters it.
  */
 export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions): EventBus {
+  // Loaded here, only when a registry is configured (about 6 MB). The client is CommonJS with a
+  // default export the ESM loader leaves wrapped, hence require.
+  const { SchemaRegistry, SchemaType } =
+    require('@kafkajs/confluent-schema-registry') as typeof Registry;
   const schemaPath =
     options.envelopeSchemaPath ??
     new URL('../../../schemas/events/envelope.v1.schema.json', import.meta.url).pathname;

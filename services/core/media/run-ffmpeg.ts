@@ -1,3 +1,5 @@
+// Hand-written rather than fluent-ffmpeg & co.: it must bound memory and time, restrict demuxers
+// and protocols, read -progress output and kill the child on abort, which wrappers leave out.
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { MediaError } from '../errors.ts';

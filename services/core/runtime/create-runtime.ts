@@ -13,9 +13,7 @@ import { createProber, type Prober } from '../media/probe-media.ts';
 import { createGuardedHttp, type HttpClient } from '../net/guarded-http.ts';
 import { createHttpStore } from '../storage/http-store.ts';
 import { createStoreResolver } from '../storage/resolve-store.ts';
-import { createS3StoreFactory } from '../storage/s3-store.ts';
-import { createAzureStoreFactory } from '../storage/azure-store.ts';
-import { createGcsStoreFactory } from '../storage/gcs-store.ts';
+import { lazyStoreFactory } from '../storage/lazy-store.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
@@ -76,14 +74,20 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     resolveStore: createStoreResolver({
       http: httpStore,
       buckets: {
-        s3: createS3StoreFactory(
-          config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {},
+        s3: lazyStoreFactory(async () =>
+          (await import('../storage/s3-store.ts')).createS3StoreFactory(
+            config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {},
+          ),
         ),
-        azure: createAzureStoreFactory(
-          config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {},
+        azure: lazyStoreFactory(async () =>
+          (await import('../storage/azure-store.ts')).createAzureStoreFactory(
+            config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {},
+          ),
         ),
-        gcp: createGcsStoreFactory(
-          config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {},
+        gcp: lazyStoreFactory(async () =>
+          (await import('../storage/gcs-store.ts')).createGcsStoreFactory(
+            config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {},
+          ),
         ),
       },
     }),
