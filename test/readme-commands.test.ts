@@ -130,6 +130,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
       /^npm run bench:tracing -- /,
+      /^npm run bench:fairness -- /,
       /^npm run bench:(ingress|footprint) -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
@@ -184,6 +185,16 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/\| all-in-one idle 10 s, warm compile cache +\| +\d+ \|/);
     expect(ran.stdout).to.match(/\| peak while transcoding a [\d.]+ GB input +\| +\d+ \|/);
+  });
+
+  it('npm run bench:fairness -- 2 2 1 all-in-one (short arguments)', async () => {
+    const ran = await run(
+      ['run', 'bench:fairness', '--', '2', '2', '1', 'all-in-one'],
+      {},
+      300_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/org B started -?[\d.]+ s after submission/);
   });
 
   /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */

@@ -118,6 +118,27 @@ const webhookSecrets: Setting<ReadonlyMap<string, string>> = {
   },
 };
 
+/** Slot weight per organisation for fair shares; default 1 each. */
+const orgWeights: Setting<ReadonlyMap<string, number>> = {
+  env: 'ORG_WEIGHTS',
+  kind: 'list',
+  schema: {
+    type: 'string',
+    pattern: `^${ORG_ID}:([1-9][0-9]{0,2}|1000)$`,
+    errorMessage: 'must look like "org1:3,org2:1" (weights: whole numbers from 1 to 1000)',
+  },
+  shownDefault: '(1 each)',
+  doc: '`org1:3,org2:1`: slot weight per organisation in fair shares (1–1000)',
+  build: (v) => {
+    const weights = new Map<string, number>();
+    for (const [org, weight] of pairs(v as string[] | undefined)) {
+      if (weights.has(org)) throw new ConfigError(`ORG_WEIGHTS names organisation ${org} twice`);
+      weights.set(org, Number(weight));
+    }
+    return weights;
+  },
+};
+
 const sealingKeys: Setting<readonly SealingKey[]> = {
   env: 'CREDENTIALS_KEYS',
   kind: 'list',
@@ -169,11 +190,15 @@ const settings = {
     rule: 'may hold only letters, digits, . _ - (100 at most)',
     doc: 'prepended to every topic name (several environments on one cluster)',
   }),
+  /**
+   * Partitions of topics created at start: at most this many workers of one kind share the work,
+   * and 12 splits evenly over 1, 2, 3, 4, 6 or 12 of them.
+   */
   kafkaPartitions: integer('KAFKA_PARTITIONS', {
-    default: 6,
+    default: 12,
     minimum: 1,
     maximum: 1000,
-    doc: 'partitions of the topics created at start (missing topics only)',
+    doc: 'partitions of the topics created at start (missing topics only); at most this many workers of one kind share the work (see Scaling)',
   }),
   kafkaReplicationFactor: integer('KAFKA_REPLICATION_FACTOR', {
     default: 1,
@@ -181,11 +206,30 @@ const settings = {
     maximum: 10,
     doc: 'replicas of the topics created at start (3 on a production cluster)',
   }),
+  /**
+   * A worker silent this long loses its partitions: the time before a crashed worker's jobs move
+   * to another one. Heartbeats do not wait for jobs.
+   */
   kafkaSessionTimeoutMs: integer('KAFKA_SESSION_TIMEOUT_MS', {
-    default: 30_000,
+    default: 15_000,
     minimum: 6000,
     maximum: 300_000,
-    doc: 'a worker that sends no heartbeat for this long loses its partitions',
+    doc: "a worker that sends no heartbeat for this long loses its partitions: the time before a crashed worker's jobs move on (heartbeats do not wait for jobs)",
+  }),
+  /** Job records one worker holds fetched from its partitions, running ones included. */
+  kafkaWindowRecords: integer('KAFKA_WINDOW_RECORDS', {
+    default: 256,
+    minimum: 2,
+    maximum: 4000,
+    doc: 'job records one worker holds fetched from its partitions, running ones included; a free slot picks fairly among them',
+  }),
+  orgWeights,
+  /** Jobs one organisation runs at once on one worker process (0: no cap). */
+  orgMaxRunning: integer('ORG_MAX_RUNNING', {
+    default: 0,
+    minimum: 0,
+    maximum: 1024,
+    doc: 'jobs one organisation runs at once on one worker process (0: no cap)',
   }),
   /** How long a rebalancing group waits for a busy worker before handing its jobs to others. */
   kafkaRebalanceTimeoutMs: integer('KAFKA_REBALANCE_TIMEOUT_MS', {

@@ -28,6 +28,9 @@ export async function startIngress(
     { maxJobs: STATUS_VIEW_MAX_JOBS },
   );
   await statusView.start();
+  const waiting = (): Iterable<{ orgId: string; kind: string; count: number }> =>
+    statusView.waiting().values();
+  rt.metrics.waitingSources.add(waiting);
   const app = createIngressApp({
     bus: rt.bus,
     codec: rt.codec,
@@ -88,6 +91,7 @@ export async function startIngress(
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       ops?.close();
+      rt.metrics.waitingSources.delete(waiting);
       await statusView.close();
     },
   };

@@ -233,3 +233,15 @@ describe('config: declared once', () => {
     }
   });
 });
+
+describe('config: fair shares', () => {
+  it('reads organisation weights and the per-worker cap, and refuses malformed ones', () => {
+    const c = loadConfig({ ORG_WEIGHTS: 'acme:3, beta:1', ORG_MAX_RUNNING: '2' });
+    expect(Object.fromEntries(c.orgWeights)).to.deep.equal({ acme: 3, beta: 1 });
+    expect(c.orgMaxRunning).to.equal(2);
+    expect(loadConfig({}).orgWeights.size).to.equal(0);
+    expect(() => loadConfig({ ORG_WEIGHTS: 'acme:0' })).to.throw(/ORG_WEIGHTS/);
+    expect(() => loadConfig({ ORG_WEIGHTS: 'acme' })).to.throw(/ORG_WEIGHTS/);
+    expect(() => loadConfig({ ORG_WEIGHTS: 'acme:1,acme:2' })).to.throw(/twice/);
+  });
+});

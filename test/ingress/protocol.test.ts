@@ -212,6 +212,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       createdAt: ack.body.createdAt,
     });
     expect(mine.body.updatedAt).to.be.a('string');
+    expect(mine.body.queuedSince, 'a queued job says since when it waits').to.equal(
+      ack.body.createdAt,
+    );
     const bearer = await request(server).get(`/jobs/${id}`).set('authorization', `Bearer ${KEY_A}`);
     expect(bearer.status).to.equal(200);
     expectErrorBody(

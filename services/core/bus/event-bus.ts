@@ -1,7 +1,11 @@
 /**
  * The event bus the services run on. Two implementations: the embedded bus (all-in-one,
  * file-backed) and Kafka. Handlers never know which one they are on.
+ *
+ * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
+ * client has one, would replace kafka-subscription.ts alone (README, "Scaling").
  */
+import type { FairShareOptions } from './fair-share.ts';
 
 /** A record as the bus carries it: bytes, keyed by job id so one job's records stay ordered. */
 export interface BusRecord {
@@ -49,6 +53,21 @@ export interface SubscribeOptions {
   /** A group with no committed position starts at the oldest record (default false: newest). */
   fromBeginning?: boolean;
   handler: RecordHandler;
+  /**
+   * Shares of the slots between tenants (fair-share.ts). Without it every record is of one
+   * tenant: the oldest ready record takes a free slot.
+   */
+  fairness?: FairnessOptions;
+  /** Told the records not yet handled, per topic and partition (consumer lag), as it changes. */
+  onLag?: (topic: string, partition: number, records: number) => void;
+}
+
+export interface FairnessOptions extends FairShareOptions {
+  /**
+   * The tenant (organisation) of a record; called once per record before it may start, so it
+   * must be cheap and must not throw. Unreadable records answer any fixed string.
+   */
+  tenantOf: (record: BusRecord) => string;
 }
 
 export interface Subscription {

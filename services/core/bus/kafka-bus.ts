@@ -29,7 +29,7 @@ export interface KafkaBusOptions {
    * environments on one cluster, keep their records apart.
    */
   topicPrefix?: string;
-  /** Partitions of each topic that ensureTopics creates (default 6); existing topics are left alone. */
+  /** Partitions of each topic that ensureTopics creates (default 12); existing topics are left alone. */
   numPartitions?: number;
   /** Replicas of each partition that ensureTopics creates (default 1; 3 on a production cluster). */
   replicationFactor?: number;
@@ -43,18 +43,23 @@ export interface KafkaBusOptions {
   publishTimeoutMs?: number;
   /** How long a publish waits for concurrent ones to share its produce request, ms (default 5). */
   lingerMs?: number;
-  /** A consumer that sends no heartbeat for this long loses its partitions, ms (default 30000). */
+  /**
+   * A consumer that sends no heartbeat for this long loses its partitions, ms (default 15000).
+   * Heartbeats come from the fetch loop, not from the handlers, so this bounds how long a
+   * crashed member's records wait, not how long a record may run.
+   */
   sessionTimeoutMs?: number;
   /** Least time between two heartbeats, ms (default a third of sessionTimeoutMs, at most 3000). */
   heartbeatIntervalMs?: number;
   /**
-   * How long a rebalancing group waits for each member to rejoin, ms (default 60000). A member
-   * rejoins only when its running handlers are done; one still busy when this runs out is
-   * dropped from the group and its records go to other members.
+   * How long a rebalancing group waits for each member to rejoin, ms (default 60000). Members
+   * rejoin at their next heartbeat whatever their handlers are doing.
    */
   rebalanceTimeoutMs?: number;
   /** Longest wait of one fetch when there is nothing to read, ms (default 1000); it also delays close. */
   maxWaitTimeMs?: number;
+  /** Records one subscription holds fetched and unfinished (default 256); see kafka-subscription.ts. */
+  windowRecords?: number;
   /** Pause before a record whose handler rejected is delivered again, ms (default 1000). */
   redeliveryDelayMs?: number;
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
@@ -109,7 +114,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       kafka,
       Object.values(topics).map((t) => prefix + t),
       {
-        numPartitions: options.numPartitions ?? 6,
+        numPartitions: options.numPartitions ?? 12,
         replicationFactor: options.replicationFactor ?? 1,
       },
     ).then(
@@ -215,7 +220,7 @@ function onceSucceeded<T>(task: () => Promise<T>): () => Promise<T> {
 }
 
 function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string): ConsumerSettings {
-  const sessionTimeoutMs = options.sessionTimeoutMs ?? 30_000;
+  const sessionTimeoutMs = options.sessionTimeoutMs ?? 15_000;
   return {
     topicPrefix,
     sessionTimeoutMs,
@@ -224,6 +229,7 @@ function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string):
     rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
     maxWaitTimeMs: options.maxWaitTimeMs ?? 1000,
     redeliveryDelayMs: options.redeliveryDelayMs ?? 1000,
+    ...(options.windowRecords ? { windowRecords: options.windowRecords } : {}),
     abortWaitMs: options.abortWaitMs ?? 5000,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
   };

@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import {
   BusUnavailableError,
   topics,
+  type BusRecord,
   type EventBus,
   type OutgoingRecord,
   type RecordHandler,
@@ -96,7 +97,21 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
     subscribe(subscribeOptions) {
       const handler: RecordHandler = async (record, context) =>
         subscribeOptions.handler({ ...record, value: await unframe(record.value) }, context);
-      return bus.subscribe({ ...subscribeOptions, handler });
+      const { fairness } = subscribeOptions;
+      // Read the tenant from the JSON behind the frame (JSON Schema framing is 5 bytes + JSON).
+      const tenantOf = (record: BusRecord): string =>
+        fairness
+          ? fairness.tenantOf(
+              isRegistryFramed(record.value)
+                ? { ...record, value: record.value.subarray(5) }
+                : record,
+            )
+          : '';
+      return bus.subscribe({
+        ...subscribeOptions,
+        handler,
+        ...(fairness ? { fairness: { ...fairness, tenantOf } } : {}),
+      });
     },
   };
 }

@@ -365,6 +365,10 @@ export interface JobStatus {
    * When a cancel was asked for; the job ends canceled once a worker acts on it (or ends as it would have, when the cancel came too late).
    */
   cancelRequestedAt?: string;
+  /**
+   * Present while the job is queued: since when it waits for a worker (its submission, or the due time of a scheduled retry).
+   */
+  queuedSince?: string;
   attempt?: number;
   progressPercent?: number;
   result?: JobResult;

@@ -56,6 +56,8 @@ export interface JobStatusView {
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
   applyRequested(job: JobRequested, time: string): void;
+  /** Queued jobs per organisation and job kind (the `media_jobs_waiting` gauge). */
+  waiting(): Map<string, { orgId: string; kind: 'transcode' | 'summary'; count: number }>;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -167,6 +169,8 @@ export function createJobStatusView(
             ? 'summary/gif'
             : 'summary/mp4';
       const digest = data.requestDigest === undefined ? {} : { requestDigest: data.requestDigest };
+      // A retry waits from its due time; a first attempt from its submission.
+      const queuedSince = data.attempt > 1 && data.notBefore ? data.notBefore : data.submittedAt;
       if (!current) {
         touch(data.jobId, {
           id: data.jobId,
@@ -175,6 +179,7 @@ export function createJobStatusView(
           status: 'queued',
           createdAt: data.submittedAt,
           updatedAt: time,
+          queuedSince,
           attempt: data.attempt,
           submittedAt: data.submittedAt,
           ...digest,
@@ -189,7 +194,13 @@ export function createJobStatusView(
           : { createdAt: data.submittedAt, submittedAt: data.submittedAt, ...digest };
       const known: Entry = { ...current, type, ...first };
       if (data.attempt > (current.attempt ?? 1))
-        touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: time });
+        touch(data.jobId, {
+          ...known,
+          status: 'queued',
+          attempt: data.attempt,
+          updatedAt: time,
+          queuedSince,
+        });
       else put(data.jobId, known, false);
     },
 
@@ -224,7 +235,8 @@ export function createJobStatusView(
               : 'failed'
             : 'processing';
       if (data.attempt === attempt && rank[status] < rank[entry.status]) return;
-      const next: Entry = { ...entry, status, attempt: data.attempt, updatedAt: event.time };
+      const { queuedSince: _waited, ...left } = entry;
+      const next: Entry = { ...left, status, attempt: data.attempt, updatedAt: event.time };
       if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
       if (event.type === 'media.job.succeeded') {
         next.result = event.data.result;
@@ -239,6 +251,22 @@ export function createJobStatusView(
           next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
       }
       touch(data.jobId, next);
+    },
+
+    waiting() {
+      const counts = new Map<
+        string,
+        { orgId: string; kind: 'transcode' | 'summary'; count: number }
+      >();
+      for (const entry of jobs.values()) {
+        if (entry.status !== 'queued') continue;
+        const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
+        const id = `${entry.orgId}\u0000${kind}`;
+        const c = counts.get(id) ?? { orgId: entry.orgId, kind, count: 0 };
+        c.count += 1;
+        counts.set(id, c);
+      }
+      return counts;
     },
 
     async start() {

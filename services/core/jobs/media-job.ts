@@ -66,7 +66,7 @@ export function withCpuSlot<T>(
   ctx: JobContext,
   work: () => Promise<T>,
 ): Promise<T> {
-  return deps.slots.cpu.use(ctx.signal, work);
+  return deps.slots.cpu.use(ctx.signal, work, ctx.orgId);
 }
 
 /** Streams the job's input to `path` with the input credentials (opened only here), in a transfer slot. */

@@ -29,6 +29,7 @@ import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
 import { startJobCancels, type JobCancels } from './job-cancels.ts';
 import { createRunLedger, type RunLedger } from './run-ledger.ts';
+import { readCloudEvent } from '../events/read-cloudevent.ts';
 
 export type JobKind = JobRequested['kind'];
 export type { ProgressStage } from './progress-reporter.ts';
@@ -39,6 +40,8 @@ export interface JobContext {
   signal: AbortSignal;
   attempt: number;
   kind: JobKind;
+  /** The job's organisation: inner slots (CPU) are shared fairly between organisations too. */
+  orgId?: string;
   log: Logger;
   /** Runs `work` in a span of its own below the job's span (download, ffmpeg, upload). */
   span<T>(name: string, work: () => Promise<T>): Promise<T>;
@@ -82,6 +85,10 @@ export interface JobWorkerOptions {
   progressIntervalMs?: number;
   /** The ingress's rules, applied again on consume: jobs may be produced straight to the bus. */
   admission: AdmissionRules;
+  /** Slot weight per organisation (default 1 each); see fair-share.ts. */
+  orgWeights?: ReadonlyMap<string, number>;
+  /** Jobs one organisation runs at once on this worker (0 or unset: no cap). */
+  orgMaxRunning?: number;
   handler: JobHandler;
 }
 
@@ -104,6 +111,13 @@ export async function startJobWorker(
     fromBeginning: true,
     handler: (record, delivery) =>
       handleRecord(deps, options, { cancels, ledger }, record, delivery),
+    fairness: {
+      tenantOf: orgOfRecord,
+      ...(options.orgWeights ? { weights: options.orgWeights } : {}),
+      ...(options.orgMaxRunning ? { maxRunningPerTenant: options.orgMaxRunning } : {}),
+    },
+    onLag: (topic, partition, records) =>
+      deps.metrics.consumerLag.set({ group: options.group, topic, partition }, records),
   });
   return {
     async close(graceMs) {
@@ -117,6 +131,17 @@ export async function startJobWorker(
 interface WorkerState {
   cancels: JobCancels;
   ledger: RunLedger;
+}
+
+/**
+ * The organisation a job record is fair-shared under, read without validating (validation comes
+ * when it runs). A record that names none shares one tenant with the other unreadable ones.
+ */
+export function orgOfRecord(record: BusRecord): string {
+  const read = readCloudEvent(record);
+  const data = read.ok ? read.event['data'] : undefined;
+  const org = data && typeof data === 'object' ? (data as { orgId?: unknown }).orgId : undefined;
+  return typeof org === 'string' ? org : '';
 }
 
 async function handleRecord(
@@ -214,6 +239,7 @@ async function runJob(
     trace,
   );
   deps.metrics.jobsStarted.inc({ kind: job.kind });
+  deps.metrics.queueWait.observe({ kind: job.kind }, queueWaitSeconds(job, deps.clock.now()));
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
@@ -279,6 +305,7 @@ async function runHandler(
       signal: controller.signal,
       attempt: job.attempt,
       kind: job.kind,
+      orgId: job.orgId,
       log,
       span: (name, work) => inSpan((deps.tracing ?? tracingOff).tracer, name, trace, work),
       progress: progress.report,
@@ -425,4 +452,13 @@ export function retryDelayMs(
     attempt,
     random,
   );
+}
+
+/**
+ * Time from acknowledgement to start of this attempt, s: from the submission for the first
+ * attempt, from the due time of a scheduled retry for the others (its wait before is backoff).
+ */
+export function queueWaitSeconds(job: JobRequested, now: Date): number {
+  const since = Date.parse(job.attempt > 1 && job.notBefore ? job.notBefore : job.submittedAt);
+  return Number.isFinite(since) ? Math.max(0, (now.getTime() - since) / 1000) : 0;
 }

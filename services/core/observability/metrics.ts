@@ -45,6 +45,11 @@ export interface Metrics {
   jobsRetried: Counter<'kind' | 'code'>;
   jobDuration: Histogram<'kind' | 'format' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
+  queueWait: Histogram<'kind'>;
+  jobsWaiting: Gauge<'org' | 'kind'>;
+  /** Where `jobsWaiting` is read from at each scrape (the ingress's status view). */
+  waitingSources: Set<() => Iterable<{ orgId: string; kind: string; count: number }>>;
+  consumerLag: Gauge<'group' | 'topic' | 'partition'>;
   mediaSeconds: Counter<'kind'>;
   bytesTransferred: Counter<'direction' | 'store'>;
   ffmpegSpeed: Histogram<'kind' | 'pass'>;
@@ -83,6 +88,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
     m.jobsFinished.inc({ kind, outcome: 'succeeded', code: '' }, 0);
     for (const code of codes) m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
     for (const code of retryable) m.jobsRetried.inc({ kind, code }, 0);
+    m.queueWait.zero({ kind });
     for (const format of JOB_FORMATS[kind])
       for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, format, outcome });
     for (const pass of FFMPEG_PASSES) {
@@ -102,7 +108,9 @@ function startKnownSeriesAtZero(m: Metrics): void {
 
 function registerMetrics(registry: Registry): Metrics {
   const registers = [registry];
+  const waitingSources: Metrics['waitingSources'] = new Set();
   return {
+    waitingSources,
     registry,
     httpRequests: new Counter({
       name: `${PREFIX}http_requests_total`,
@@ -152,6 +160,30 @@ function registerMetrics(registry: Registry): Metrics {
       name: `${PREFIX}jobs_in_progress`,
       help: 'Job attempts running now.',
       labelNames: ['kind'],
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: `${PREFIX}job_queue_wait_seconds`,
+      help: 'Time from acknowledgement (or a retry falling due) to the start of a job attempt.',
+      labelNames: ['kind'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers,
+    }),
+    jobsWaiting: new Gauge({
+      name: `${PREFIX}jobs_waiting`,
+      help: 'Jobs accepted and not started (queued), per organisation and kind, as the status view of this process sees them.',
+      labelNames: ['org', 'kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const read of waitingSources)
+          for (const { orgId, kind, count } of read()) this.set({ org: orgId, kind }, count);
+      },
+    }),
+    consumerLag: new Gauge({
+      name: `${PREFIX}consumer_lag_records`,
+      help: 'Records of a partition not yet handled by this member (high watermark minus committed offset).',
+      labelNames: ['group', 'topic', 'partition'],
       registers,
     }),
     mediaSeconds: new Counter({

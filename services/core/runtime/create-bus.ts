@@ -20,6 +20,7 @@ export function createBus(config: Readonly<Config>, log: Logger, service: string
         replicationFactor: config.kafkaReplicationFactor,
         sessionTimeoutMs: config.kafkaSessionTimeoutMs,
         rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
+        windowRecords: config.kafkaWindowRecords,
         logger: log,
       });
       if (!config.schemaRegistryUrl) return kafka;

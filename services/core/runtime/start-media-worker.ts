@@ -76,6 +76,8 @@ export async function startMediaWorker(
     retryBackoffMs: config.retryBackoffMs,
     retryBackoffMaxMs: config.retryBackoffMaxMs,
     jobTimeoutMs: config.jobTimeoutMs,
+    orgWeights: config.orgWeights,
+    orgMaxRunning: config.orgMaxRunning,
     admission: {
       addressPolicy: createAddressPolicy({
         allowPrivateNetworks: config.allowPrivateNetworks,
