@@ -195,6 +195,9 @@ describe('README commands, run as written with the machine’s own node on PATH'
     );
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/org B started -?[\d.]+ s after submission/);
+    expect(ran.stdout).to.match(
+      /ideal \(total work [\d.]+ s: 2 × [\d.]+ s \+ [\d.]+ s, each job alone/,
+    );
   });
 
   /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */
