@@ -23,6 +23,7 @@ export function downBus(): EventBus {
       throw new BusUnavailableError('down');
     },
     subscribe: async () => ({ close: async () => {} }),
+    tail: async () => ({ close: async () => {} }),
     isReady: async () => false,
     close: async () => {},
   };

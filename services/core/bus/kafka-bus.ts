@@ -6,6 +6,7 @@ import kafkajs, {
 } from 'kafkajs';
 import {
   BusUnavailableError,
+  compactedTopics,
   topics,
   type EventBus,
   type OutgoingRecord,
@@ -17,6 +18,7 @@ import { createProducerSlot } from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import { asBusUnavailable, kafkaLogCreator, kafkaLogLevel, withDeadline } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+import { startKafkaTail } from './kafka-tail.ts';
 import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
 
 const { Kafka } = kafkajs;
@@ -62,6 +64,11 @@ export interface KafkaBusOptions {
   redeliveryDelayMs?: number;
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
   abortWaitMs?: number;
+  /**
+   * The one consumer group shared by every `tail` reader (default `<topicPrefix>media-tail`);
+   * nothing is committed in it (kafka-tail.ts says why).
+   */
+  tailGroup?: string;
   /**
    * Consumer group of the forwarder that moves scheduled records (`notBefore`) from the delay
    * topics to their targets once due (default `<topicPrefix>media-scheduler`). Every process
@@ -110,6 +117,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       {
         numPartitions: options.numPartitions ?? 6,
         replicationFactor: options.replicationFactor ?? 1,
+        compacted: new Set([...compactedTopics].map((t) => prefix + t)),
       },
     ).then(
       (report) => {
@@ -167,6 +175,31 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
         },
       };
       subscriptions.add(tracked);
+      return tracked;
+    },
+
+    async tail(tailOptions): Promise<Subscription> {
+      assertOpen();
+      await ensureTopics();
+      const sub = await startKafkaTail(
+        kafka,
+        log,
+        {
+          topicPrefix: prefix,
+          group: options.tailGroup ?? `${prefix}media-tail`,
+          maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
+          requestTimeoutMs: consumerSettings.requestTimeoutMs,
+        },
+        tailOptions,
+      );
+      const tracked: Subscription = {
+        close: async () => {
+          subscriptions.delete(tracked);
+          await sub.close();
+        },
+      };
+      subscriptions.add(tracked);
+      if (closed) await tracked.close();
       return tracked;
     },
 

@@ -65,8 +65,8 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
     return id;
   };
   const frame = async (record: OutgoingRecord): Promise<OutgoingRecord> => {
-    // Dead letters are not events: they stay plain JSON, framed by nothing.
-    if (record.topic === topics.deadLetter) return record;
+    // Dead letters and job status records are not events: they stay plain JSON, framed by nothing.
+    if (record.topic === topics.deadLetter || record.topic === topics.jobStatus) return record;
     const id = await idFor(record.topic);
     return {
       ...record,
@@ -96,6 +96,13 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
       const handler: RecordHandler = async (record, context) =>
         subscribeOptions.handler({ ...record, value: await unframe(record.value) }, context);
       return bus.subscribe({ ...subscribeOptions, handler });
+    },
+    tail(tailOptions) {
+      return bus.tail({
+        ...tailOptions,
+        handler: async (record) =>
+          tailOptions.handler({ ...record, value: await unframe(record.value) }),
+      });
     },
   };
 }

@@ -11,7 +11,21 @@ export interface TopicReport {
 export interface TopicSettings {
   numPartitions: number;
   replicationFactor: number;
+  /** Full names of the topics to create compacted (`cleanup.policy=compact`). */
+  compacted?: ReadonlySet<string>;
 }
+
+/**
+ * A compacted topic keeps the newest record of each key; a key's older records go once its
+ * segment rolls (a day at most, or 64 MiB) and the cleaner passes. Records are never deleted
+ * by age: a job's status stays until a newer one replaces it; readers bound what they load
+ * by reading only the newest records (`EventBus.tail`).
+ */
+const COMPACTED_CONFIG = [
+  { name: 'cleanup.policy', value: 'compact' },
+  { name: 'segment.ms', value: String(24 * 3600_000) },
+  { name: 'segment.bytes', value: String(64 * 1024 * 1024) },
+];
 
 /** Creates the topics that are missing (existing ones are left as they are) and reports all. */
 export async function ensureKafkaTopics(
@@ -29,7 +43,12 @@ export async function ensureKafkaTopics(
       // false instead of failing, which is what we want.
       await admin.createTopics({
         waitForLeaders: true,
-        topics: missing.map((topic) => ({ topic, ...settings })),
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: settings.numPartitions,
+          replicationFactor: settings.replicationFactor,
+          ...(settings.compacted?.has(topic) ? { configEntries: COMPACTED_CONFIG } : {}),
+        })),
       });
     }
     const { topics } = await admin.fetchTopicMetadata({ topics: [...names] });

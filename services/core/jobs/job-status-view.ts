@@ -1,76 +1,148 @@
-import { randomUUID } from 'node:crypto';
-import { topics, type EventBus, type Subscription } from '../bus/event-bus.ts';
-import { callbackFor, type CallbackRequest } from '../callbacks/callback-request.ts';
+import { topics, type BusRecord, type EventBus, type Subscription } from '../bus/event-bus.ts';
+import type { CallbackRequest } from '../callbacks/callback-request.ts';
 import type { EventCodec, JobEvent } from '../events/event-codec.ts';
-import type { CallbackStatus, JobRequested, JobStatus } from '../contracts/types.generated.ts';
-
-interface Entry extends JobStatus {
-  orgId: string;
-  /** Kept so the ingress can redeliver the very callback the notifier sent (about 0.5 KiB). */
-  finalCallback?: CallbackRequest;
-}
-
-const rank: Record<JobStatus['status'], number> = {
-  queued: 0,
-  processing: 1,
-  succeeded: 2,
-  failed: 2,
-};
+import type { JobRequested, JobStatus } from '../contracts/types.generated.ts';
+import { silentLogger, type Logger } from '../observability/logger.ts';
+import { foldEvent, foldRequested, readStatusRecord, type StatusEntry } from './job-status-fold.ts';
 
 /**
- * Job status read from the bus itself (no database): every ingress copy reads the request
- * topics and the events topic from the beginning and keeps the newest `maxJobs` jobs in
- * memory (about 1 KiB each). Older jobs are forgotten and answer 404.
+ * Job status read from the bus itself (no database), in two parts:
+ *
+ * - The **status writer**: one consumer group (`status-writer`) shared by the ingress copies
+ *   reads the request topics and the events topic once, folds each state change into the job's
+ *   state and publishes that whole state to the compacted status topic (key job id). Progress
+ *   ticks are not written. Each state change is thus written once (again only after a crash
+ *   between publish and commit: the same state, harmless under compaction).
+ * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
+ *   bounded map (about 1 KiB a job) and follows it, plus the progress ticks of the events
+ *   topic from now on. Start-up reads about `maxJobs` records however long the history is.
+ *   Older jobs are forgotten and answer 404.
  */
 export interface JobStatusView {
   /** The job as its organisation may see it; undefined when unknown or someone else's. */
   get(jobId: string, orgId: string): JobStatus | undefined;
   /** The job's final callback as it was sent, once the job has ended with one (same scoping as `get`). */
   finalCallback(jobId: string, orgId: string): CallbackRequest | undefined;
-  /** Applies an event seen on the bus. */
+  /** Applies an event to this copy's view (the writer also publishes what changed). */
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
   applyRequested(job: JobRequested, time: string): void;
+  /** Loads the view (resolves once caught up, or after `readyWithinMs`), then starts the writer. */
   start(): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createJobStatusView(
-  deps: { bus: EventBus; codec: EventCodec },
-  options: { maxJobs: number },
-): JobStatusView {
-  const jobs = new Map<string, Entry>();
-  let subscription: Subscription | undefined;
+export interface JobStatusViewOptions {
+  /** Jobs kept in memory; also about how many status records a start reads. */
+  maxJobs: number;
+  /** Longest wait in start() for the view to catch up before serving anyway, ms (default 25000). */
+  readyWithinMs?: number;
+  /** Runs the status writer in this process (default true). */
+  writer?: boolean;
+}
 
-  const touch = (id: string, entry: Entry): void => {
-    jobs.delete(id);
-    jobs.set(id, entry);
+/** Consumer group of the status writers (one member per ingress copy). */
+export const STATUS_WRITER_GROUP = 'status-writer';
+
+export function createJobStatusView(
+  deps: { bus: EventBus; codec: EventCodec; log?: Logger },
+  options: JobStatusViewOptions,
+): JobStatusView {
+  const log = (deps.log ?? silentLogger).child({ component: 'job-status' });
+  const jobs = new Map<string, StatusEntry>();
+  const subscriptions: Subscription[] = [];
+  /** States this copy folded itself and has not published yet (the writer publishes them). */
+  const unwritten = new WeakSet<StatusEntry>();
+  /** Per job, the last status publish under way: one job's records are written in order. */
+  const writing = new Map<string, Promise<void>>();
+
+  // Every change goes through here: the newest-changed job is last, the oldest is dropped.
+  const touch = (entry: StatusEntry): void => {
+    jobs.delete(entry.id);
+    jobs.set(entry.id, entry);
     if (jobs.size > options.maxJobs) {
       const oldest = jobs.keys().next();
       if (!oldest.done) jobs.delete(oldest.value);
     }
   };
 
-  // Callback events of one job arrive in order (same key), so the newest simply wins.
-  const applyCallbackStatus = (data: CallbackStatus): void => {
-    const entry = jobs.get(data.jobId);
-    if (!entry || entry.orgId !== data.orgId) return;
-    const { state, webhookId, attempts, lastStatus, lastError, nextAttemptAt } = data;
-    entry.callback = {
-      state,
-      webhookId,
-      attempts,
-      ...(lastStatus === undefined ? {} : { lastStatus }),
-      ...(lastError === undefined ? {} : { lastError }),
-      ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }),
-    };
+  const revise = (
+    next: Omit<StatusEntry, 'rev'>,
+    current: StatusEntry | undefined,
+  ): StatusEntry => ({
+    ...next,
+    rev: Math.max((current?.rev ?? 0) + 1, Date.now() * 1000),
+  });
+
+  const applyEvent = (event: JobEvent): StatusEntry | undefined => {
+    const current = jobs.get(event.data.jobId);
+    const next = foldEvent(current, event);
+    if (!next) return undefined;
+    const entry = revise(next, current);
+    unwritten.add(entry);
+    touch(entry);
+    return entry;
+  };
+
+  const applyStatusRecord = (record: BusRecord): void => {
+    const entry = readStatusRecord(record.key, record.value);
+    if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
+    const current = jobs.get(entry.id);
+    if (current && current.rev >= entry.rev) return;
+    // Progress ticks are not in the status topic; keep the newest one seen of the same run.
+    if (
+      current?.progressPercent !== undefined &&
+      entry.status === 'processing' &&
+      current.status === 'processing' &&
+      current.attempt === entry.attempt
+    )
+      entry.progressPercent = Math.max(current.progressPercent, entry.progressPercent ?? 0);
+    touch(entry);
+  };
+
+  const publishStatus = (jobId: string): Promise<void> => {
+    const previous = writing.get(jobId) ?? Promise.resolve();
+    const done = previous.then(async () => {
+      // The newest state when its turn comes, so a later publish never carries an older state.
+      const entry = jobs.get(jobId);
+      if (!entry || !unwritten.has(entry)) return;
+      await deps.bus.publish([
+        { topic: topics.jobStatus, key: jobId, value: Buffer.from(JSON.stringify(entry)) },
+      ]);
+      unwritten.delete(entry);
+    });
+    const settled = done.catch(() => undefined);
+    writing.set(jobId, settled);
+    void settled.then(() => {
+      if (writing.get(jobId) === settled) writing.delete(jobId);
+    });
+    return done;
+  };
+
+  // A rejection hands the record back, so a state not written is tried again.
+  const writeStateChange = async (record: BusRecord): Promise<void> => {
+    const decoded = deps.codec.decode(record);
+    if (!decoded.ok) return;
+    const event = decoded.event;
+    if (event.type === 'media.job.progress' || event.type === 'media.callback.delivery') return;
+    applyEvent(event);
+    // Also when the event changed nothing here: the state may have been folded before and not
+    // written (a request this copy applied at submission, a publish that failed).
+    await publishStatus(event.data.jobId);
+  };
+
+  const followProgress = async (record: BusRecord): Promise<void> => {
+    const type = record.headers['ce-type'] ?? record.headers['ce_type'];
+    if (type !== undefined && type !== 'media.job.progress') return;
+    const decoded = deps.codec.decode(record);
+    if (decoded.ok && decoded.event.type === 'media.job.progress') applyEvent(decoded.event);
   };
 
   const view: JobStatusView = {
     get(jobId, orgId) {
       const entry = jobs.get(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
-      const { orgId: _org, finalCallback: _callback, ...status } = entry;
+      const { orgId: _org, finalCallback: _callback, rev: _rev, ...status } = entry;
       return status;
     },
 
@@ -81,90 +153,45 @@ export function createJobStatusView(
 
     applyRequested(data, time) {
       const current = jobs.get(data.jobId);
-      const type =
-        data.kind === 'transcode'
-          ? 'transcode'
-          : data.summary?.format === 'gif'
-            ? 'summary/gif'
-            : 'summary/mp4';
-      if (!current) {
-        touch(data.jobId, {
-          id: data.jobId,
-          orgId: data.orgId,
-          type,
-          status: 'queued',
-          createdAt: data.submittedAt,
-          updatedAt: time,
-          attempt: data.attempt,
-        });
-        return;
-      }
-      const known: Entry = { ...current, type, createdAt: data.submittedAt };
-      if (data.attempt > (current.attempt ?? 1))
-        touch(data.jobId, { ...known, status: 'queued', attempt: data.attempt, updatedAt: time });
-      else jobs.set(data.jobId, known);
+      const next = foldRequested(current, data, time);
+      if (!next) return;
+      const entry = revise(next, current);
+      unwritten.add(entry);
+      touch(entry);
     },
 
     apply(event) {
-      if (event.type === 'media.callback.status') return applyCallbackStatus(event.data);
-      if (event.type === 'media.callback.delivery') return;
-      const data = event.data;
-      const current = jobs.get(data.jobId);
-      if (event.type === 'media.job.requested') return view.applyRequested(event.data, event.time);
-      // Anyone who can produce to the bus can name a job id: a record of another organisation
-      // (a refused request failed in its name, say) never changes someone else's job.
-      if (current && current.orgId !== data.orgId) return;
-      // Events of a job can arrive before its request (different topics); keep what is known.
-      const entry: Entry = current ?? {
-        id: data.jobId,
-        orgId: data.orgId,
-        type: 'transcode',
-        status: 'queued',
-        createdAt: event.time,
-        updatedAt: event.time,
-        attempt: data.attempt,
-      };
-      const attempt = entry.attempt ?? 1;
-      if (data.attempt < attempt) return;
-      const status: JobStatus['status'] =
-        event.type === 'media.job.succeeded'
-          ? 'succeeded'
-          : event.type === 'media.job.failed'
-            ? 'failed'
-            : 'processing';
-      if (data.attempt === attempt && rank[status] < rank[entry.status]) return;
-      const next: Entry = { ...entry, status, attempt: data.attempt, updatedAt: event.time };
-      if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
-      if (event.type === 'media.job.succeeded') {
-        next.result = event.data.result;
-        next.progressPercent = 100;
-      }
-      if (event.type === 'media.job.failed')
-        next.error = { code: event.data.error.code, message: event.data.error.message };
-      const callback = callbackFor(event);
-      if (callback) {
-        next.finalCallback = callback;
-        if (next.callback?.webhookId !== callback.webhookId)
-          next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
-      }
-      touch(data.jobId, next);
+      applyEvent(event);
     },
 
     async start() {
-      subscription = await deps.bus.subscribe({
-        group: `ingress-status-${randomUUID()}`,
-        topics: [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents],
-        fromBeginning: true,
-        concurrency: 1,
-        handler: async (record) => {
-          const decoded = deps.codec.decode(record);
-          if (decoded.ok) view.apply(decoded.event);
-        },
-      });
+      subscriptions.push(
+        await deps.bus.tail({
+          topics: [
+            { topic: topics.jobStatus, last: options.maxJobs },
+            { topic: topics.jobEvents, last: 0 },
+          ],
+          readyWithinMs: options.readyWithinMs ?? 25_000,
+          handler: async (record) =>
+            record.topic === topics.jobStatus ? applyStatusRecord(record) : followProgress(record),
+        }),
+      );
+      log.info('job_status.loaded', { jobs: jobs.size });
+      if (options.writer === false) return;
+      subscriptions.push(
+        await deps.bus.subscribe({
+          group: STATUS_WRITER_GROUP,
+          topics: [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents],
+          // Once, on the first start of all: the history written before the status topic existed.
+          fromBeginning: true,
+          concurrency: 8,
+          handler: writeStateChange,
+        }),
+      );
     },
 
     async close() {
-      await subscription?.close(0);
+      await Promise.all(subscriptions.splice(0).map((s) => s.close(0)));
     },
   };
   return view;
