@@ -36,11 +36,16 @@ export async function makeIngress(
     maxBodyBytes?: number;
     maxPixels?: number;
     log?: Logger;
+    /** Jobs the status view keeps (default 100). */
+    maxJobs?: number;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
   const codec = createEventCodec(contracts, 'test');
-  const statusView = createJobStatusView({ bus, codec }, { maxJobs: 100 });
+  const statusView = createJobStatusView(
+    { bus, codec, ...(options.log ? { log: options.log } : {}) },
+    { maxJobs: options.maxJobs ?? 100 },
+  );
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const app = createIngressApp({
     bus,

@@ -1,7 +1,7 @@
 import kafkajs, { type Assigner, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { Subscription, TailOptions } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
+import { asBusUnavailable, headersToStrings, retried, withDeadline } from './kafka-support.ts';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -161,7 +161,7 @@ async function startPositions(
   try {
     await admin.connect();
     for (const { topic, last } of options.topics) {
-      const offsets = await admin.fetchTopicOffsets(prefix + topic);
+      const offsets = await retried(() => admin.fetchTopicOffsets(prefix + topic));
       const perPartition = BigInt(Math.ceil(last / Math.max(1, offsets.length)));
       for (const p of offsets) {
         const low = BigInt(p.low);

@@ -1,4 +1,5 @@
 import type { Kafka } from 'kafkajs';
+import { retried } from './kafka-support.ts';
 
 export interface TopicReport {
   /** The full topic name, prefix included. */
@@ -51,7 +52,7 @@ export async function ensureKafkaTopics(
         })),
       });
     }
-    const { topics } = await admin.fetchTopicMetadata({ topics: [...names] });
+    const { topics } = await retried(() => admin.fetchTopicMetadata({ topics: [...names] }));
     return names.map((topic) => ({
       topic,
       partitions: topics.find((t) => t.name === topic)?.partitions.length ?? 0,

@@ -39,6 +39,8 @@ export interface JobStatusViewOptions {
   readyWithinMs?: number;
   /** Runs the status writer in this process (default true). */
   writer?: boolean;
+  /** Consumer group of the status writers (default `status-writer`). */
+  writerGroup?: string;
 }
 
 /** Consumer group of the status writers (one member per ingress copy). */
@@ -180,7 +182,7 @@ export function createJobStatusView(
       if (options.writer === false) return;
       subscriptions.push(
         await deps.bus.subscribe({
-          group: STATUS_WRITER_GROUP,
+          group: options.writerGroup ?? STATUS_WRITER_GROUP,
           topics: [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents],
           // Once, on the first start of all: the history written before the status topic existed.
           fromBeginning: true,
