@@ -51,20 +51,30 @@ export function createJobStatusView(
   options: JobStatusViewOptions,
 ): JobStatusView {
   const log = (deps.log ?? silentLogger).child({ component: 'job-status' });
-  const jobs = new Map<string, StatusEntry>();
+  // Each job as its JSON text (about 1.2 KiB for a finished job with a callback), parsed when
+  // read: a third of the heap the same entries take as objects, which lets the view keep
+  // maxJobs within the ingress's memory goal.
+  const jobs = new Map<string, string>();
+  const read = (jobId: string): StatusEntry | undefined => {
+    const text = jobs.get(jobId);
+    return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
+  };
   const subscriptions: Subscription[] = [];
-  /** States this copy folded itself and has not published yet (the writer publishes them). */
-  const unwritten = new WeakSet<StatusEntry>();
+  /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
+  const unwritten = new Set<string>();
   /** Per job, the last status publish under way: one job's records are written in order. */
   const writing = new Map<string, Promise<void>>();
 
   // Every change goes through here: the newest-changed job is last, the oldest is dropped.
-  const touch = (entry: StatusEntry): void => {
+  const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
     jobs.delete(entry.id);
-    jobs.set(entry.id, entry);
+    jobs.set(entry.id, text);
     if (jobs.size > options.maxJobs) {
       const oldest = jobs.keys().next();
-      if (!oldest.done) jobs.delete(oldest.value);
+      if (!oldest.done) {
+        jobs.delete(oldest.value);
+        unwritten.delete(oldest.value);
+      }
     }
   };
 
@@ -77,11 +87,11 @@ export function createJobStatusView(
   });
 
   const applyEvent = (event: JobEvent): StatusEntry | undefined => {
-    const current = jobs.get(event.data.jobId);
+    const current = read(event.data.jobId);
     const next = foldEvent(current, event);
     if (!next) return undefined;
     const entry = revise(next, current);
-    unwritten.add(entry);
+    unwritten.add(entry.id);
     touch(entry);
     return entry;
   };
@@ -89,29 +99,35 @@ export function createJobStatusView(
   const applyStatusRecord = (record: BusRecord): void => {
     const entry = readStatusRecord(record.key, record.value);
     if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
-    const current = jobs.get(entry.id);
+    const current = read(entry.id);
     if (current && current.rev >= entry.rev) return;
+    unwritten.delete(entry.id);
     // Progress ticks are not in the status topic; keep the newest one seen of the same run.
     if (
       current?.progressPercent !== undefined &&
       entry.status === 'processing' &&
       current.status === 'processing' &&
-      current.attempt === entry.attempt
+      current.attempt === entry.attempt &&
+      current.progressPercent > (entry.progressPercent ?? 0)
     )
-      entry.progressPercent = Math.max(current.progressPercent, entry.progressPercent ?? 0);
-    touch(entry);
+      touch({ ...entry, progressPercent: current.progressPercent });
+    else touch(entry, record.value.toString('utf8'));
   };
 
   const publishStatus = (jobId: string): Promise<void> => {
     const previous = writing.get(jobId) ?? Promise.resolve();
     const done = previous.then(async () => {
       // The newest state when its turn comes, so a later publish never carries an older state.
-      const entry = jobs.get(jobId);
-      if (!entry || !unwritten.has(entry)) return;
-      await deps.bus.publish([
-        { topic: topics.jobStatus, key: jobId, value: Buffer.from(JSON.stringify(entry)) },
-      ]);
-      unwritten.delete(entry);
+      const text = jobs.get(jobId);
+      if (text === undefined || !unwritten.has(jobId)) return;
+      unwritten.delete(jobId);
+      try {
+        await deps.bus.publish([{ topic: topics.jobStatus, key: jobId, value: Buffer.from(text) }]);
+      } catch (error) {
+        // Unless a newer state came meanwhile, this one is still to be written.
+        if (jobs.get(jobId) === text) unwritten.add(jobId);
+        throw error;
+      }
     });
     const settled = done.catch(() => undefined);
     writing.set(jobId, settled);
@@ -142,23 +158,23 @@ export function createJobStatusView(
 
   const view: JobStatusView = {
     get(jobId, orgId) {
-      const entry = jobs.get(jobId);
+      const entry = read(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
       const { orgId: _org, finalCallback: _callback, rev: _rev, ...status } = entry;
       return status;
     },
 
     finalCallback(jobId, orgId) {
-      const entry = jobs.get(jobId);
+      const entry = read(jobId);
       return entry?.orgId === orgId ? entry.finalCallback : undefined;
     },
 
     applyRequested(data, time) {
-      const current = jobs.get(data.jobId);
+      const current = read(data.jobId);
       const next = foldRequested(current, data, time);
       if (!next) return;
       const entry = revise(next, current);
-      unwritten.add(entry);
+      unwritten.add(entry.id);
       touch(entry);
     },
 
@@ -167,6 +183,7 @@ export function createJobStatusView(
     },
 
     async start() {
+      const started = performance.now();
       subscriptions.push(
         await deps.bus.tail({
           topics: [
@@ -178,7 +195,10 @@ export function createJobStatusView(
             record.topic === topics.jobStatus ? applyStatusRecord(record) : followProgress(record),
         }),
       );
-      log.info('job_status.loaded', { jobs: jobs.size });
+      log.info('job_status.loaded', {
+        jobs: jobs.size,
+        durationMs: Math.round(performance.now() - started),
+      });
       if (options.writer === false) return;
       subscriptions.push(
         await deps.bus.subscribe({
