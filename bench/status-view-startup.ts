@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import kafkajs, { type Message } from 'kafkajs';
 import { topics } from '../services/core/bus/event-bus.ts';
+import { COMPACTED_CONFIG } from '../services/core/bus/kafka-topics.ts';
 import { STATUS_WRITER_GROUP } from '../services/core/jobs/job-status-view.ts';
 import { freePort, spawnService } from '../test/support/spawn-service.ts';
 
@@ -44,9 +45,7 @@ async function produceHistory(): Promise<void> {
       topic: prefix + t,
       numPartitions: PARTITIONS,
       replicationFactor: 1,
-      ...(t === topics.jobStatus
-        ? { configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }
-        : {}),
+      ...(t === topics.jobStatus ? { configEntries: COMPACTED_CONFIG } : {}),
     })),
   });
 

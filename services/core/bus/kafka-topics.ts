@@ -17,15 +17,17 @@ export interface TopicSettings {
 }
 
 /**
- * A compacted topic keeps the newest record of each key; a key's older records go once its
- * segment rolls (a day at most, or 64 MiB) and the cleaner passes. Records are never deleted
- * by age: a job's status stays until a newer one replaces it; readers bound what they load
- * by reading only the newest records (`EventBus.tail`).
+ * A compacted topic keeps the newest record of each key; a key's older records go once their
+ * segment is closed (an hour, or 16 MiB: small, so that the uncompacted head a reader of the
+ * newest records meets holds few older states of the same jobs) and the cleaner passes.
+ * Records are never deleted by age: a job's status stays until a newer one replaces it;
+ * readers bound what they load by reading only the newest records (`EventBus.tail`).
  */
-const COMPACTED_CONFIG = [
+export const COMPACTED_CONFIG = [
   { name: 'cleanup.policy', value: 'compact' },
-  { name: 'segment.ms', value: String(24 * 3600_000) },
-  { name: 'segment.bytes', value: String(64 * 1024 * 1024) },
+  { name: 'segment.ms', value: String(3600_000) },
+  { name: 'segment.bytes', value: String(16 * 1024 * 1024) },
+  { name: 'min.cleanable.dirty.ratio', value: '0.2' },
 ];
 
 /** Creates the topics that are missing (existing ones are left as they are) and reports all. */
