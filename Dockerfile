@@ -9,6 +9,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts
 COPY schemas ./schemas
 COPY services ./services
+# Node keeps the stripped TypeScript and compiled code here: a start that finds it skips the
+# type stripper and recompiling, about 25 MB less RSS (README, Benchmarks: footprint). Warmed at
+# build time by importing every module once (no module does work when imported).
+ENV NODE_COMPILE_CACHE=/app/.node-compile-cache
+RUN node --input-type=module -e "for (const m of ['all-in-one/start-all-in-one.ts', 'ingress/start-ingress.ts', 'core/bus/kafka-bus.ts', 'core/bus/kafka-schema-registry.ts', 'core/storage/s3-store.ts', 'core/storage/azure-store.ts', 'core/storage/gcs-store.ts']) await import('./services/' + m);" \
+ && chown -R node /app/.node-compile-cache
 USER node
 ENV HOST=0.0.0.0
 CMD ["node", "services/all-in-one/main.ts"]

@@ -2,10 +2,12 @@
 // analysis → selection → render → ffprobe verify → upload) against one full-resolution decode of
 // the same input by ffmpeg, interleaved. The input (720p, scenes of uneven length with audio,
 // x264 veryfast with B-frames) is generated once and cached under the OS temp dir.
+// Besides wall-clock times it reports CPU seconds (this process and the ffmpeg/ffprobe it ran,
+// from /proc): on a machine shared with other work, wall times swing with the load, CPU much less.
 // Usage: npm run bench:summary -- [rounds=1] [minutes=10] [formats=mp4,gif]
 import { execFile } from 'node:child_process';
-import { access, mkdir, rename, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { JobRequested, JobResult } from '../services/core/contracts/types.generated.ts';
@@ -69,14 +71,65 @@ async function cachedInput(): Promise<string> {
   return path;
 }
 
+/**
+ * CPU seconds used so far by this process and by its children that have exited (user + system;
+ * utime, stime, cutime and cstime of /proc/self/stat, in clock ticks of 1/100 s).
+ */
+async function cpuSeconds(): Promise<number> {
+  const stat = await readFile('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14–17 of the file; fields[0] here is field 3 (state).
+  return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0) / 100;
+}
+
+/** One ffmpeg or ffprobe a job ran: what it was, and its wall and CPU seconds. */
+interface Invocation {
+  what: string;
+  wall: number;
+  cpu: number;
+}
+let invocations: Invocation[] = [];
+/** Times each call; calls that overlap (the analysis's stretches) are reported as one, with their CPU together. */
+function timedTool<A extends unknown[], R>(
+  what: (args: A) => string,
+  tool: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  let running = 0;
+  let group: { what: string; started: number; cpu: number } | undefined;
+  return async (...args) => {
+    if (running++ === 0)
+      group = { what: what(args), started: performance.now(), cpu: await cpuSeconds() };
+    try {
+      return await tool(...args);
+    } finally {
+      if (--running === 0 && group) {
+        const ended = performance.now();
+        invocations.push({
+          what: group.what,
+          wall: (ended - group.started) / 1000,
+          cpu: (await cpuSeconds()) - group.cpu,
+        });
+      }
+    }
+  };
+}
+
 const input = await cachedInput();
 const files = await startTestServer();
 await run('cp', [input, join(files.dir, 'input.mp4')]);
-const deps = testMediaJobDeps({
+const baseDeps = testMediaJobDeps({
   maxInputBytes: 8 * 1024 ** 3,
   stallTimeoutMs: 120_000,
   threads: 2,
 });
+const deps = {
+  ...baseDeps,
+  runFfmpeg: timedTool(
+    ([args]) => (args.includes('rawvideo') ? 'analysis' : 'render'),
+    baseDeps.runFfmpeg,
+  ),
+  probe: timedTool(() => 'probe', baseDeps.probe),
+};
 const handler = createSummaryHandler(deps);
 /** When each stage of the last job began, from its progress reports (seconds since its start). */
 let stages: Record<string, number> = {};
@@ -84,6 +137,8 @@ let jobStarted = 0;
 const ctx: JobContext = {
   signal: new AbortController().signal,
   attempt: 1,
+  kind: 'summary',
+  span: (_name, work) => work(),
   log: silentLogger,
   progress: (percent, stage) => {
     // The handler reports 5–35 % while it analyses and 35–95 % while it renders.
@@ -93,13 +148,20 @@ const ctx: JobContext = {
   openSecret: () => undefined,
 };
 
-async function timed<T>(work: () => Promise<T>): Promise<[number, T]> {
+/** Wall and CPU seconds of a step. */
+interface Cost {
+  wall: number;
+  cpu: number;
+}
+async function timed<T>(work: () => Promise<T>): Promise<[Cost, T]> {
+  const cpu = await cpuSeconds();
   const started = performance.now();
   const value = await work();
-  return [(performance.now() - started) / 1000, value];
+  const wall = (performance.now() - started) / 1000;
+  return [{ wall, cpu: (await cpuSeconds()) - cpu }, value];
 }
 
-const fullDecode = (): Promise<[number, unknown]> =>
+const fullDecode = (): Promise<[Cost, unknown]> =>
   timed(() =>
     run(ffmpeg, [
       '-hide_banner',
@@ -115,7 +177,7 @@ const fullDecode = (): Promise<[number, unknown]> =>
       '-',
     ]),
   );
-const summary = (format: 'mp4' | 'gif', i: number): Promise<[number, JobResult]> =>
+const summary = (format: 'mp4' | 'gif', i: number): Promise<[Cost, JobResult]> =>
   timed(() => {
     const job: JobRequested = {
       jobId: '00000000-0000-4000-8000-00000000be0c',
@@ -128,6 +190,7 @@ const summary = (format: 'mp4' | 'gif', i: number): Promise<[number, JobResult]>
       summary: { format },
     };
     stages = {};
+    invocations = [];
     jobStarted = performance.now();
     return handler(job, ctx);
   });
@@ -139,11 +202,15 @@ function stageTimes(total: number): string {
     .map((s, i) => `${s} ${((stages[order[i + 1] ?? ''] ?? total) - (stages[s] ?? 0)).toFixed(1)}`)
     .join(', ');
 }
-const analysisOnly = async (): Promise<number> => {
+/** The job's ffmpeg and ffprobe runs in order: wall seconds / CPU seconds. */
+const invocationTimes = (): string =>
+  invocations.map((i) => `${i.what} ${i.wall.toFixed(1)}/${i.cpu.toFixed(1)}`).join(', ');
+
+const analysisOnly = async (): Promise<Cost> => {
   const info = await deps.probe(input);
   const dir = join(tmpdir(), `media-bench-${process.pid}`);
   await mkdir(dir, { recursive: true });
-  const [seconds] = await timed(() =>
+  const [cost] = await timed(() =>
     analyseVideo(deps, {
       inputPath: input,
       input: info,
@@ -153,45 +220,68 @@ const analysisOnly = async (): Promise<number> => {
     }),
   );
   await rm(dir, { recursive: true, force: true });
-  return seconds;
+  return cost;
 };
 
-const decode: number[] = [];
-const analysis: number[] = [];
-const jobs: Record<string, number[]> = Object.fromEntries(formats.map((f) => [f, []]));
+const decode: Cost[] = [];
+const analysis: Cost[] = [];
+const jobs: Record<string, Cost[]> = Object.fromEntries(formats.map((f) => [f, []]));
 const results: Record<string, JobResult> = {};
 for (let i = 0; i < rounds; i++) {
   // Alternate which goes first, so neither always runs on a warmer machine.
   const steps = [
-    async (): Promise<void> => void decode.push((await fullDecode())[0]),
+    async (): Promise<void> => {
+      const [cost] = await fullDecode();
+      decode.push(cost);
+      console.log(
+        `round ${i + 1} full decode: ${cost.wall.toFixed(2)} s, ${cost.cpu.toFixed(2)} CPU s (load ${loadavg()[0]?.toFixed(1)})`,
+      );
+    },
     async (): Promise<void> => void analysis.push(await analysisOnly()),
   ];
   for (const format of formats)
     steps.push(async () => {
-      const [seconds, result] = await summary(format, i);
-      jobs[format]?.push(seconds);
+      const [cost, result] = await summary(format, i);
+      jobs[format]?.push(cost);
       results[format] = result;
-      console.log(`round ${i + 1} ${format}: ${seconds.toFixed(2)} s (${stageTimes(seconds)})`);
+      console.log(
+        `round ${i + 1} ${format}: ${cost.wall.toFixed(2)} s, ${cost.cpu.toFixed(2)} CPU s (stages: ${stageTimes(cost.wall)}; wall/CPU s: ${invocationTimes()})`,
+      );
     });
   for (const step of i % 2 === 0 ? steps : [...steps].reverse()) await step();
 }
-const d = median(decode);
+/** A job's ratios to the full decode of its own round, so each compares runs made minutes apart at most. */
+const ratios = (costs: Cost[], key: keyof Cost): number[] =>
+  costs.map((c, i) => c[key] / (decode[i]?.[key] ?? NaN));
+const range = (xs: number[]): string =>
+  `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`;
+const d = median(decode.map((c) => c.wall));
+const dCpu = median(decode.map((c) => c.cpu));
 console.log(
-  `input: ${minutes} min 1280x720 25 fps, H.264 (x264 veryfast, B-frames) + AAC; ${rounds} round(s), interleaved; 2 cores`,
+  `input: ${minutes} min 1280x720 25 fps, H.264 (x264 veryfast, B-frames) + AAC; ${rounds} round(s), interleaved; ${cpus().length} cores; load average at the end ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`,
 );
-console.log('| step | seconds (median) | / full decode |');
-console.log('|---|---|---|');
-console.log(`| full-resolution decode (ffmpeg -i … -f null -) | ${d.toFixed(2)} | 1.000 |`);
 console.log(
-  `| analysis alone (2 fps, 64×36) | ${median(analysis).toFixed(2)} | ${(median(analysis) / d).toFixed(3)} |`,
+  '| step | wall s (median) | / full decode (median; per round, lowest–highest) | CPU s (median) | CPU / full decode |',
 );
+console.log('|---|---|---|---|---|');
+const row = (name: string, costs: Cost[]): void => {
+  const wall = median(costs.map((c) => c.wall));
+  const cpu = median(costs.map((c) => c.cpu));
+  console.log(
+    `| ${name} | ${wall.toFixed(2)} | ${median(ratios(costs, 'wall')).toFixed(3)} (${range(ratios(costs, 'wall'))}) | ${cpu.toFixed(2)} | ${median(ratios(costs, 'cpu')).toFixed(3)} |`,
+  );
+};
+console.log(
+  `| full-resolution decode (ffmpeg -threads 2 -i … -f null -) | ${d.toFixed(2)} | 1.000 | ${dCpu.toFixed(2)} | 1.000 |`,
+);
+row('analysis alone (2 fps, 64×36)', analysis);
 for (const format of formats) {
   const r = results[format];
   const detail = r
     ? ` (${r.segments?.length ?? 0} segments, ${r.durationSeconds} s, ${r.width}×${r.height}, ${r.sizeBytes} bytes)`
     : '';
-  console.log(
-    `| ${format} summary job${detail} | ${median(jobs[format] ?? []).toFixed(2)} | ${(median(jobs[format] ?? []) / d).toFixed(3)} |`,
-  );
+  row(`${format} summary job${detail}`, jobs[format] ?? []);
 }
 await files.close();

@@ -64,12 +64,32 @@ const errorResponse = (description: string): Json => ({
   content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } } },
 });
 
+const limited = (description: string): Json => ({
+  ...errorResponse(description),
+  headers: {
+    'Retry-After': {
+      description: 'Seconds to wait before trying again.',
+      schema: { type: 'integer' },
+    },
+  },
+});
+
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Kept 24 h per organisation: the same key with the same path and body (apiKey aside) answers the original acknowledgement; with another request, 409.',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+};
+
 function jobSubmission(summary: string, requestTitle: string, examples: unknown[]): Json {
   return {
     post: {
       summary,
       description:
-        'The API key travels in the body (`apiKey`). 200 is sent only once the job is durably on the event bus.',
+        'The API key travels in the body (`apiKey`). 200 is sent only once the job is durably on the event bus. With an `Idempotency-Key`, a repeat within 24 h answers the first acknowledgement (same id and createdAt).',
+      parameters: [idempotencyKey],
       requestBody: {
         required: true,
         content: {
@@ -90,8 +110,14 @@ function jobSubmission(summary: string, requestTitle: string, examples: unknown[
           'A field rule is broken (the message names the field), the JSON is invalid, or a URL is refused.',
         ),
         '401': errorResponse('apiKey is missing or unknown.'),
+        '409': errorResponse(
+          'The Idempotency-Key was used in the last 24 h with a different request (idempotency_conflict).',
+        ),
         '413': errorResponse('The body is larger than MAX_BODY_BYTES.'),
         '415': errorResponse('The body is not sent as application/json.'),
+        '429': limited(
+          'The API key is over its request rate (rate_limited), or the organisation has MAX_ACTIVE_JOBS_PER_ORG jobs queued or running (too_many_jobs).',
+        ),
         '503': errorResponse('The event bus did not take the job; nothing was queued.'),
       },
     },
@@ -105,6 +131,79 @@ const jobId = {
   schema: { type: 'string', format: 'uuid' },
 };
 const keyed = [{ apiKey: [] }, { bearer: [] }];
+const imageName = {
+  name: 'name',
+  in: 'path',
+  required: true,
+  schema: { $ref: '#/components/schemas/Watermark/$defs/imageName' },
+};
+const imageBody = { schema: { type: 'string', contentMediaType: 'application/octet-stream' } };
+const notSetUp = ' (or named images are not set up on this service)';
+
+/** The organisation's watermark library: `imageName` in a job's watermark names one of these. */
+const watermarkPaths: Json = {
+  '/watermarks': {
+    get: {
+      summary: "The organisation's watermark images",
+      security: keyed,
+      responses: {
+        '200': {
+          description: 'The images, by name.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/WatermarkList' } },
+          },
+        },
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('Named images are not set up on this service.'),
+      },
+    },
+  },
+  '/watermarks/{name}': {
+    put: {
+      summary: 'Store or replace a watermark image under a name',
+      description:
+        'The body is the image itself. Its type is read from its bytes and must be the declared Content-Type; its size and dimensions are capped (WATERMARK_MAX_BYTES, WATERMARK_MAX_WIDTH, WATERMARK_MAX_HEIGHT).',
+      security: keyed,
+      parameters: [imageName],
+      requestBody: {
+        required: true,
+        content: { 'image/png': imageBody, 'image/jpeg': imageBody, 'image/webp': imageBody },
+      },
+      responses: {
+        '200': {
+          description: 'Replaced.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/WatermarkImage' } },
+          },
+        },
+        '201': {
+          description: 'Stored.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/WatermarkImage' } },
+          },
+        },
+        '400': errorResponse('The name breaks its rule, or the image is too wide or too tall.'),
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('Named images are not set up on this service.'),
+        '413': errorResponse('The image is larger than WATERMARK_MAX_BYTES.'),
+        '415': errorResponse(
+          'Not a png, jpeg or webp image, or not the type its Content-Type declares.',
+        ),
+      },
+    },
+    delete: {
+      summary: 'Remove a watermark image',
+      security: keyed,
+      parameters: [imageName],
+      responses: {
+        '204': { description: 'Removed.' },
+        '400': errorResponse('The name breaks its rule.'),
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse(`No image by that name for this organisation${notSetUp}.`),
+      },
+    },
+  },
+};
 
 export async function buildOpenApi(): Promise<Json> {
   const schemas = await loadSchemas();
@@ -161,6 +260,29 @@ export async function buildOpenApi(): Promise<Json> {
             },
             '401': errorResponse('No API key, or an unknown one.'),
             '404': errorResponse('No such job for this organisation.'),
+            '429': limited('The API key is over its request rate.'),
+          },
+        },
+      },
+      '/jobs/{id}/cancel': {
+        post: {
+          summary: 'Cancel a queued or running job',
+          description:
+            'The cancel travels on the bus to every worker: a queued job ends canceled without running, a running one has its ffmpeg killed and ends canceled; the failure callback carries the code canceled. A job that ends before a worker acts on the cancel keeps its outcome.',
+          security: keyed,
+          parameters: [jobId],
+          responses: {
+            '202': {
+              description: 'The cancel is on the bus.',
+              content: {
+                'application/json': { schema: { $ref: '#/components/schemas/JobCancel' } },
+              },
+            },
+            '401': errorResponse('No API key, or an unknown one.'),
+            '404': errorResponse('No such job for this organisation.'),
+            '409': errorResponse('The job has already ended (job_finished).'),
+            '429': limited('The API key is over its request rate.'),
+            '503': errorResponse('The event bus did not take the cancel.'),
           },
         },
       },
@@ -182,6 +304,7 @@ export async function buildOpenApi(): Promise<Json> {
           },
         },
       },
+      ...watermarkPaths,
       '/healthz': { get: { summary: 'Liveness', responses: { '200': { description: 'Alive.' } } } },
       '/readyz': {
         get: {

@@ -125,10 +125,13 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm start$/,
       /^npm test$/, // this suite
       /^npm run test:unit$/, // part of this suite
-      /^npm run generate:(types|openapi)$/,
+      /^npm run generate:(types|openapi|config-table)$/,
       /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
+      /^npm run bench:tracing -- /,
+      /^npm run bench:fairness -- /,
+      /^npm run bench:(ingress|footprint) -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
@@ -140,7 +143,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(unknown, 'README commands this test does not cover').to.deep.equal([]);
   });
 
-  for (const script of ['generate:types', 'generate:openapi'])
+  for (const script of ['generate:types', 'generate:openapi', 'generate:config-table'])
     it(`npm run ${script}`, async () => {
       const ran = await run(['run', script], {}, 60_000);
       expect(ran.code, ran.stderr).to.equal(0);
@@ -152,10 +155,46 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(/\| h264\/mp4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
   });
 
+  it('npm run bench:tracing -- 1 20 (short arguments)', async () => {
+    const ran = await run(['run', 'bench:tracing', '--', '1', '20'], {}, 120_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/on, traceparent +\d+ µs/);
+    expect(ran.stdout).to.match(/no-op tracing calls of one submission: \d+ ns/);
+  });
+
   it('npm run bench:summary -- 1 0.5 mp4 (short arguments)', async () => {
     const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
-    expect(ran.stdout).to.match(/\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \|/);
+    // wall s | wall ratio (lowest–highest per round) | CPU s | CPU ratio
+    expect(ran.stdout).to.match(
+      /\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \([\d.]+–[\d.]+\) \| [\d.]+ \| [\d.]+ \|/,
+    );
+  });
+
+  it('npm run bench:ingress -- 1 1 embedded (short arguments)', async () => {
+    const ran = await run(['run', 'bench:ingress', '--', '1', '1', 'embedded'], {}, 180_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| embedded +\| +\d+ \| +\d+ \| +[\d.]+ \|/);
+    expect(ran.stdout).to.match(
+      /CPU per accepted request \(ms, median\): bare [\d.]+, ingress [\d.]+/,
+    );
+  });
+
+  it('npm run bench:footprint -- 0.02 (a small input)', async () => {
+    const ran = await run(['run', 'bench:footprint', '--', '0.02'], {}, 300_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| all-in-one idle 10 s, warm compile cache +\| +\d+ \|/);
+    expect(ran.stdout).to.match(/\| peak while transcoding a [\d.]+ GB input +\| +\d+ \|/);
+  });
+
+  it('npm run bench:fairness -- 2 2 1 all-in-one (short arguments)', async () => {
+    const ran = await run(
+      ['run', 'bench:fairness', '--', '2', '2', '1', 'all-in-one'],
+      {},
+      300_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/org B started -?[\d.]+ s after submission/);
   });
 
   /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */

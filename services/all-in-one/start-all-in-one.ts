@@ -1,5 +1,7 @@
+import { join } from 'node:path';
 import type { Config } from '../core/config.ts';
-import type { Logger } from '../core/observability/logger.ts';
+import { createLogger, type Logger } from '../core/observability/logger.ts';
+import { startTracing, type Tracing } from '../core/observability/tracing.ts';
 import { createRuntime } from '../core/runtime/create-runtime.ts';
 import {
   firstRunApiKey,
@@ -23,15 +25,22 @@ export interface AllInOne {
  */
 export async function startAllInOne(
   config: Readonly<Config>,
-  options: { log?: Logger } = {},
+  options: { log?: Logger; tracing?: Tracing } = {},
 ): Promise<AllInOne> {
+  const log =
+    options.log ?? createLogger({ level: config.logLevel, base: { service: 'all-in-one' } });
+  // Made here when not given (tests start the launcher without runService), and then ended here.
+  const tracing = options.tracing ?? (await startTracing(config.traceExport, 'all-in-one', log));
   const sealingKeys = config.sealingKeys.length
     ? config.sealingKeys
     : [firstRunSealingKey(config.dataDir)];
   const rt = createRuntime(config, {
     service: 'all-in-one',
     sealingKeys,
-    ...(options.log ? { log: options.log } : {}),
+    log,
+    tracing,
+    // One process reads and writes the library, so a folder beside the bus is enough.
+    watermarkDir: join(config.dataDir, 'watermarks'),
   });
   let apiKeys = config.apiKeys;
   if (apiKeys.size === 0) {
@@ -68,6 +77,7 @@ export async function startAllInOne(
       await ingress.close();
       await Promise.all(workers.map((w) => w.close(config.shutdownGraceMs)));
       await rt.bus.close();
+      if (!options.tracing) await tracing.shutdown();
     },
   };
 }

@@ -7,7 +7,8 @@ export const errorCatalog = {
   invalid_request: {
     status: 400,
     retryable: false,
-    summary: 'The body breaks a field rule; the message names the field.',
+    summary:
+      'The body breaks a field rule (or a watermark image its name or size rule); the message names it.',
   },
   invalid_json: {
     status: 400,
@@ -27,7 +28,7 @@ export const errorCatalog = {
   not_found: {
     status: 404,
     retryable: false,
-    summary: 'No such path, or no such job for this organisation.',
+    summary: 'No such path, or no such job or watermark image for this organisation.',
   },
   method_not_allowed: {
     status: 405,
@@ -39,6 +40,23 @@ export const errorCatalog = {
     retryable: false,
     summary: 'The job has not finished, so it has no final callback to redeliver yet.',
   },
+  job_finished: {
+    status: 409,
+    retryable: false,
+    summary: 'The job has already ended (succeeded, failed or canceled); it cannot be canceled.',
+  },
+  idempotency_conflict: {
+    status: 409,
+    retryable: false,
+    summary:
+      'The Idempotency-Key was used in the last 24 h with a different request (path or body).',
+  },
+  idempotency_in_progress: {
+    status: 409,
+    retryable: true,
+    summary:
+      'The first request with this Idempotency-Key is still being recorded by this copy; try again in a moment.',
+  },
   no_callback: {
     status: 409,
     retryable: false,
@@ -47,12 +65,24 @@ export const errorCatalog = {
   payload_too_large: {
     status: 413,
     retryable: false,
-    summary: 'The body is larger than MAX_BODY_BYTES.',
+    summary: 'The body is larger than MAX_BODY_BYTES (a watermark image: WATERMARK_MAX_BYTES).',
   },
   unsupported_media_type: {
     status: 415,
     retryable: false,
-    summary: 'The body is not sent as application/json.',
+    summary:
+      'The body is not sent as application/json (a watermark image: not png, jpeg or webp, or not the type it is sent as).',
+  },
+  rate_limited: {
+    status: 429,
+    retryable: true,
+    summary: 'The API key sent more requests than RATE_LIMIT_PER_SECOND allows; see Retry-After.',
+  },
+  too_many_jobs: {
+    status: 429,
+    retryable: true,
+    summary:
+      'The organisation already has MAX_ACTIVE_JOBS_PER_ORG jobs queued or running; see Retry-After.',
   },
   bus_unavailable: {
     status: 503,
@@ -133,10 +163,15 @@ export const errorCatalog = {
     summary:
       'A job produced straight to Kafka was refused (a field rule, an unknown organisation, a refused URL, credentials that do not open); the message names the field.',
   },
-  canceled: {
-    status: 499,
+  interrupted: {
+    status: 503,
     retryable: true,
     summary: 'The worker was stopped during the job; it is handed back and runs again.',
+  },
+  canceled: {
+    status: 409,
+    retryable: false,
+    summary: 'The job was canceled by its organisation (POST /jobs/:id/cancel).',
   },
 } as const satisfies Record<string, { status: number; retryable: boolean; summary: string }>;
 

@@ -1,4 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'koa';
+import { MediaError } from '../core/errors.ts';
 
 /** Resolves an API key to its organisation id, undefined when unknown. */
 export type Authenticator = (presented: unknown) => string | undefined;
@@ -19,4 +21,17 @@ export function createAuthenticator(apiKeys: ReadonlyMap<string, string>): Authe
     for (const entry of entries) if (timingSafeEqual(entry.digest, candidate)) found = entry.org;
     return found;
   };
+}
+
+/**
+ * The organisation of the key in `X-Api-Key` or `Authorization: Bearer`, for the requests that
+ * carry no JSON body (job status, callbacks, the watermark library).
+ */
+export function organisationOf(ctx: Context, authenticate: Authenticator): string {
+  const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
+  const presented = ctx.get('x-api-key') || bearer;
+  if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
+  const orgId = authenticate(presented);
+  if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
+  return orgId;
 }

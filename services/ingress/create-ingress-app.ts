@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import Koa, { type Context } from 'koa';
+import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import { BusUnavailableError, requestTopicOf, type EventBus } from '../core/bus/event-bus.ts';
 import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import type { Contracts } from '../core/contracts/load-contracts.ts';
-import type { CallbackRedelivery, JobAck } from '../core/contracts/types.generated.ts';
+import type {
+  CallbackRedelivery,
+  JobAck,
+  JobRequested,
+} from '../core/contracts/types.generated.ts';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
@@ -12,16 +16,28 @@ import type { JobStatusView } from '../core/jobs/job-status-view.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
+import {
+  extractTraceContext,
+  inSpan,
+  SpanKind,
+  withTraceHeaders,
+  type TraceContext,
+  type Tracer,
+} from '../core/observability/tracing.ts';
 import { nowIsoMicros, type Clock } from '../core/time.ts';
-import type { Authenticator } from './authenticate.ts';
+import { organisationOf, type Authenticator } from './authenticate.ts';
 import {
   buildJobRequest,
   refuseLocalUrls,
   refuseOverPixelBudget,
   type JobType,
 } from './build-job-request.ts';
-import { handleErrors } from './handle-errors.ts';
+import { cancelJob } from './cancel-job.ts';
+import { handleErrors, requestIdOf } from './handle-errors.ts';
+import { createIdempotency, type Admission } from './idempotency.ts';
+import { createRateLimiter, refuseOverActiveJobs, type IngressLimits } from './rate-limit.ts';
 import { readJsonBody } from './read-json-body.ts';
+import { addWatermarkRoutes, type WatermarkRoutesOptions } from './watermark-routes.ts';
 
 export interface IngressDeps {
   bus: EventBus;
@@ -31,6 +47,8 @@ export interface IngressDeps {
   statusView: JobStatusView;
   metrics: Metrics;
   log: Logger;
+  /** Spans of submissions; a caller's `traceparent` is their parent and travels with the job. */
+  tracer: Tracer;
   clock: Clock;
   sealingKey: SealingKey;
   /** Largest body accepted, in bytes. */
@@ -39,6 +57,18 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
+  /** Serve /metrics on the API port (default true; false when INGRESS_METRICS_PORT moves it). */
+  metricsOnApiPort?: boolean;
+  /** The watermark library behind /watermarks and its upload limits. */
+  watermarks: WatermarkRoutesOptions;
+  /** Request rate per API key and active jobs per organisation. */
+  limits: IngressLimits;
+}
+
+/** What the handlers share beyond the deps: built once per app. */
+interface IngressParts {
+  idempotency: ReturnType<typeof createIdempotency>;
+  limitRate: ReturnType<typeof createRateLimiter>;
 }
 
 const JOB_ROUTES: Record<string, JobType> = {
@@ -55,11 +85,35 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export function createIngressApp(deps: IngressDeps): Koa {
   const app = new Koa();
   const router = new Router();
+  const parts: IngressParts = {
+    idempotency: createIdempotency({
+      statusView: deps.statusView,
+      clock: deps.clock,
+      secret: deps.sealingKey.key,
+    }),
+    limitRate: createRateLimiter(deps.limits),
+  };
+  const authorized = (ctx: Context) => authorizeJobRequest(ctx, deps, parts);
 
   for (const [path, type] of Object.entries(JOB_ROUTES))
-    router.post(path, (ctx) => submitJob(ctx, type, deps));
-  router.get('/jobs/:id', (ctx) => getJob(ctx, deps));
-  router.post('/jobs/:id/callbacks/redeliver', (ctx) => redeliverCallback(ctx, deps));
+    router.post(path, (ctx) =>
+      inSpan(
+        deps.tracer,
+        `POST ${path}`,
+        extractTraceContext(ctx.headers),
+        (trace) => submitJob(ctx, type, deps, parts, trace),
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'http.request.method': 'POST', 'http.route': path },
+        },
+      ),
+    );
+  router.get('/jobs/:id', (ctx) => getJob(ctx, deps, authorized(ctx)));
+  router.post('/jobs/:id/cancel', (ctx) => cancelJob(ctx, deps, authorized(ctx)));
+  router.post('/jobs/:id/callbacks/redeliver', (ctx) =>
+    redeliverCallback(ctx, deps, authorized(ctx)),
+  );
+  addWatermarkRoutes(router, deps.watermarks, deps);
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -72,106 +126,179 @@ export function createIngressApp(deps: IngressDeps): Koa {
     ctx.type = 'application/json';
     ctx.body = deps.contracts.openApi;
   });
-  router.get('/metrics', async (ctx) => {
-    ctx.type = deps.metrics.registry.contentType;
-    ctx.body = await deps.metrics.registry.metrics();
-  });
+  if (deps.metricsOnApiPort ?? true)
+    router.get('/metrics', async (ctx) => {
+      ctx.type = deps.metrics.registry.contentType;
+      ctx.body = await deps.metrics.registry.metrics();
+    });
 
   // Koa reports here what happens to a connection after the handlers (a client resetting it, a
   // body cut short); its default prints to stderr, outside the structured log.
-  app.on('error', (error: unknown) => {
+  app.on('error', (error: unknown, ctx?: Context) => {
+    const requestId = ctx ? requestIdOf(ctx) : undefined;
     const code = (error as { code?: unknown } | null)?.code;
     if (typeof code === 'string' && CLIENT_SIDE_CODES.test(code))
-      deps.log.info('http.connection_closed_by_client', { code });
-    else deps.log.error('http.connection_error', { error });
+      deps.log.info('http.connection_closed_by_client', { requestId, code });
+    else deps.log.error('http.connection_error', { requestId, error });
   });
   app.use(countRequests(deps.metrics));
   app.use(handleErrors(deps.log));
+  app.use(unmatchedAsErrors);
   app.use(router.routes());
-  app.use(async (ctx) => {
-    const known = router.stack.filter((layer) => layer.match(ctx.path));
-    if (known.length === 0)
-      throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
-    const allowed = [...new Set(known.flatMap((layer) => layer.methods))].filter(
-      (m) => m !== 'HEAD',
-    );
-    ctx.set('Allow', allowed.join(', '));
-    throw new MediaError(
-      'method_not_allowed',
-      `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
-    );
-  });
+  app.use(router.allowedMethods());
   return app;
 }
 
-async function submitJob(ctx: Context, type: JobType, deps: IngressDeps): Promise<void> {
-  const body = await readJsonBody(ctx, deps.maxBodyBytes);
-  if (body['apiKey'] === undefined) throw new MediaError('unauthorized', 'apiKey is required');
-  const orgId = deps.authenticate(body['apiKey']);
-  if (!orgId) throw new MediaError('unauthorized', 'apiKey is not valid');
-  const checked =
-    type === 'transcode'
-      ? deps.contracts.transcodeRequest(body)
-      : deps.contracts.summaryRequest(body);
-  if (!checked.ok) throw new MediaError('invalid_request', checked.message);
-  const request = checked.value;
-  refuseOverPixelBudget(request, deps.maxPixels);
-  refuseLocalUrls(request, deps.addressPolicy);
-
-  const createdAt = nowIsoMicros(deps.clock);
-  const job = buildJobRequest(
-    type,
-    request,
-    { jobId: randomUUID(), orgId, submittedAt: createdAt },
-    deps.sealingKey,
+/**
+ * The router answers a known path with another method by a bare 405 (or 501 for a method it
+ * does not know) and its Allow header, and an unknown path by nothing: both become errors
+ * in the contract's shape here.
+ */
+async function unmatchedAsErrors(ctx: Context, next: Next): Promise<void> {
+  await next();
+  if (ctx.status !== 404 && ctx.status !== 405 && ctx.status !== 501) return;
+  if (ctx.body !== undefined && ctx.body !== null) return;
+  // Koa's typing says string; an unset header is undefined.
+  const allowed = String((ctx.response.get('Allow') as string | undefined) ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '' && m !== 'HEAD');
+  if (allowed.length === 0)
+    throw new MediaError('not_found', `no such path: ${ctx.method} ${ctx.path}`);
+  throw new MediaError(
+    'method_not_allowed',
+    `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(' or ')}`,
   );
-  const record = deps.codec.encode(requestTopicOf[job.kind], 'media.job.requested', job);
+}
+
+async function submitJob(
+  ctx: Context,
+  type: JobType,
+  deps: IngressDeps,
+  parts: IngressParts,
+  trace: TraceContext,
+): Promise<void> {
+  const idempotencyKey = parts.idempotency.keyOf(ctx);
+  const body = await readJsonBody(ctx, deps.maxBodyBytes);
+  const { orgId, request } = await inSpan(deps.tracer, 'validate', trace, async () => {
+    const apiKey = body['apiKey'];
+    if (apiKey === undefined) throw new MediaError('unauthorized', 'apiKey is required');
+    const org = deps.authenticate(apiKey);
+    if (!org || typeof apiKey !== 'string')
+      throw new MediaError('unauthorized', 'apiKey is not valid');
+    parts.limitRate(apiKey, ctx);
+    const checked =
+      type === 'transcode'
+        ? deps.contracts.transcodeRequest(body)
+        : deps.contracts.summaryRequest(body);
+    if (!checked.ok) throw new MediaError('invalid_request', checked.message);
+    refuseOverPixelBudget(checked.value, deps.maxPixels);
+    refuseLocalUrls(checked.value, deps.addressPolicy);
+    return { orgId: org, request: checked.value };
+  });
+
+  const admission: Admission | undefined = idempotencyKey
+    ? await parts.idempotency.admit(orgId, idempotencyKey, type, body)
+    : undefined;
+  if (admission?.repeat) {
+    deps.log.info('job.repeat_answered', { jobId: admission.repeat.id, type, orgId });
+    ctx.body = admission.repeat;
+    return;
+  }
   try {
-    await deps.bus.publish([record]);
+    refuseOverActiveJobs(deps.statusView.activeJobs(orgId), deps.limits, ctx);
+    const createdAt = nowIsoMicros(deps.clock);
+    const job = buildJobRequest(
+      type,
+      request,
+      { jobId: admission?.jobId ?? randomUUID(), orgId, submittedAt: createdAt },
+      deps.sealingKey,
+    );
+    if (admission) job.requestDigest = admission.requestDigest;
+    await publishRequest(ctx, deps, job, trace);
+    const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
+    ctx.body = ack;
+  } finally {
+    admission?.done();
+  }
+}
+
+async function publishRequest(
+  ctx: Context,
+  deps: IngressDeps,
+  job: JobRequested,
+  trace: TraceContext,
+): Promise<void> {
+  const type = job.kind === 'transcode' ? 'transcode' : `summary/${job.summary?.format}`;
+  // A random event id: the workers tell a duplicate request of one job (two ingress copies
+  // answering one Idempotency-Key at once) from a redelivery of the same record by it.
+  const topic = requestTopicOf[job.kind];
+  const record = deps.codec.encode(topic, 'media.job.requested', job, randomUUID());
+  try {
+    await inSpan(
+      deps.tracer,
+      `publish ${topic}`,
+      trace,
+      (publishing) => deps.bus.publish([withTraceHeaders(record, publishing)]),
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: { 'messaging.destination.name': topic, 'media.job.id': job.jobId },
+      },
+    );
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
-    deps.log.warn('job.not_queued', { kind: job.kind, error });
+    deps.log.warn('job.not_queued', {
+      requestId: requestIdOf(ctx),
+      jobId: job.jobId,
+      kind: job.kind,
+      error,
+    });
     throw new MediaError(
       'bus_unavailable',
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
     );
   }
-  deps.statusView.applyRequested(job, createdAt);
+  deps.statusView.applyRequested(job, job.submittedAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
   deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
-  deps.log.info('job.queued', { jobId: job.jobId, type, orgId });
-  const ack: JobAck = { id: job.jobId, status: 'queued', createdAt };
-  ctx.body = ack;
+  deps.log.info('job.queued', {
+    requestId: requestIdOf(ctx),
+    jobId: job.jobId,
+    type,
+    orgId: job.orgId,
+  });
 }
+
+type Authorized = ReturnType<typeof authorizeJobRequest>;
 
 /** The organisation of the key in X-Api-Key or `Authorization: Bearer`, and the job id asked for. */
 function authorizeJobRequest(
   ctx: Context,
   deps: IngressDeps,
-): { orgId: string; id: string; asked: string } {
+  parts: IngressParts,
+): { orgId: string; id: string; known: boolean; asked: string } {
+  const orgId = organisationOf(ctx, deps.authenticate);
   const bearer = /^Bearer (.+)$/.exec(ctx.get('authorization'))?.[1];
-  const presented = ctx.get('x-api-key') || bearer;
-  if (!presented) throw new MediaError('unauthorized', 'send the API key in the X-Api-Key header');
-  const orgId = deps.authenticate(presented);
-  if (!orgId) throw new MediaError('unauthorized', 'the API key is not valid');
+  parts.limitRate(ctx.get('x-api-key') || bearer || '', ctx);
   const params = ctx['params'] as Record<string, string | undefined>;
   const asked = params['id'] ?? '';
-  return { orgId, id: asked.toLowerCase(), asked };
+  const id = asked.toLowerCase();
+  return { orgId, id, known: UUID.test(id), asked };
 }
 
-async function getJob(ctx: Context, deps: IngressDeps): Promise<void> {
-  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
-  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+async function getJob(ctx: Context, deps: IngressDeps, who: Authorized): Promise<void> {
+  const { orgId, id, asked } = who;
+  const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
   ctx.body = status;
 }
 
 /** Queues the job's final callback again, with its webhook-id; attempts count from 1 again. */
-async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void> {
-  const { orgId, id, asked } = authorizeJobRequest(ctx, deps);
-  const status = UUID.test(id) ? deps.statusView.get(id, orgId) : undefined;
+async function redeliverCallback(ctx: Context, deps: IngressDeps, who: Authorized): Promise<void> {
+  const { orgId, id, asked } = who;
+  const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${asked} for this API key`);
-  if (status.status !== 'succeeded' && status.status !== 'failed')
+  if (status.status === 'queued' || status.status === 'processing')
     throw new MediaError(
       'job_not_finished',
       `job ${id} is ${status.status}; its callback is sent when it ends`,
@@ -183,7 +310,12 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void>
       `job ${id} has no ${status.status === 'succeeded' ? 'successUrl' : 'failureUrl'} to call`,
     );
   try {
-    await deps.bus.publish([firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId })]);
+    await deps.bus.publish([
+      withTraceHeaders(
+        firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId }),
+        extractTraceContext(ctx.headers),
+      ),
+    ]);
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
     throw new MediaError(
@@ -191,7 +323,12 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps): Promise<void>
       'the callback could not be queued because the event bus is unavailable; try again',
     );
   }
-  deps.log.info('callback.redelivery_queued', { jobId: id, orgId, webhookId: callback.webhookId });
+  deps.log.info('callback.redelivery_queued', {
+    requestId: requestIdOf(ctx),
+    jobId: id,
+    orgId,
+    webhookId: callback.webhookId,
+  });
   const body: CallbackRedelivery = { id, webhookId: callback.webhookId, state: 'pending' };
   ctx.status = 202;
   ctx.body = body;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { MediaError } from '../core/errors.ts';
 import type { Logger } from '../core/observability/logger.ts';
@@ -12,9 +13,24 @@ function httpStatusOf(error: unknown): number | undefined {
   return typeof status === 'number' && status >= 400 && status < 600 ? status : undefined;
 }
 
-/** The one error boundary: every failure becomes `{ "error": "..." }`; internals never leak. */
+/** A caller's own request id is kept when it is short and plain; otherwise one is made. */
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** The request's id (X-Request-Id), set by handleErrors; every log line of a request carries it. */
+export function requestIdOf(ctx: Context): string | undefined {
+  return (ctx.state as { requestId?: string }).requestId;
+}
+
+/**
+ * The one error boundary: every failure becomes `{ "error": "..." }`; internals never leak.
+ * It also gives each request its id, answered in `X-Request-Id`, so a caller can quote it.
+ */
 export function handleErrors(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
+    const asked = ctx.get('x-request-id');
+    const requestId = REQUEST_ID.test(asked) ? asked : randomUUID();
+    (ctx.state as { requestId?: string }).requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
     try {
       await next();
     } catch (error) {
@@ -22,12 +38,12 @@ export function handleErrors(log: Logger) {
         ctx.status = error.status;
         ctx.body = { error: error.message };
         if (error.status >= 500)
-          log.error('http.error', { code: error.code, path: ctx.path, error });
+          log.error('http.error', { requestId, code: error.code, path: ctx.path, error });
         return;
       }
       if (error instanceof ClientClosedRequest) {
         ctx.status = CLIENT_CLOSED_REQUEST;
-        log.info('http.client_closed_request', { path: ctx.path });
+        log.info('http.client_closed_request', { requestId, path: ctx.path });
         return;
       }
       const status = httpStatusOf(error);
@@ -38,7 +54,7 @@ export function handleErrors(log: Logger) {
         };
         return;
       }
-      log.error('http.unhandled_error', { path: ctx.path, error });
+      log.error('http.unhandled_error', { requestId, path: ctx.path, error });
       ctx.status = 500;
       ctx.body = { error: 'internal error' };
     }

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { createJobStatusView } from '../core/jobs/job-status-view.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
+import { serveOps } from '../core/runtime/serve-ops.ts';
 import { createAuthenticator } from './authenticate.ts';
 import { createIngressApp } from './create-ingress-app.ts';
 
@@ -13,6 +14,8 @@ export interface RunningIngress {
   server: Server;
   /** The address it listens on, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** Where /metrics is served when INGRESS_METRICS_PORT is set (with /healthz and /readyz). */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -25,6 +28,9 @@ export async function startIngress(
     { maxJobs: STATUS_VIEW_MAX_JOBS },
   );
   await statusView.start();
+  const waiting = (): Iterable<{ orgId: string; kind: string; count: number }> =>
+    statusView.waiting().values();
+  rt.metrics.waitingSources.add(waiting);
   const app = createIngressApp({
     bus: rt.bus,
     codec: rt.codec,
@@ -33,10 +39,23 @@ export async function startIngress(
     statusView,
     metrics: rt.metrics,
     log: rt.log,
+    tracer: rt.tracing.tracer,
     clock: rt.clock,
     sealingKey: options.sealingKey,
+    metricsOnApiPort: rt.config.ingressMetricsPort === undefined,
     maxBodyBytes: rt.config.maxBodyBytes,
     maxPixels: rt.config.maxPixels,
+    limits: {
+      ratePerSecond: rt.config.rateLimitPerSecond,
+      rateBurst: rt.config.rateLimitBurst,
+      maxActiveJobsPerOrg: rt.config.maxActiveJobsPerOrg,
+    },
+    watermarks: {
+      library: rt.watermarks,
+      maxBytes: rt.config.watermarkMaxBytes,
+      maxWidth: rt.config.watermarkMaxWidth,
+      maxHeight: rt.config.watermarkMaxHeight,
+    },
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: rt.config.allowPrivateNetworks,
       allowList: rt.config.addressAllowList,
@@ -50,12 +69,29 @@ export async function startIngress(
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : rt.config.port;
   const url = `http://${rt.config.host.includes(':') ? `[${rt.config.host}]` : rt.config.host}:${port}`;
-  rt.log.info('ingress.listening', { url });
+  const ops =
+    rt.config.ingressMetricsPort === undefined
+      ? undefined
+      : await serveOps({
+          host: rt.config.host,
+          port: rt.config.ingressMetricsPort,
+          registry: rt.metrics.registry,
+          isReady: () => rt.bus.isReady(),
+        });
+  const opsAddress = ops?.address();
+  const metricsUrl =
+    typeof opsAddress === 'object' && opsAddress
+      ? `${url.slice(0, url.lastIndexOf(':'))}:${opsAddress.port}/metrics`
+      : undefined;
+  rt.log.info('ingress.listening', { url, ...(metricsUrl ? { metricsUrl } : {}) });
   return {
     server,
     url,
+    ...(metricsUrl ? { metricsUrl } : {}),
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      ops?.close();
+      rt.metrics.waitingSources.delete(waiting);
       await statusView.close();
     },
   };

@@ -19,6 +19,8 @@ export interface AttemptOptions {
   /** Aborted when the notifier stops: the attempt is then not counted. */
   signal: AbortSignal;
   now: () => Date;
+  /** Sent besides the webhook headers: the job's trace context (`traceparent`, `tracestate`). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -30,6 +32,17 @@ export type AttemptOutcome =
   | { kind: 'delivered'; status: number }
   | { kind: 'retryable'; status?: number; error: string; retryAfterMs?: number }
   | { kind: 'permanent'; status?: number; error: string };
+
+/** The `result` label of media_callback_attempts_total for an attempt's outcome. */
+export function attemptResult(
+  outcome: AttemptOutcome,
+): '2xx' | '4xx' | '5xx' | 'timeout' | 'network_error' | 'refused_address' {
+  if (outcome.status !== undefined)
+    return outcome.status < 300 ? '2xx' : outcome.status < 500 ? '4xx' : '5xx';
+  if (outcome.kind === 'delivered') return '2xx';
+  if (outcome.error.startsWith('refused')) return 'refused_address';
+  return outcome.error.startsWith('no answer within') ? 'timeout' : 'network_error';
+}
 
 /** POSTs the callback once. No retry here: retrying is scheduled on the bus. */
 export async function deliverCallback(
@@ -49,7 +62,7 @@ export async function deliverCallback(
   try {
     const res = await http.request(callback.url, {
       method: 'POST',
-      headers,
+      headers: { ...options.headers, ...headers },
       body: Buffer.from(body),
       signal,
       idleTimeoutMs: options.timeoutMs,

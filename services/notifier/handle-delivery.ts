@@ -10,8 +10,18 @@ import { deadLetter } from '../core/jobs/dead-letter.ts';
 import type { HttpClient } from '../core/net/guarded-http.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
+import {
+  extractTraceContext,
+  markFailed,
+  SpanKind,
+  startChildSpan,
+  traceHeaders,
+  tracingOff,
+  withTraceHeaders,
+  type Tracing,
+} from '../core/observability/tracing.ts';
 import type { Clock } from '../core/time.ts';
-import { deliverCallback, type AttemptOutcome } from './deliver-callback.ts';
+import { attemptResult, deliverCallback, type AttemptOutcome } from './deliver-callback.ts';
 import type { HostSlots } from './host-slots.ts';
 import { planRetry, type RetryPolicy } from './retry-schedule.ts';
 
@@ -21,6 +31,8 @@ export interface DeliveryDeps {
   http: HttpClient;
   log: Logger;
   metrics: Metrics;
+  /** Default: off (the job's trace context is still sent on the callback request). */
+  tracing?: Tracing;
   clock: Clock;
 }
 
@@ -58,6 +70,20 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
     if (!release) return defer(deps, options, record);
     const startedAt = deps.clock.now();
     const started = performance.now();
+    const { span, context } = startChildSpan(
+      (deps.tracing ?? tracingOff).tracer,
+      'callback delivery',
+      extractTraceContext(record.headers),
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'server.address': new URL(job.url).hostname,
+          'media.job.id': job.jobId,
+          'media.callback.attempt': job.attempt,
+        },
+      },
+    );
     let outcome: AttemptOutcome;
     try {
       await delivery.heartbeat();
@@ -66,13 +92,23 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
         secret: options.secretFor(job.orgId),
         signal: delivery.signal,
         now: () => deps.clock.now(),
+        headers: traceHeaders(context),
       });
+    } catch (error) {
+      markFailed(span, error);
+      span.end();
+      throw error;
     } finally {
       release();
     }
+    if (outcome.status !== undefined)
+      span.setAttribute('http.response.status_code', outcome.status);
+    if (outcome.kind !== 'delivered') markFailed(span, { code: outcome.kind });
+    span.end();
     // Cut short by a stop: not an attempt; the record is delivered again with the same number.
     if (delivery.signal.aborted && outcome.kind !== 'delivered')
       throw new Error('handed back: notifier stopping');
+    deps.metrics.callbackAttempts.inc({ result: attemptResult(outcome) });
     deps.metrics.callbackDuration.observe(
       { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },
       (performance.now() - started) / 1000,
@@ -121,17 +157,22 @@ async function settle(
     ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }),
     ...(outcome.kind === 'delivered' ? {} : { lastError: outcome.error }),
   };
+  // Every attempt of one callback is a child of the job's trace, not of the attempt before.
+  const trace = extractTraceContext(record.headers);
   const status = (state: CallbackStatus['state'], extra: Partial<CallbackStatus> = {}) =>
-    deps.codec.encode(topics.jobEvents, 'media.callback.status', {
-      jobId: job.jobId,
-      orgId: job.orgId,
-      webhookId: job.webhookId,
-      state,
-      attempts: job.attempt,
-      ...last,
-      ...extra,
-      at: now.toISOString(),
-    });
+    withTraceHeaders(
+      deps.codec.encode(topics.jobEvents, 'media.callback.status', {
+        jobId: job.jobId,
+        orgId: job.orgId,
+        webhookId: job.webhookId,
+        state,
+        attempts: job.attempt,
+        ...last,
+        ...extra,
+        at: now.toISOString(),
+      }),
+      trace,
+    );
 
   if (outcome.kind === 'delivered') {
     await deps.bus.publish([status('delivered')]);
@@ -153,10 +194,13 @@ async function settle(
           options.random,
         );
   if (plan.retry) {
-    const next = deps.codec.encode(topics.callbacks, 'media.callback.delivery', {
-      ...job,
-      attempt: job.attempt + 1,
-    });
+    const next = withTraceHeaders(
+      deps.codec.encode(topics.callbacks, 'media.callback.delivery', {
+        ...job,
+        attempt: job.attempt + 1,
+      }),
+      trace,
+    );
     await deps.bus.publish([
       { ...next, notBefore: plan.dueAt.getTime() },
       status('retrying', { nextAttemptAt: plan.dueAt.toISOString() }),

@@ -2,6 +2,7 @@ import { topics, type Subscription } from '../core/bus/event-bus.ts';
 import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import { deadLetter } from '../core/jobs/dead-letter.ts';
 import type { Logger } from '../core/observability/logger.ts';
+import { extractTraceContext, withTraceHeaders } from '../core/observability/tracing.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
 import {
   createDeliveryHandler,
@@ -42,7 +43,13 @@ export async function startNotifier(
       if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
       const callback = callbackFor(decoded.event);
       if (!callback) return;
-      await deps.bus.publish([firstDeliveryRecord(deps.codec, callback, decoded.event.data)]);
+      // The delivery record carries the job's trace on to the attempt and its HTTP request.
+      await deps.bus.publish([
+        withTraceHeaders(
+          firstDeliveryRecord(deps.codec, callback, decoded.event.data),
+          extractTraceContext(record.headers),
+        ),
+      ]);
     },
   });
   const attempts = await deps.bus.subscribe({

@@ -175,9 +175,9 @@ async function runAll(
       ),
     );
     const failures = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
-    // The sibling stopped because of the first failure reports "canceled": the cause comes first.
+    // The sibling stopped because of the first failure reports "interrupted": the cause comes first.
     const cause =
-      failures.find((e) => !(e instanceof MediaError && e.code === 'canceled')) ?? failures[0];
+      failures.find((e) => !(e instanceof MediaError && e.code === 'interrupted')) ?? failures[0];
     if (cause instanceof Error) throw cause;
     if (cause !== undefined) throw new MediaError('internal', 'the analysis failed', { cause });
   } finally {

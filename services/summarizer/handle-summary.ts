@@ -5,6 +5,7 @@ import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import {
   deliverOutput,
+  ffmpegPass,
   fetchInput,
   inWorkDir,
   jobWatermark,
@@ -17,7 +18,7 @@ import type { MediaInfo } from '../core/media/probe-media.ts';
 import { runEncode } from '../core/media/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
-import { buildSummaryArgs, clipsOf, DEFAULT_GIF_WIDTH } from './build-summary-args.ts';
+import { buildSummaryArgs, clipsOf } from './build-summary-args.ts';
 import { selectSegments, summaryTargetSeconds, type SummarySegment } from './select-segments.ts';
 
 export type SummarizerDeps = MediaJobDeps;
@@ -78,14 +79,21 @@ async function summarise(
   checkInputPixels(input.video, deps.maxPixels);
   const size = summarySize(spec, input.video);
   checkOutputPixels(size, deps.maxPixels);
-  const timeline = await analyseVideo(deps, {
-    inputPath: paths.inputPath,
-    input,
-    scratchPath: join(paths.workDir, 'analysis'),
-    threads: deps.threads,
-    signal: ctx.signal,
-    onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
-  });
+  const timeline = await ffmpegPass(
+    deps,
+    ctx,
+    'analyse',
+    () => input.durationSeconds,
+    () =>
+      analyseVideo(deps, {
+        inputPath: paths.inputPath,
+        input,
+        scratchPath: join(paths.workDir, 'analysis'),
+        threads: deps.threads,
+        signal: ctx.signal,
+        onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
+      }),
+  );
   const segments = selectSegments(timeline, {
     targetSeconds: summaryTargetSeconds(input.durationSeconds),
   });
@@ -115,9 +123,7 @@ async function summarise(
   return { out, segments };
 }
 
-/** `width` as given (even), else the input's (MP4) or at most 480 px (GIF); the aspect ratio kept. */
+/** `width` as given, else the input's (spec/api.md §4), made even; the aspect ratio kept. */
 function summarySize(spec: SummarySpec, input: NonNullable<MediaInfo['video']>): OutputSize {
-  const width =
-    spec.width ?? (spec.format === 'gif' ? Math.min(DEFAULT_GIF_WIDTH, input.width) : input.width);
-  return outputSize({ width }, input);
+  return outputSize({ width: spec.width ?? input.width }, input);
 }

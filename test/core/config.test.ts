@@ -33,6 +33,22 @@ describe('config', () => {
     expect(() => parseSealingKeys('k1:c2hvcnQ=')).to.throw(ConfigError, /32 bytes/);
   });
 
+  it('reads the request and job limits (0 turns each off) and refuses a burst of 0', () => {
+    expect(loadConfig({})).to.include({
+      rateLimitPerSecond: 20,
+      rateLimitBurst: 40,
+      maxActiveJobsPerOrg: 1000,
+    });
+    expect(
+      loadConfig({
+        RATE_LIMIT_PER_SECOND: '0',
+        RATE_LIMIT_BURST: '5',
+        MAX_ACTIVE_JOBS_PER_ORG: '0',
+      }),
+    ).to.include({ rateLimitPerSecond: 0, rateLimitBurst: 5, maxActiveJobsPerOrg: 0 });
+    expect(() => loadConfig({ RATE_LIMIT_BURST: '0' })).to.throw(ConfigError, /RATE_LIMIT_BURST/);
+  });
+
   it('names the variable and the rule when a value is wrong', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).to.throw(
       ConfigError,
@@ -136,5 +152,96 @@ describe('config: callbacks', () => {
       ConfigError,
       /CALLBACK_RETRY_HORIZON_MS/,
     );
+  });
+});
+
+describe('config: declared once', () => {
+  it('validates the endpoints it used to take as they came', () => {
+    expect(() => loadConfig({ SCHEMA_REGISTRY_URL: 'registry:8081' })).to.throw(
+      ConfigError,
+      /^SCHEMA_REGISTRY_URL must be an http\(s\) URL$/,
+    );
+    // A registry URL may carry basic-auth credentials: the message does not repeat it.
+    expect(() => loadConfig({ SCHEMA_REGISTRY_URL: 'ftp://user:pw@host' })).to.throw(
+      ConfigError,
+      /^[^:]*URL$/,
+    );
+    expect(() =>
+      loadConfig({ AZURE_BLOB_ENDPOINT: 'http://127.0.0.1:10000/devstoreaccount1' }),
+    ).to.throw(
+      ConfigError,
+      /AZURE_BLOB_ENDPOINT must be an http\(s\) URL with \{accountName\} in it/,
+    );
+    expect(() => loadConfig({ AZURE_BLOB_ENDPOINT: 'blob.local/{accountName}' })).to.throw(
+      ConfigError,
+      /AZURE_BLOB_ENDPOINT/,
+    );
+    const config = loadConfig({
+      SCHEMA_REGISTRY_URL: 'http://127.0.0.1:8081/apis/ccompat/v7',
+      AZURE_BLOB_ENDPOINT: 'http://127.0.0.1:10000/{accountName}',
+    });
+    expect(config.schemaRegistryUrl).to.equal('http://127.0.0.1:8081/apis/ccompat/v7');
+    expect(config.azureBlobEndpoint).to.equal('http://127.0.0.1:10000/{accountName}');
+    expect(loadConfig({}).azureBlobEndpoint).to.equal(undefined);
+  });
+
+  it('checks every kind through the one validator, naming the variable', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ KAFKA_BROKERS: 'broker-without-port' }, /^KAFKA_BROKERS must list host:port/],
+      [{ ADDRESS_ALLOW_LIST: '10.0.0.1, not-an-ip' }, /ADDRESS_ALLOW_LIST .*got "not-an-ip"/],
+      [{ KNOWN_ORGS: 'ok,.hidden' }, /KNOWN_ORGS must list organisation ids/],
+      [
+        { WATERMARK_MAX_BYTES: '20000000' },
+        /WATERMARK_MAX_BYTES must be between 1024 and 10485760/,
+      ],
+      [{ WATERMARK_BUCKET: 'Bad_Bucket' }, /WATERMARK_BUCKET must be an S3 bucket name/],
+      [{ CALLBACK_RETRY_HORIZON_MS: '1e9' }, /CALLBACK_RETRY_HORIZON_MS must be a whole number/],
+    ];
+    for (const [env, message] of cases)
+      expect(() => loadConfig(env), message.source).to.throw(ConfigError, message);
+  });
+
+  it('empty means unset, and defaults come from the declaration', () => {
+    const config = loadConfig({ PORT: '', KAFKA_BROKERS: ' , ', WATERMARK_S3_REGION: '' });
+    expect(config).to.include({
+      port: 8080,
+      watermarkS3Region: 'us-east-1',
+      watermarkMaxWidth: 4096,
+    });
+    expect(config.kafkaBrokers).to.deep.equal([]);
+    expect(config.knownOrgs).to.equal(undefined);
+    expect([...(loadConfig({ API_KEYS: 'aaaaaaaaaaaaaaaa:org1' }).knownOrgs ?? [])]).to.deep.equal([
+      'org1',
+    ]);
+  });
+
+  it('never repeats a secret in a message', () => {
+    const key = 'sixteen-chars-key-that-is-secret';
+    for (const env of [
+      { API_KEYS: `${key}:.bad` },
+      { CREDENTIALS_KEYS: `k1:${key}` },
+      { WATERMARK_S3_SECRET_ACCESS_KEY: '', WEBHOOK_SECRETS: `org:whsec_${key}` },
+    ]) {
+      let message = '';
+      try {
+        loadConfig(env);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).to.match(/^[A-Z_]+ /);
+      expect(message).to.not.contain(key);
+    }
+  });
+});
+
+describe('config: fair shares', () => {
+  it('reads organisation weights and the per-worker cap, and refuses malformed ones', () => {
+    const c = loadConfig({ ORG_WEIGHTS: 'acme:3, beta:1', ORG_MAX_RUNNING: '2' });
+    expect(Object.fromEntries(c.orgWeights)).to.deep.equal({ acme: 3, beta: 1 });
+    expect(c.orgMaxRunning).to.equal(2);
+    expect(loadConfig({}).orgWeights.size).to.equal(0);
+    expect(() => loadConfig({ ORG_WEIGHTS: 'acme:0' })).to.throw(/ORG_WEIGHTS/);
+    expect(() => loadConfig({ ORG_WEIGHTS: 'acme' })).to.throw(/ORG_WEIGHTS/);
+    expect(() => loadConfig({ ORG_WEIGHTS: 'acme:1,acme:2' })).to.throw(/twice/);
   });
 });

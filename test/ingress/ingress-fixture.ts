@@ -7,9 +7,12 @@ import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts';
 import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
-import { systemClock } from '../../services/core/time.ts';
+import { tracingOff, type Tracer } from '../../services/core/observability/tracing.ts';
+import { systemClock, type Clock } from '../../services/core/time.ts';
 import { createAuthenticator } from '../../services/ingress/authenticate.ts';
 import { createIngressApp } from '../../services/ingress/create-ingress-app.ts';
+import type { IngressLimits } from '../../services/ingress/rate-limit.ts';
+import type { WatermarkRoutesOptions } from '../../services/ingress/watermark-routes.ts';
 
 export const KEY_A = 'key-for-org-a-0123456789';
 export const KEY_B = 'key-for-org-b-0123456789';
@@ -38,6 +41,10 @@ export async function makeIngress(
     log?: Logger;
     /** Jobs the status view keeps (default 100). */
     maxJobs?: number;
+    tracer?: Tracer;
+    limits?: Partial<IngressLimits>;
+    clock?: Clock;
+    watermarks?: Partial<WatermarkRoutesOptions>;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -60,13 +67,22 @@ export async function makeIngress(
     statusView,
     metrics,
     log: options.log ?? silentLogger,
-    clock: systemClock,
+    tracer: options.tracer ?? tracingOff.tracer,
+    clock: options.clock ?? systemClock,
     sealingKey,
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     maxPixels: options.maxPixels ?? 7680 * 4320,
+    limits: { ratePerSecond: 0, rateBurst: 1, maxActiveJobsPerOrg: 0, ...options.limits },
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     }),
+    watermarks: {
+      library: undefined,
+      maxBytes: 64 * 1024,
+      maxWidth: 1024,
+      maxHeight: 1024,
+      ...options.watermarks,
+    },
   });
   return { app, bus, codec, metrics, statusView, server: app.callback() };
 }

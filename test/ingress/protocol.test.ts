@@ -3,6 +3,7 @@ import request from 'supertest';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { createLogger } from '../../services/core/observability/logger.ts';
 import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { topics } from '../../services/core/bus/event-bus.ts';
@@ -55,6 +56,46 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     const { server } = await makeIngress({ maxBodyBytes: 2048 });
     const big = { ...validTranscode, pad: 'x'.repeat(5000) };
     expectErrorBody(await request(server).post('/transcode').send(big), 413, /at most 2048 bytes/);
+  });
+
+  it('405 and OPTIONS answered from the router, with Allow; an unknown method on a known path is 405', async () => {
+    const { server } = await makeIngress();
+    const options = await request(server).options('/jobs/abc');
+    expect(options.status).to.equal(200);
+    expect(options.headers['allow']).to.match(/GET/);
+    expectErrorBody(await request(server).patch('/transcode').send({}), 405, /use POST/);
+    expectErrorBody(await request(server).options('/nowhere'), 404, /no such path/);
+  });
+
+  it('reads gzip, deflate and br bodies; refuses other codings, corrupt data, and bodies that unfold past the limit', async () => {
+    const { server } = await makeIngress({ maxBodyBytes: 4096 });
+    const json = Buffer.from(JSON.stringify(validTranscode));
+    for (const [coding, packed] of [
+      ['gzip', gzipSync(json)],
+      ['deflate', deflateSync(json)],
+      ['br', brotliCompressSync(json)],
+    ] as const) {
+      const res = await request(server)
+        .post('/transcode')
+        .set('content-type', 'application/json')
+        .set('content-encoding', coding)
+        .serialize(asIs)
+        .send(packed);
+      expect(res.status, coding).to.equal(200);
+      expect(res.body.status).to.equal('queued');
+    }
+    const send = (coding: string, body: Buffer) =>
+      request(server)
+        .post('/transcode')
+        .set('content-type', 'application/json')
+        .set('content-encoding', coding)
+        .serialize(asIs)
+        .send(body);
+    expectErrorBody(await send('compress', json), 415, /Content-Encoding compress/);
+    expectErrorBody(await send('gzip', json), 400, /not valid gzip data/);
+    const bomb = gzipSync(JSON.stringify({ ...validTranscode, pad: ' '.repeat(100_000) }));
+    expect(bomb.length).to.be.below(4096);
+    expectErrorBody(await send('gzip', bomb), 413, /at most 4096 bytes/);
   });
 
   it('400 for malformed JSON and for JSON that is not an object', async () => {
@@ -171,6 +212,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       createdAt: ack.body.createdAt,
     });
     expect(mine.body.updatedAt).to.be.a('string');
+    expect(mine.body.queuedSince, 'a queued job says since when it waits').to.equal(
+      ack.body.createdAt,
+    );
     const bearer = await request(server).get(`/jobs/${id}`).set('authorization', `Bearer ${KEY_A}`);
     expect(bearer.status).to.equal(200);
     expectErrorBody(

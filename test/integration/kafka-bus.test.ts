@@ -84,9 +84,13 @@ describe('Kafka bus (real broker)', function () {
         .map((t) => prefix + t)
         .sort(),
     );
-    expect(report.map((t) => [t.created, t.partitions])).to.deep.equal(report.map(() => [true, 6]));
+    expect(report.map((t) => [t.created, t.partitions])).to.deep.equal(
+      report.map(() => [true, 12]),
+    );
     const again = await newBus({ topicPrefix: prefix }).ensureTopics();
-    expect(again.map((t) => [t.created, t.partitions])).to.deep.equal(report.map(() => [false, 6]));
+    expect(again.map((t) => [t.created, t.partitions])).to.deep.equal(
+      report.map(() => [false, 12]),
+    );
 
     const got: BusRecord[] = [];
     await subscribe(bus, newGroup(), async (record) => void got.push(record));
@@ -215,7 +219,7 @@ describe('Kafka bus (real broker)', function () {
     expect(aborted).to.deep.equal([]);
   });
 
-  it('a member that misses its session loses the record: its signal aborts and another member handles it', async function () {
+  it('a handler that runs past the session timeout without heartbeats keeps its record: the member heartbeats on its own', async function () {
     this.timeout(60_000);
     const sessionTimeoutMs = 6000;
     const prefix = newPrefix();
@@ -223,72 +227,53 @@ describe('Kafka bus (real broker)', function () {
     const b = newBus({ sessionTimeoutMs, topicPrefix: prefix });
     const group = newGroup();
     let deliveries = 0;
-    let staleAborted: boolean | undefined;
+    let aborted: boolean | undefined;
     const handler: RecordHandler = async (_record, delivery) => {
       deliveries += 1;
-      if (deliveries > 1) return;
-      // Stuck without heartbeats past the session timeout, then it finds out.
       await sleep(sessionTimeoutMs + 3000);
-      await delivery.heartbeat();
-      staleAborted = delivery.signal.aborted;
+      aborted = delivery.signal.aborted;
     };
     await subscribe(a, group, handler);
     await subscribe(b, group, handler);
-
     await a.publish([
-      { topic: topics.transcodeRequests, key: 'stuck-job', value: Buffer.from('x') },
+      { topic: topics.transcodeRequests, key: 'quiet-job', value: Buffer.from('x') },
     ]);
-    await until(() => staleAborted !== undefined, 30_000, 'the stuck handler to heartbeat');
-    await until(() => deliveries >= 2, 15_000, 'the record to be handed to the other member');
-    expect(staleAborted, 'signal of the member that lost the record').to.equal(true);
-    // The new owner committed it; the stale member did not commit or hand it out again.
-    await sleep(4000);
-    expect(deliveries).to.equal(2);
+    await until(() => aborted !== undefined, 30_000, 'the quiet handler to finish');
+    await sleep(3000);
+    expect(aborted, 'signal of the handler').to.equal(false);
+    expect(deliveries).to.equal(1);
   });
 
-  it('a member joining while a long handler heartbeats waits for it; the record is handled once', async function () {
+  it('a member joining while a long handler runs does not wait for it: the group rebalances at once and the record finishes once', async function () {
     this.timeout(60_000);
     const prefix = newPrefix();
     const a = newBus({ sessionTimeoutMs: 6000, topicPrefix: prefix });
     const b = newBus({ sessionTimeoutMs: 6000, topicPrefix: prefix });
     const group = newGroup();
     const handled: string[] = [];
-    let longFinishedAt = 0;
-    let longAborted = false;
+    const finished: string[] = [];
     const handler =
       (name: string): RecordHandler =>
       async (record, delivery) => {
         handled.push(`${name}:${record.key}`);
-        if (record.key !== 'long') return;
-        for (let second = 0; second < 6; second += 1) {
-          await sleep(1000);
-          await delivery.heartbeat();
-        }
-        longAborted = delivery.signal.aborted;
-        longFinishedAt = Date.now();
+        if (record.key === 'long') await sleep(8000);
+        if (!delivery.signal.aborted) finished.push(`${name}:${record.key}`);
       };
     await subscribe(a, group, handler('a'));
     await a.publish([{ topic: topics.transcodeRequests, key: 'long', value: Buffer.from('x') }]);
     await until(() => handled.length === 1, 15_000, 'the long record to start');
-    await sleep(1500);
-    // b's join starts a rebalance while a is busy: a's heartbeats answer "rebalance in progress".
+    const joining = Date.now();
     await subscribe(b, group, handler('b'));
-    const joinedAt = Date.now();
-    expect(
-      longFinishedAt,
-      'the long handler finished before the group rebalanced',
-    ).to.be.greaterThan(0);
-    expect(joinedAt).to.be.at.least(longFinishedAt);
-    expect(longAborted).to.equal(false);
+    expect(Date.now() - joining, 'time for b to join while a is busy (ms)').to.be.below(6000);
 
     const keys = Array.from({ length: 20 }, (_, i) => `after-${i}`);
     await a.publish(
       keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
     );
-    await until(() => handled.length === 21, 20_000, 'the records published after the rebalance');
+    await until(() => finished.length === 21, 30_000, 'every record to finish');
     await sleep(1500);
-    expect(handled.filter((h) => h.endsWith(':long'))).to.deep.equal(['a:long']);
-    expect(handled).to.have.length(21);
+    expect(finished.filter((h) => h.endsWith(':long'))).to.have.length(1);
+    expect(finished).to.have.length(21);
     expect(
       handled.some((h) => h.startsWith('b:')),
       'member b got partitions',
@@ -370,11 +355,23 @@ describe('Kafka bus (real broker)', function () {
       await kafkaCtl('start');
     }
 
-    await bus.publish([record('after')]);
+    // A restarted broker reloads every partition it holds (12 per topic) before it answers.
+    let published = false;
+    const end = Date.now() + 60_000;
+    while (!published) {
+      published = await bus.publish([record('after')]).then(
+        () => true,
+        (error: unknown) => {
+          if (!(error instanceof BusUnavailableError) || Date.now() > end) throw error;
+          return false;
+        },
+      );
+    }
     expect(await bus.isReady()).to.equal(true);
     const got: string[] = [];
     await subscribe(bus, newGroup(), async (r) => void got.push(r.value.toString()));
     await until(() => got.includes('after'), 20_000, 'the record published after the restart');
-    expect(got.filter((v) => v !== 'while-down')).to.deep.equal(['before', 'after']);
+    // A publish that timed out may still have landed: at-least-once, so compare distinct values.
+    expect([...new Set(got.filter((v) => v !== 'while-down'))]).to.deep.equal(['before', 'after']);
   });
 });

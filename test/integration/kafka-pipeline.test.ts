@@ -108,8 +108,15 @@ describe('Kafka: the services as separate processes on a real broker', function 
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).to.match(/^media_jobs_started_total\{kind="transcode"\} [1-9]/m);
     expect(metrics).to.match(
-      /^media_job_duration_seconds_count\{kind="transcode",outcome="succeeded"\} [1-9]/m,
+      /^media_job_duration_seconds_count\{kind="transcode",format="mp4",outcome="succeeded"\} [1-9]/m,
     );
+    // The input came from, and the output went to, the http(s) file server.
+    expect(metrics).to.match(/^media_transfer_bytes_total\{direction="in",store="http"\} [1-9]/m);
+    expect(metrics).to.match(/^media_transfer_bytes_total\{direction="out",store="http"\} [1-9]/m);
+    expect(metrics).to.match(/^media_transfer_bytes_total\{direction="in",store="s3"\} 0$/m);
+    const speed =
+      /^media_ffmpeg_speed_ratio_sum\{kind="transcode",pass="encode"\} ([\d.e+-]+)$/m.exec(metrics);
+    expect(Number(speed?.[1])).to.be.greaterThan(0);
     expect((await fetch(`http://127.0.0.1:${port}/nope`)).status).to.equal(404);
   });
 

@@ -109,6 +109,57 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
     ).to.equal(1);
   });
 
+  it('counts each attempt by what it met: the status class, a time-out, a network error, a refused address', async () => {
+    answers.set('/ok', [204, {}]);
+    answers.set('/gone', [410, {}]);
+    answers.set('/down', [503, {}]);
+    const { handler, metrics } = setup();
+    for (const path of ['/ok', '/gone', '/down', '/down']) await handler(record(path), context());
+    const refused = setup();
+    await refused.handler(
+      {
+        ...record('/x'),
+        ...codec.encode(topics.callbacks, 'media.callback.delivery', {
+          webhookId: 'w-2',
+          jobId: '6f1c2e0a-0000-4000-8000-000000000002',
+          orgId: 'org-a',
+          url: 'http://127.0.0.1:1/closed',
+          body: {},
+          attempt: 1,
+        }),
+        headers: {},
+      },
+      context(),
+    );
+    const count = async (m: typeof metrics, result: string) =>
+      (await m.callbackAttempts.get()).values.find((v) => v.labels['result'] === result)?.value;
+    expect(await count(metrics, '2xx')).to.equal(1);
+    expect(await count(metrics, '4xx')).to.equal(1);
+    expect(await count(metrics, '5xx')).to.equal(2);
+    expect(await count(metrics, 'timeout')).to.equal(0);
+    expect(await count(refused.metrics, 'network_error')).to.equal(1);
+  });
+
+  it('sends the trace context of the record on the callback request', async () => {
+    let seen: string | undefined;
+    const traced = createServer((req, res) => {
+      seen = req.headers['traceparent'] as string | undefined;
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((r) => traced.listen(0, '127.0.0.1', r));
+    try {
+      const { handler } = setup();
+      const url = `http://127.0.0.1:${(traced.address() as AddressInfo).port}/t`;
+      const parent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      const r = record('/t', { url });
+      await handler({ ...r, headers: { traceparent: parent } }, context());
+      // Tracing off here: the no-op span carries its parent's context unchanged.
+      expect(seen).to.equal(parent);
+    } finally {
+      traced.close();
+    }
+  });
+
   it('gives up once the horizon since the first attempt has passed', async () => {
     answers.set('/down', [503, {}]);
     const { bus, handler } = setup();

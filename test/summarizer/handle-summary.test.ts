@@ -51,6 +51,8 @@ describe('summary handler with real ffmpeg', function () {
   const ctx: JobContext = {
     signal: new AbortController().signal,
     attempt: 1,
+    kind: 'summary',
+    span: (_name, work) => work(),
     log: silentLogger,
     progress: () => {},
     openSecret: () => undefined,
@@ -145,13 +147,15 @@ describe('summary handler with real ffmpeg', function () {
     expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([160, 120]);
   });
 
-  it('gif: a GIF that loops forever, 480 px at most by default, its size reported', async () => {
-    const result = await handler(job({ format: 'gif' }, 'default.gif', 'scenes.mp4'), ctx);
+  it("gif: a GIF that loops forever, the input's width by default (spec §4), its size reported", async () => {
+    await generateClip(join(files.dir, 'wide.mp4'), { seconds: 8, width: 640, height: 360 });
+    const result = await handler(job({ format: 'gif' }, 'default.gif', 'wide.mp4'), ctx);
     const path = join(files.dir, 'default.gif');
     const probed = await ffprobe(path);
     expect(probed.format.format_name).to.equal('gif');
     expect(probed.streams[0]?.codec_name).to.equal('gif');
-    expect(probed.streams[0]?.width).to.equal(320);
+    expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([640, 360]);
+    expect([result.width, result.height]).to.deep.equal([640, 360]);
     expect(gifLoopCount(await readFile(path))).to.equal(0);
     expect(result.sizeBytes).to.equal((await stat(path)).size);
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);

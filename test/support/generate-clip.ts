@@ -48,3 +48,15 @@ export async function ffprobe(path: string): Promise<Probed> {
   ]);
   return JSON.parse(stdout) as Probed;
 }
+
+/** A still image of one colour made by ffmpeg: `.png`, `.jpg` or `.webp` (by the path's extension). */
+export async function generateImage(
+  path: string,
+  o: { width: number; height: number; color?: string; extra?: string[] },
+): Promise<void> {
+  await run(process.env['TEST_FFMPEG'] ?? 'ffmpeg', [
+    ...['-hide_banner', '-loglevel', 'error', '-f', 'lavfi'],
+    ...['-i', `color=${o.color ?? 'red'}:size=${o.width}x${o.height}`],
+    ...['-frames:v', '1', ...(o.extra ?? []), '-y', path],
+  ]);
+}

@@ -30,7 +30,7 @@ export function testMediaJobDeps(overrides: Partial<MediaJobDeps> = {}): MediaJo
     stallTimeoutMs: 30_000,
     threads: 2,
     fontFile: process.env['TEST_FONT_FILE'] ?? '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf',
-    watermarkImagesDir: undefined,
+    watermarks: undefined,
     workRoot: TEST_WORK_ROOT,
     slots: { cpu: createSemaphore(1), transfer: createSemaphore(2) },
     rateFloor: { minBytesPerSecond: 16_384, windowMs: 30_000 },

@@ -23,6 +23,8 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
   const ctx: JobContext = {
     signal: new AbortController().signal,
     attempt: 1,
+    kind: 'transcode',
+    span: (_name, work) => work(),
     log: createLogger({
       level: 'debug',
       write: (line) => void logs.push(JSON.parse(line) as Record<string, unknown>),

@@ -22,6 +22,8 @@ describe('transcode handler with real ffmpeg', function () {
   const ctx: JobContext = {
     signal: new AbortController().signal,
     attempt: 1,
+    kind: 'transcode',
+    span: (_name, work) => work(),
     log: silentLogger,
     progress: (p) => void progress.push(p),
     openSecret: () => undefined,

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { BusRecord, SubscribeOptions, Subscription } from './event-bus.ts';
+import { createFairShare, NO_TENANT } from './fair-share.ts';
 
 export interface PendingRow {
   seq: number;
@@ -26,8 +27,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  *
  * Per-key order: a record is not started while an earlier due and unacknowledged record of
  * its key exists, whether that one is running or handed back and waiting to be redelivered.
- * Each pass therefore scans the due records in publish order and starts only the first one
- * of each key it meets; a record that is not due yet is not in the scan and blocks nothing.
+ * Each pass with a free slot therefore scans the due records in publish order and keeps only
+ * the first one of each key it meets; a record that is not due yet is not in the scan and
+ * blocks nothing. Among those ready records, fair-share.ts picks which tenant's record takes
+ * the slot (the same choice as on Kafka), not simply the oldest.
  *
  * Hand-back waits are kept in memory: after a restart every unacknowledged record is
  * delivered again at once, which is what a restart should do anyway.
@@ -49,18 +52,32 @@ export function runEmbeddedSubscription(
   let pumping = false;
   let pumpAgain = false;
 
+  const fair = createFairShare(opts.fairness);
+  /** Tenant of each record read so far (forgotten once acknowledged), so each is read once. */
+  const tenants = new Map<number, string>();
+  const tenantOfRow = (row: PendingRow): string => {
+    let tenant = tenants.get(row.seq);
+    if (tenant === undefined) {
+      tenant = opts.fairness ? opts.fairness.tenantOf(toRecord(row)) : NO_TENANT;
+      tenants.set(row.seq, tenant);
+    }
+    return tenant;
+  };
+
   const pickDue = (now: number): PendingRow[] => {
-    const picked: PendingRow[] = [];
-    if (running.size >= concurrency) return picked;
+    if (running.size >= concurrency) return [];
+    const ready: PendingRow[] = [];
     const seenKeys = new Set<string>();
     for (const row of pending.due(now)) {
       const firstOfKey = !seenKeys.has(row.key);
       seenKeys.add(row.key);
       if (!firstOfKey || running.has(row.seq) || (handedBack.get(row.seq) ?? 0) > now) continue;
-      handedBack.delete(row.seq);
-      picked.push(row);
-      if (running.size + picked.length >= concurrency) break;
+      ready.push(row);
+      // Without tenants the oldest ready records win: no need to read the whole backlog.
+      if (!opts.fairness && ready.length >= concurrency - running.size) break;
     }
+    const picked = fair.pick(ready, concurrency - running.size, tenantOfRow);
+    for (const row of picked) handedBack.delete(row.seq);
     return picked;
   };
 
@@ -84,22 +101,22 @@ export function runEmbeddedSubscription(
   };
 
   const deliver = (row: PendingRow): void => {
-    const record: BusRecord = {
-      topic: row.topic,
-      key: row.key,
-      value: Buffer.from(row.value),
-      headers: JSON.parse(row.headers) as Record<string, string>,
-    };
+    const record = toRecord(row);
     const { seq } = row;
+    const tenant = tenantOfRow(row);
     const handled = new Promise<void>((resolve) =>
       resolve(opts.handler(record, { signal: abort.signal, heartbeat: async () => {} })),
     );
     const done = handled
       .then(
-        () => pending.ack(seq),
+        () => {
+          pending.ack(seq);
+          tenants.delete(seq);
+        },
         () => void handedBack.set(seq, Date.now() + redeliveryDelayMs),
       )
       .finally(() => {
+        fair.finished(tenant);
         running.delete(seq);
         pump();
       });
@@ -142,5 +159,14 @@ export function runEmbeddedSubscription(
       abort.abort();
       await all;
     },
+  };
+}
+
+function toRecord(row: PendingRow): BusRecord {
+  return {
+    topic: row.topic,
+    key: row.key,
+    value: Buffer.from(row.value),
+    headers: JSON.parse(row.headers) as Record<string, string>,
   };
 }

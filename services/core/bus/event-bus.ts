@@ -1,13 +1,22 @@
 /**
  * The event bus the services run on. Two implementations: the embedded bus (all-in-one,
  * file-backed) and Kafka. Handlers never know which one they are on.
+ *
+ * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
+ * client has one, would replace kafka-subscription.ts alone (README, "Scaling").
  */
+import type { FairShareOptions } from './fair-share.ts';
 
 /** A record as the bus carries it: bytes, keyed by job id so one job's records stay ordered. */
 export interface BusRecord {
   topic: string;
   key: string;
   value: Buffer;
+  /**
+   * Kafka record headers (the embedded bus keeps them in a column). Besides the CloudEvents
+   * ones they carry the job's W3C trace context, `traceparent` and `tracestate`, from the
+   * submission to the callback (observability/tracing.ts); forwarding a record keeps them.
+   */
   headers: Readonly<Record<string, string>>;
 }
 
@@ -44,6 +53,21 @@ export interface SubscribeOptions {
   /** A group with no committed position starts at the oldest record (default false: newest). */
   fromBeginning?: boolean;
   handler: RecordHandler;
+  /**
+   * Shares of the slots between tenants (fair-share.ts). Without it every record is of one
+   * tenant: the oldest ready record takes a free slot.
+   */
+  fairness?: FairnessOptions;
+  /** Told the records not yet handled, per topic and partition (consumer lag), as it changes. */
+  onLag?: (topic: string, partition: number, records: number) => void;
+}
+
+export interface FairnessOptions extends FairShareOptions {
+  /**
+   * The tenant (organisation) of a record; called once per record before it may start, so it
+   * must be cheap and must not throw. Unreadable records answer any fixed string.
+   */
+  tenantOf: (record: BusRecord) => string;
 }
 
 /** A topic read by `tail`, and how far back from its end. */
@@ -92,6 +116,8 @@ export const topics = {
   transcodeRequests: 'media.jobs.transcode.v1',
   summaryRequests: 'media.jobs.summary.v1',
   jobEvents: 'media.jobs.events.v1',
+  /** Cancels of jobs (key job id); every worker process reads all of them (run-job-worker.ts). */
+  jobCancels: 'media.jobs.cancel.v1',
   deadLetter: 'media.jobs.dead-letter.v1',
   /** Callback attempts to make; a retry is published here again with a due time. */
   callbacks: 'media.callbacks.v1',

@@ -1,9 +1,4 @@
-import kafkajs, {
-  type Kafka as KafkaClient,
-  type KafkaConfig,
-  type Message,
-  type TopicMessages,
-} from 'kafkajs';
+import kafkajs, { type Kafka as KafkaClient, type KafkaConfig } from 'kafkajs';
 import {
   BusUnavailableError,
   compactedTopics,
@@ -14,7 +9,7 @@ import {
   type Subscription,
 } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { createProducerSlot } from './kafka-producer.ts';
+import { createBatchingSender, createProducerSlot, type PendingMessage } from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import { asBusUnavailable, kafkaLogCreator, kafkaLogLevel, withDeadline } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
@@ -36,7 +31,7 @@ export interface KafkaBusOptions {
    * environments on one cluster, keep their records apart.
    */
   topicPrefix?: string;
-  /** Partitions of each topic that ensureTopics creates (default 6); existing topics are left alone. */
+  /** Partitions of each topic that ensureTopics creates (default 12); existing topics are left alone. */
   numPartitions?: number;
   /** Replicas of each partition that ensureTopics creates (default 1; 3 on a production cluster). */
   replicationFactor?: number;
@@ -48,18 +43,25 @@ export interface KafkaBusOptions {
   requestTimeoutMs?: number;
   /** publish rejects with BusUnavailableError when the brokers have not acknowledged within this, ms (default 5000). */
   publishTimeoutMs?: number;
-  /** A consumer that sends no heartbeat for this long loses its partitions, ms (default 30000). */
+  /** How long a publish waits for concurrent ones to share its produce request, ms (default 5). */
+  lingerMs?: number;
+  /**
+   * A consumer that sends no heartbeat for this long loses its partitions, ms (default 15000).
+   * Heartbeats come from the fetch loop, not from the handlers, so this bounds how long a
+   * crashed member's records wait, not how long a record may run.
+   */
   sessionTimeoutMs?: number;
   /** Least time between two heartbeats, ms (default a third of sessionTimeoutMs, at most 3000). */
   heartbeatIntervalMs?: number;
   /**
-   * How long a rebalancing group waits for each member to rejoin, ms (default 60000). A member
-   * rejoins only when its running handlers are done; one still busy when this runs out is
-   * dropped from the group and its records go to other members.
+   * How long a rebalancing group waits for each member to rejoin, ms (default 60000). Members
+   * rejoin at their next heartbeat whatever their handlers are doing.
    */
   rebalanceTimeoutMs?: number;
   /** Longest wait of one fetch when there is nothing to read, ms (default 1000); it also delays close. */
   maxWaitTimeMs?: number;
+  /** Records one subscription holds fetched and unfinished (default 256); see kafka-subscription.ts. */
+  windowRecords?: number;
   /** Pause before a record whose handler rejected is delivered again, ms (default 1000). */
   redeliveryDelayMs?: number;
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
@@ -110,12 +112,16 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     log,
     publishTimeoutMs,
   );
+  const batches = createBatchingSender(
+    producers,
+    options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
+  );
   const ensureTopics = onceSucceeded(() =>
     ensureKafkaTopics(
       kafka,
       Object.values(topics).map((t) => prefix + t),
       {
-        numPartitions: options.numPartitions ?? 6,
+        numPartitions: options.numPartitions ?? 12,
         replicationFactor: options.replicationFactor ?? 1,
         compacted: new Set([...compactedTopics].map((t) => prefix + t)),
       },
@@ -154,7 +160,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       if (records.length === 0) return;
       const deadline = Date.now() + publishTimeoutMs;
       await withDeadline(ensureTopics(), deadline, 'ensure topics');
-      await producers.send(toTopicMessages(prefix, records), deadline);
+      await batches.send(toPendingMessages(prefix, records, deadline));
     },
 
     async subscribe(subscribeOptions: SubscribeOptions): Promise<Subscription> {
@@ -217,6 +223,8 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       closed = true;
       await Promise.all([...subscriptions].map((s) => s.close(0)));
       await forwarder?.then((f) => f.close()).catch(() => undefined);
+      // Publishes already taken are sent (or failed) before the producer disconnects.
+      await batches.drain();
       await producers.close();
     },
   };
@@ -245,7 +253,7 @@ function onceSucceeded<T>(task: () => Promise<T>): () => Promise<T> {
 }
 
 function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string): ConsumerSettings {
-  const sessionTimeoutMs = options.sessionTimeoutMs ?? 30_000;
+  const sessionTimeoutMs = options.sessionTimeoutMs ?? 15_000;
   return {
     topicPrefix,
     sessionTimeoutMs,
@@ -254,20 +262,24 @@ function resolveConsumerSettings(options: KafkaBusOptions, topicPrefix: string):
     rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? 60_000,
     maxWaitTimeMs: options.maxWaitTimeMs ?? 1000,
     redeliveryDelayMs: options.redeliveryDelayMs ?? 1000,
+    ...(options.windowRecords ? { windowRecords: options.windowRecords } : {}),
     abortWaitMs: options.abortWaitMs ?? 5000,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
   };
 }
 
-function toTopicMessages(prefix: string, records: readonly OutgoingRecord[]): TopicMessages[] {
-  const byTopic = new Map<string, Message[]>();
+function toPendingMessages(
+  prefix: string,
+  records: readonly OutgoingRecord[],
+  deadline: number,
+): PendingMessage[] {
   const now = Date.now();
-  for (const r of records) {
+  return records.map((r) => {
     const route = routeRecord(r, now);
-    const topic = prefix + route.topic;
-    const messages = byTopic.get(topic) ?? [];
-    messages.push({ key: r.key, value: r.value, headers: route.headers });
-    byTopic.set(topic, messages);
-  }
-  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+    return {
+      topic: prefix + route.topic,
+      message: { key: r.key, value: r.value, headers: route.headers },
+      deadline,
+    };
+  });
 }

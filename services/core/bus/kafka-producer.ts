@@ -1,5 +1,7 @@
-import kafkajs, { type Kafka, type Producer, type TopicMessages } from 'kafkajs';
+import kafkajs, { type Kafka, type Message, type Producer, type TopicMessages } from 'kafkajs';
 import type { Logger } from '../observability/logger.ts';
+import { BusUnavailableError } from './event-bus.ts';
+import { createGroupCommit } from './group-commit.ts';
 import { asBusUnavailable, withDeadline } from './kafka-support.ts';
 
 const { Partitioners } = kafkajs;
@@ -146,4 +148,70 @@ function producerRetry(publishTimeoutMs: number): {
     maxRetryTime: 1000,
     retries: 4 + Math.max(1, Math.ceil((publishTimeoutMs - 1500) / 1000)),
   };
+}
+
+/** One message for one (prefixed) topic, with the epoch ms by which its caller needs an answer. */
+export interface PendingMessage {
+  topic: string;
+  message: Message;
+  deadline: number;
+}
+
+export interface BatchingOptions {
+  /** How long the first message of a batch waits for others, ms (default 5). */
+  lingerMs?: number;
+  /** A batch goes at once past this many bytes of keys and values (default 512 KiB, under the broker's 1 MiB). */
+  maxBytes?: number;
+}
+
+export interface BatchingSender {
+  /** Resolves once the brokers acknowledged the produce request holding `messages` (acks=all). */
+  send(messages: readonly PendingMessage[]): Promise<void>;
+  /** Sends what waits now; resolves once every request taken so far has settled. */
+  drain(): Promise<void>;
+}
+
+/**
+ * Concurrent publishes share one produce request: kafkajs has no linger of its own, so the
+ * messages sent within `lingerMs`, and those that arrive while the previous request is out
+ * (one at a time, as the idempotent producer allows), go in one `sendBatch` with acks=all.
+ * A failed request fails every caller waiting on it; each still answers by its own deadline.
+ */
+export function createBatchingSender(
+  slot: ProducerSlot,
+  options: BatchingOptions = {},
+): BatchingSender {
+  const batches = createGroupCommit<PendingMessage>({
+    lingerMs: options.lingerMs ?? 5,
+    maxBytes: options.maxBytes ?? 512 * 1024,
+    sizeOf: (m) => byteLength(m.message.key) + byteLength(m.message.value),
+    write: (messages) => {
+      const byTopic = new Map<string, Message[]>();
+      let deadline = Infinity;
+      for (const m of messages) {
+        const list = byTopic.get(m.topic) ?? [];
+        list.push(m.message);
+        byTopic.set(m.topic, list);
+        deadline = Math.min(deadline, m.deadline);
+      }
+      // Waiting behind the previous request used the time up: nothing is sent, so a caller told
+      // "not queued" was not queued.
+      if (deadline <= Date.now())
+        return Promise.reject(new BusUnavailableError('publish: no answer from Kafka in time'));
+      const topicMessages = [...byTopic].map(([topic, list]) => ({ topic, messages: list }));
+      return slot.send(topicMessages, deadline);
+    },
+  });
+  return {
+    // No deadline of its own: batches go one at a time, in order, each bounded by the earliest
+    // deadline it holds, so a caller hears back by its deadline and only after the producer
+    // that failed it was replaced (isReady then reports the outage at once).
+    send: (messages) => batches.add(messages),
+    drain: () => batches.drain(),
+  };
+}
+
+function byteLength(data: Message['key'] | Message['value']): number {
+  if (data === null || data === undefined) return 0;
+  return typeof data === 'string' ? Buffer.byteLength(data) : data.length;
 }

@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import {
   BusUnavailableError,
   topics,
+  type BusRecord,
   type EventBus,
   type OutgoingRecord,
   type RecordHandler,
@@ -11,10 +12,7 @@ import {
 import type { Logger } from '../observability/logger.ts';
 import type * as Registry from '@kafkajs/confluent-schema-registry';
 
-// The client is CommonJS with a default export the ESM loader leaves wrapped.
 const require = createRequire(import.meta.url);
-const { SchemaRegistry, SchemaType } =
-  require('@kafkajs/confluent-schema-registry') as typeof Registry;
 
 /** Confluent wire format: magic byte 0, then the schema id as a 4-byte big-endian integer. */
 export function isRegistryFramed(value: Buffer): boolean {
@@ -38,6 +36,10 @@ export interface SchemaRegistryOptions {
  * validation dead-letters it.
  */
 export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions): EventBus {
+  // Loaded here, only when a registry is configured (about 6 MB). The client is CommonJS with a
+  // default export the ESM loader leaves wrapped, hence require.
+  const { SchemaRegistry, SchemaType } =
+    require('@kafkajs/confluent-schema-registry') as typeof Registry;
   const schemaPath =
     options.envelopeSchemaPath ??
     new URL('../../../schemas/events/envelope.v1.schema.json', import.meta.url).pathname;
@@ -95,7 +97,21 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
     subscribe(subscribeOptions) {
       const handler: RecordHandler = async (record, context) =>
         subscribeOptions.handler({ ...record, value: await unframe(record.value) }, context);
-      return bus.subscribe({ ...subscribeOptions, handler });
+      const { fairness } = subscribeOptions;
+      // Read the tenant from the JSON behind the frame (JSON Schema framing is 5 bytes + JSON).
+      const tenantOf = (record: BusRecord): string =>
+        fairness
+          ? fairness.tenantOf(
+              isRegistryFramed(record.value)
+                ? { ...record, value: record.value.subarray(5) }
+                : record,
+            )
+          : '';
+      return bus.subscribe({
+        ...subscribeOptions,
+        handler,
+        ...(fairness ? { fairness: { ...fairness, tenantOf } } : {}),
+      });
     },
     tail(tailOptions) {
       return bus.tail({

@@ -1,12 +1,17 @@
-import type { Consumer, EachMessagePayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
+import { createFairShare, NO_TENANT, type FairShare } from './fair-share.ts';
+import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
 import {
-  asBusUnavailable,
-  headersToStrings,
-  kafkaErrorType,
-  withDeadline,
-} from './kafka-support.ts';
+  admit,
+  commitPoint,
+  newTrack,
+  readyItems,
+  windowCount,
+  type PartitionTrack,
+  type WindowItem,
+} from './kafka-window.ts';
 
 export interface ConsumerSettings {
   topicPrefix: string;
@@ -18,49 +23,65 @@ export interface ConsumerSettings {
   abortWaitMs: number;
   /** Bounds the consumer's disconnect in close. */
   requestTimeoutMs: number;
+  /**
+   * Records a subscription holds fetched and unfinished, running ones included (default 256,
+   * at least its concurrency + 1). A job record is about 1 KiB, so the window costs little,
+   * and the larger it is the further behind a backlog another organisation's job is seen.
+   */
+  windowRecords?: number;
   /** Called when kafkajs gives a consumer up (a crash it does not restart from). */
   onConsumerDown?: () => void;
 }
 
-/** One record being handled: its position, and the signal that takes it back from the handler. */
-interface Delivery {
-  topic: string;
-  partition: number;
-  offset: string;
+/** A record being handled: the signal that takes it back, and the promise of its end. */
+interface Running {
   controller: AbortController;
   settled: Promise<unknown>;
 }
 
-type Outcome = 'resolved' | 'rejected' | 'aborted';
-
 /** What one subscription's functions share. */
 interface State {
   consumer: Consumer;
+  admin: Admin;
   log: Logger;
   settings: ConsumerSettings;
   options: SubscribeOptions;
   fullTopics: string[];
-  deliveries: Set<Delivery>;
+  concurrency: number;
+  limit: number;
+  fair: FairShare;
+  /** Partitions (`topic:partition`) of the last group join. */
+  owned: Set<string>;
+  /** What this member knows of each partition it owns and has read from. */
+  tracks: Map<string, PartitionTrack>;
+  /** Committed positions being read for newly assigned partitions. */
+  loading: Map<string, Promise<PartitionTrack>>;
+  running: Map<WindowItem, Running>;
+  commits: Map<string, Promise<void>>;
+  arrivals: number;
+  paused: boolean;
   drainWaiters: Array<() => void>;
-  resumeTimers: Set<NodeJS.Timeout>;
-  /** Partitions per topic this member owns, from the last group join. */
-  assignment: Map<string, Set<number>>;
+  timer: NodeJS.Timeout | undefined;
   stopping: boolean;
 }
 
-// Heartbeat answers meaning that the group went on without this member: its partitions are gone.
-const MEMBERSHIP_LOST = new Set(['UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION', 'FENCED_INSTANCE_ID']);
-
 /**
- * One kafkajs consumer for one subscribe call. Offsets are committed by hand, one record at a
- * time, only after its handler resolved and only while this member still owns the partition.
- * A rejected record is handed back: its partition pauses for `redeliveryDelayMs` and is read
- * again from that record, so later records of the same keys never overtake it.
+ * One kafkajs consumer for one subscribe call, keeping a bounded window of records from every
+ * partition it owns (kafka-window.ts). kafkajs only fetches: each batch is copied into the
+ * window at once (its offsets resolved so the next fetch goes on), and every partition is paused
+ * while the window is full. Handlers run outside kafkajs's loop, so a free slot takes any ready
+ * record of any partition at once, fairly across tenants (fair-share.ts), and kafkajs keeps
+ * heartbeating and rejoins a rebalance promptly however long the handlers run: a busy member
+ * never holds a rebalance. A handler's `heartbeat()` is therefore a no-op here; a stuck job is
+ * bounded by the job's own time-out and stall limits instead of by the lease.
  *
- * kafkajs reads one batch per partition, hands batches to at most `concurrency` workers and
- * fetches again only when all are done, so prefetch is bounded and records of one partition are
- * handled in order (concurrency is across partitions). It also rejoins a rebalancing group only
- * once the running records are done, which is why a long handler must call `heartbeat()`.
+ * Offsets are committed by hand, per partition, up to the first unfinished record, with the
+ * finished offsets beyond it in the metadata; the group's generation fences a member that lost
+ * the partition. A crash between a handler's outcome and this commit (milliseconds) still runs
+ * that record again: closing that gap would take Kafka transactions around outcome and offset.
+ * Rebalances are eager (kafkajs has no cooperative protocol): a running record whose partition
+ * moves is aborted here and started again by its new owner. A rejected record is handed back: it waits `redeliveryDelayMs` in the window,
+ * and later records of its key wait behind it.
  */
 export async function startKafkaSubscription(
   kafka: Kafka,
@@ -76,20 +97,31 @@ export async function startKafkaSubscription(
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
   });
+  const concurrency = Math.max(1, options.concurrency ?? 1);
   const s: State = {
     consumer,
+    admin: kafka.admin(),
     log: log.child({ group: options.group }),
     settings,
     options,
     fullTopics: options.topics.map((t) => settings.topicPrefix + t),
-    deliveries: new Set(),
+    concurrency,
+    limit: Math.max(concurrency + 1, settings.windowRecords ?? 256),
+    fair: createFairShare(options.fairness),
+    owned: new Set(),
+    tracks: new Map(),
+    loading: new Map(),
+    running: new Map(),
+    commits: new Map(),
+    arrivals: 0,
+    paused: false,
     drainWaiters: [],
-    resumeTimers: new Set(),
-    assignment: new Map(),
+    timer: undefined,
     stopping: false,
   };
   watchGroup(s);
   try {
+    await s.admin.connect();
     await consumer.connect();
     await consumer.subscribe({
       topics: s.fullTopics,
@@ -97,184 +129,289 @@ export async function startKafkaSubscription(
     });
     await consumer.run({
       autoCommit: false,
-      partitionsConsumedConcurrently: Math.max(1, options.concurrency ?? 1),
-      eachMessage: (payload) => handleMessage(s, payload),
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: (payload) => takeBatch(s, payload),
     });
   } catch (error) {
     await consumer.disconnect().catch(() => undefined);
+    await s.admin.disconnect().catch(() => undefined);
     throw asBusUnavailable(error, `subscribe (group ${options.group})`);
   }
   let closing: Promise<void> | undefined;
   return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
 }
 
+const idOf = (topic: string, partition: number): string => `${topic}:${partition}`;
+
 function watchGroup(s: State): void {
   const { consumer, log } = s;
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
-    s.assignment = new Map(
-      Object.entries(payload.memberAssignment).map(([t, ps]) => [t, new Set(ps)]),
+    const owned = new Set(
+      Object.entries(payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => idOf(t, p))),
     );
-    for (const d of s.deliveries)
-      if (!owns(s, d)) d.controller.abort(new Error('partition revoked by a rebalance'));
-    const partitions = [...s.assignment.values()].reduce((n, ps) => n + ps.size, 0);
+    s.owned = owned;
+    for (const [id, track] of s.tracks) {
+      if (!owned.has(id)) {
+        dropTrack(s, id, track, 'partition revoked by a rebalance');
+        continue;
+      }
+      // Kept: kafkajs fetches it again from the committed offset; records not started yet will
+      // come again, running and finished ones are recognised and skipped.
+      track.items = track.items.filter((i) => i.state !== 'waiting');
+    }
+    // Pauses survive a rejoin in kafkajs: `paused` stays as it is, and pump resumes if it may.
+    s.loading.clear();
     log.info('kafka.group_joined', {
       memberId: payload.memberId,
       isLeader: payload.isLeader,
-      partitions,
+      partitions: owned.size,
     });
+    pump(s);
   });
   consumer.on(consumer.events.REBALANCING, ({ payload }) =>
     log.info('kafka.group_rebalancing', { memberId: payload.memberId }),
   );
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
-    s.assignment = new Map();
+    s.owned = new Set();
+    for (const [id, track] of s.tracks) dropTrack(s, id, track, 'the consumer crashed');
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     if (!payload.restart) s.settings.onConsumerDown?.();
   });
 }
 
-async function handleMessage(s: State, payload: EachMessagePayload): Promise<void> {
-  // Closing: left uncommitted for the partition's next owner.
-  if (s.stopping) return;
-  const { topic, partition, message } = payload;
-  const d: Delivery = {
-    topic,
-    partition,
-    offset: message.offset,
-    controller: new AbortController(),
-    settled: Promise.resolve(),
+function dropTrack(s: State, id: string, track: PartitionTrack, reason: string): void {
+  s.tracks.delete(id);
+  for (const item of track.items) s.running.get(item)?.controller.abort(new Error(reason));
+}
+
+/** The partition's track, reading its committed offset and metadata the first time. */
+function trackOf(s: State, topic: string, partition: number): Promise<PartitionTrack> {
+  const id = idOf(topic, partition);
+  const known = s.tracks.get(id);
+  if (known) return Promise.resolve(known);
+  let loading = s.loading.get(id);
+  if (!loading) {
+    loading = s.admin.fetchOffsets({ groupId: s.options.group, topics: [topic] }).then((res) => {
+      const p = res[0]?.partitions.find((x) => x.partition === partition);
+      const offset = p && Number(p.offset) >= 0 ? BigInt(p.offset) : undefined;
+      const track = newTrack(
+        topic,
+        partition,
+        offset === undefined ? undefined : { offset, metadata: p?.metadata ?? '' },
+      );
+      s.loading.delete(id);
+      // A batch read before a rebalance took the partition away must leave no track behind.
+      if (s.owned.has(id)) s.tracks.set(id, track);
+      return track;
+    });
+    loading.catch(() => s.loading.delete(id));
+    s.loading.set(id, loading);
+  }
+  return loading;
+}
+
+async function takeBatch(s: State, payload: EachBatchPayload): Promise<void> {
+  const { batch } = payload;
+  if (s.stopping || batch.isEmpty()) return;
+  const track = await trackOf(s, batch.topic, batch.partition);
+  if (s.tracks.get(idOf(batch.topic, batch.partition)) !== track) return;
+  track.highWatermark = BigInt(batch.highWatermark);
+  for (const message of batch.messages) {
+    if (s.stopping || !payload.isRunning() || payload.isStale()) break;
+    const offset = BigInt(message.offset);
+    const seen = admit(track, offset);
+    if (seen === 'new' && windowCount(s.tracks.values()) >= s.limit) {
+      // Not resolved: kafkajs reads it again once the partitions resume.
+      pauseAll(s);
+      break;
+    }
+    if (track.next === undefined || offset >= track.next) track.next = offset + 1n;
+    if (seen !== 'seen') addItem(s, track, batch, message, seen === 'finished');
+    payload.resolveOffset(message.offset);
+  }
+  if (windowCount(s.tracks.values()) >= s.limit) pauseAll(s);
+  reportLag(s, track);
+  pump(s);
+}
+
+function addItem(
+  s: State,
+  track: PartitionTrack,
+  batch: Batch,
+  message: KafkaMessage,
+  finished: boolean,
+): void {
+  const record = toBusRecord(s.settings.topicPrefix, batch.topic, message);
+  const item: WindowItem = {
+    topic: batch.topic,
+    partition: batch.partition,
+    offset: BigInt(message.offset),
+    key: record.key,
+    tenant: finished ? NO_TENANT : (s.options.fairness?.tenantOf(record) ?? NO_TENANT),
+    record: finished ? undefined : record,
+    state: finished ? 'done' : 'waiting',
+    retryAt: 0,
+    arrival: (s.arrivals += 1),
   };
-  s.deliveries.add(d);
-  try {
-    const outcome = await deliver(s, d, toBusRecord(s.settings.topicPrefix, topic, message), () =>
-      payload.heartbeat(),
-    );
-    if (outcome === 'resolved') await commit(s, d);
-    else if (outcome === 'rejected') handBack(s, d);
-  } finally {
-    // Drained only after the commit: close must not stop the consumer under it.
-    s.deliveries.delete(d);
-    if (s.deliveries.size === 0) for (const wake of s.drainWaiters.splice(0)) wake();
+  track.items.push(item);
+  if (finished) {
+    s.log.info('kafka.record_skipped', { ...where(item), reason: 'finished before a restart' });
+    void commit(s, track);
   }
 }
 
-async function deliver(
-  s: State,
-  d: Delivery,
-  record: BusRecord,
-  kafkaHeartbeat: () => Promise<void>,
-): Promise<Outcome> {
-  const context: DeliveryContext = {
-    signal: d.controller.signal,
-    heartbeat: () => heartbeat(s, d, kafkaHeartbeat),
-  };
+/** Starts ready records in the free slots, fairly across tenants. */
+function pump(s: State): void {
+  if (s.stopping) return;
+  const now = Date.now();
+  const free = s.concurrency - s.running.size;
+  if (free > 0) {
+    const ready = readyItems(s.tracks.values(), now);
+    for (const item of s.fair.pick(ready, free, (i) => i.tenant)) start(s, item);
+  }
+  if (s.paused && windowCount(s.tracks.values()) < s.limit) resumeAll(s);
+  armRetryTimer(s, now);
+}
+
+function start(s: State, item: WindowItem): void {
+  const controller = new AbortController();
+  const record = item.record;
+  item.state = 'running';
+  const context: DeliveryContext = { signal: controller.signal, heartbeat: async () => {} };
   const handled = Promise.resolve()
-    .then(() => s.options.handler(record, context))
+    .then(() => {
+      if (!record) throw new Error('record bytes missing');
+      return s.options.handler(record, context);
+    })
     .then(
       () => 'resolved' as const,
       (error: unknown) => {
-        if (!d.controller.signal.aborted)
-          s.log.warn('kafka.record_handed_back', { ...where(d), error });
+        if (!controller.signal.aborted)
+          s.log.warn('kafka.record_handed_back', { ...where(item), error });
         return 'rejected' as const;
       },
     );
-  d.settled = handled;
-  const aborted = new Promise<Outcome>((resolve) =>
-    d.controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }),
+  const aborted = new Promise<'aborted'>((resolve) =>
+    controller.signal.addEventListener('abort', () => resolve('aborted'), { once: true }),
   );
-  const outcome = await Promise.race([handled, aborted]);
+  const settled = Promise.race([handled, aborted]).then((outcome) =>
+    finish(s, item, controller.signal.aborted ? 'aborted' : outcome),
+  );
+  s.running.set(item, { controller, settled: handled });
+  void settled;
+}
+
+function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | 'aborted'): void {
+  s.running.delete(item);
+  s.fair.finished(item.tenant);
+  const track = s.tracks.get(idOf(item.topic, item.partition));
   // A handler that finished after losing its partition must not commit over the new owner.
-  return d.controller.signal.aborted ? 'aborted' : outcome;
-}
-
-async function heartbeat(
-  s: State,
-  d: Delivery,
-  kafkaHeartbeat: () => Promise<void>,
-): Promise<void> {
-  if (d.controller.signal.aborted) return;
-  try {
-    await kafkaHeartbeat();
-  } catch (error) {
-    const type = kafkaErrorType(error);
-    // The group waits (up to rebalanceTimeoutMs) for this member, which rejoins once its
-    // running records are done; until then the partition is still ours.
-    if (type === 'REBALANCE_IN_PROGRESS') return;
-    if (type !== undefined && MEMBERSHIP_LOST.has(type))
-      return loseAll(s, `this member left the group (${type})`);
-    s.log.debug('kafka.heartbeat_failed', { error });
+  if (outcome === 'aborted' || !track?.items.includes(item)) {
+    if (track) track.items = track.items.filter((i) => i !== item);
+  } else if (outcome === 'resolved') {
+    item.state = 'done';
+    item.record = undefined;
+    void commit(s, track);
+  } else {
+    item.state = 'waiting';
+    item.retryAt = Date.now() + s.settings.redeliveryDelayMs;
   }
+  if (s.running.size === 0) for (const wake of s.drainWaiters.splice(0)) wake();
+  pump(s);
 }
 
-function loseAll(s: State, reason: string): void {
-  if (s.deliveries.size > 0)
-    s.log.warn('kafka.records_taken_back', { reason, count: s.deliveries.size });
-  for (const d of s.deliveries) d.controller.abort(new Error(reason));
-}
-
-async function commit(s: State, d: Delivery): Promise<void> {
-  if (!owns(s, d))
-    return s.log.warn('kafka.commit_skipped', { ...where(d), reason: 'partition not assigned' });
-  try {
-    await s.consumer.commitOffsets([
-      { topic: d.topic, partition: d.partition, offset: (BigInt(d.offset) + 1n).toString() },
-    ]);
-  } catch (error) {
-    // Left uncommitted, the record comes again (here or to another member): handlers are idempotent.
-    s.log.warn('kafka.commit_failed', { ...where(d), error });
-  }
-}
-
-function handBack(s: State, d: Delivery): void {
-  const tp = [{ topic: d.topic, partitions: [d.partition] }];
-  try {
-    // kafkajs drops the rest of a batch whose partition has a pending seek, so records after
-    // this one are read again after it, in order.
-    s.consumer.pause(tp);
-    s.consumer.seek({ topic: d.topic, partition: d.partition, offset: d.offset });
-  } catch (error) {
-    // The consumer is restarting: it reads again from the committed offset anyway.
-    return s.log.warn('kafka.hand_back_failed', { ...where(d), error });
-  }
-  const timer = setTimeout(() => {
-    s.resumeTimers.delete(timer);
-    if (s.stopping) return;
+/** Commits one partition, one commit at a time, to its first unfinished record. */
+function commit(s: State, track: PartitionTrack): Promise<void> {
+  const id = idOf(track.topic, track.partition);
+  const previous = s.commits.get(id) ?? Promise.resolve();
+  const next = previous.then(async () => {
+    if (s.tracks.get(id) !== track) return;
+    const point = commitPoint(track);
+    if (!point) return;
+    const { offset, metadata } = point;
     try {
-      s.consumer.resume(tp);
-    } catch {
-      // Restarting: the new consumer group starts unpaused.
+      await s.consumer.commitOffsets([
+        { topic: track.topic, partition: track.partition, offset: offset.toString(), metadata },
+      ]);
+      track.committed = point;
+      reportLag(s, track);
+    } catch (error) {
+      // Left uncommitted, the records come again (here or to another member); finished ones
+      // are then skipped only if an earlier commit named them: handlers are idempotent anyway.
+      s.log.warn('kafka.commit_failed', { topic: track.topic, partition: track.partition, error });
     }
-  }, s.settings.redeliveryDelayMs);
-  s.resumeTimers.add(timer);
+  });
+  s.commits.set(id, next);
+  return next;
+}
+
+function reportLag(s: State, track: PartitionTrack): void {
+  const base = track.committed?.offset ?? track.items[0]?.offset;
+  if (!s.options.onLag || track.highWatermark === undefined || base === undefined) return;
+  const lag = track.highWatermark > base ? Number(track.highWatermark - base) : 0;
+  s.options.onLag(track.topic.slice(s.settings.topicPrefix.length), track.partition, lag);
+}
+
+function pauseAll(s: State): void {
+  if (s.paused) return;
+  s.paused = true;
+  try {
+    s.consumer.pause(s.fullTopics.map((topic) => ({ topic })));
+  } catch {
+    // Restarting: the consumer reads from the committed offsets anyway.
+  }
+}
+
+function resumeAll(s: State): void {
+  s.paused = false;
+  try {
+    s.consumer.resume(s.fullTopics.map((topic) => ({ topic })));
+  } catch {
+    // Restarting: the new consumer starts unpaused.
+  }
+}
+
+// One timer for the handed-back records: the earliest moment one may start again.
+function armRetryTimer(s: State, now: number): void {
+  clearTimeout(s.timer);
+  s.timer = undefined;
+  let at = Infinity;
+  for (const t of s.tracks.values())
+    for (const i of t.items)
+      if (i.state === 'waiting' && i.retryAt > now) at = Math.min(at, i.retryAt);
+  if (at !== Infinity) s.timer = setTimeout(() => pump(s), at - now);
 }
 
 async function closeSubscription(s: State, graceMs: number): Promise<void> {
   s.stopping = true;
-  for (const timer of s.resumeTimers) clearTimeout(timer);
-  s.resumeTimers.clear();
+  clearTimeout(s.timer);
   try {
     s.consumer.pause(s.fullTopics.map((topic) => ({ topic })));
   } catch {
     // Not running (crashed or never joined): nothing to pause.
   }
   await waitDrained(s, graceMs);
-  const unfinished = [...s.deliveries];
-  for (const d of unfinished) d.controller.abort(new Error('the subscription closed'));
+  const unfinished = [...s.running.values()];
+  for (const r of unfinished) r.controller.abort(new Error('the subscription closed'));
   if (unfinished.length > 0) s.log.info('kafka.handlers_aborted', { count: unfinished.length });
+  // Commits of records finished within the grace period go out before the consumer leaves.
+  await Promise.allSettled([...s.commits.values()]);
   await withDeadline(
     s.consumer.disconnect(),
     Date.now() + s.settings.requestTimeoutMs,
     'consumer disconnect',
   ).catch((error: unknown) => s.log.warn('kafka.consumer_disconnect_failed', { error }));
-  const settled = Promise.allSettled(unfinished.map((d) => d.settled));
+  await s.admin.disconnect().catch(() => undefined);
+  const settled = Promise.allSettled(unfinished.map((r) => r.settled));
   await withDeadline(settled, Date.now() + s.settings.abortWaitMs, 'aborted handlers').catch(() =>
     s.log.warn('kafka.handlers_still_running', { count: unfinished.length }),
   );
 }
 
 function waitDrained(s: State, ms: number): Promise<void> {
-  if (s.deliveries.size === 0) return Promise.resolve();
+  if (s.running.size === 0) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done(): void {
@@ -285,12 +422,8 @@ function waitDrained(s: State, ms: number): Promise<void> {
   });
 }
 
-function owns(s: State, d: Delivery): boolean {
-  return s.assignment.get(d.topic)?.has(d.partition) === true;
-}
-
-function where(d: Delivery): Record<string, unknown> {
-  return { topic: d.topic, partition: d.partition, offset: d.offset };
+function where(i: WindowItem): Record<string, unknown> {
+  return { topic: i.topic, partition: i.partition, offset: i.offset.toString() };
 }
 
 function toBusRecord(prefix: string, topic: string, message: KafkaMessage): BusRecord {

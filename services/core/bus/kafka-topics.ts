@@ -1,5 +1,5 @@
-import type { Kafka } from 'kafkajs';
-import { retried } from './kafka-support.ts';
+import type { Admin, ITopicMetadata, Kafka } from 'kafkajs';
+import { kafkaErrorType } from './kafka-support.ts';
 
 export interface TopicReport {
   /** The full topic name, prefix included. */
@@ -39,22 +39,8 @@ export async function ensureKafkaTopics(
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const missing = names.filter((name) => !existing.has(name));
-    if (missing.length > 0) {
-      // Another process may create the same topics at the same moment; kafkajs then answers
-      // false instead of failing, which is what we want.
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((topic) => ({
-          topic,
-          numPartitions: settings.numPartitions,
-          replicationFactor: settings.replicationFactor,
-          ...(settings.compacted?.has(topic) ? { configEntries: COMPACTED_CONFIG } : {}),
-        })),
-      });
-    }
-    const { topics } = await retried(() => admin.fetchTopicMetadata({ topics: [...names] }));
+    const missing = await createMissing(admin, names, settings);
+    const topics = await withLeaders(admin, names);
     return names.map((topic) => ({
       topic,
       partitions: topics.find((t) => t.name === topic)?.partitions.length ?? 0,
@@ -62,5 +48,65 @@ export async function ensureKafkaTopics(
     }));
   } finally {
     await admin.disconnect();
+  }
+}
+
+// A broker answers "unknown topic or partition" for a while after creating many partitions
+// (kafkajs's own wait for leaders retries only "leader not available"), so wait here.
+const NOT_YET = new Set([
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'REQUEST_TIMED_OUT',
+]);
+
+async function withLeaders(admin: Admin, names: readonly string[]): Promise<ITopicMetadata[]> {
+  const deadline = Date.now() + 30_000;
+  for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [...names] });
+      const ready = topics.every((t) => t.partitions.every((p) => p.leader >= 0));
+      if (ready || Date.now() > deadline) return topics;
+    } catch (error) {
+      const type = kafkaErrorType(error);
+      if (type === undefined || !NOT_YET.has(type) || Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+/** Creates the missing topics, again for a while when a busy broker answers "not yet". */
+async function createMissing(
+  admin: Admin,
+  names: readonly string[],
+  settings: TopicSettings,
+): Promise<string[]> {
+  const created: string[] = [];
+  const deadline = Date.now() + 30_000;
+  for (let wait = 100; ; wait = Math.min(2000, wait * 2)) {
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = names.filter((name) => !existing.has(name));
+      // Another process may create the same topics at the same moment; kafkajs then answers
+      // false instead of failing, which is what we want.
+      if (missing.length > 0)
+        await admin.createTopics({
+          waitForLeaders: false,
+          topics: missing.map((topic) => ({
+            topic,
+            numPartitions: settings.numPartitions,
+            replicationFactor: settings.replicationFactor,
+            ...(settings.compacted?.has(topic) ? { configEntries: COMPACTED_CONFIG } : {}),
+          })),
+        });
+      created.push(...missing);
+      return created;
+    } catch (error) {
+      // A timed-out creation may have gone through: the next pass lists what exists.
+      const retriable =
+        (error as { name?: string }).name === 'KafkaJSAggregateError' ||
+        NOT_YET.has(kafkaErrorType(error) ?? '');
+      if (!retriable || Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }

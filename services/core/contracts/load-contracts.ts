@@ -8,6 +8,7 @@ import type {
   CallbackDelivery,
   CallbackStatus,
   EventEnvelope,
+  JobCancelRequested,
   JobFailed,
   JobProcessing,
   JobProgress,
@@ -41,10 +42,13 @@ export interface Contracts {
     'media.job.progress': Contract<JobProgress>;
     'media.job.succeeded': Contract<JobSucceeded>;
     'media.job.failed': Contract<JobFailed>;
+    'media.job.cancel-requested': Contract<JobCancelRequested>;
     'media.callback.delivery': Contract<CallbackDelivery>;
     'media.callback.status': Contract<CallbackStatus>;
   };
   envelope: Contract<EventEnvelope>;
+  /** The name rule of a watermark library image (`imageName` of the watermark schema). */
+  imageName: Contract<string>;
   /** The OpenAPI 3.1 description of the HTTP API (schemas/openapi.json, generated from the schemas). */
   openApi: string;
 }
@@ -58,6 +62,7 @@ export const dataSchemaOf: Record<EventType, string> = {
   'media.job.progress': `${SCHEMA_BASE}events/job-progress.v1.schema.json`,
   'media.job.succeeded': `${SCHEMA_BASE}events/job-succeeded.v1.schema.json`,
   'media.job.failed': `${SCHEMA_BASE}events/job-failed.v1.schema.json`,
+  'media.job.cancel-requested': `${SCHEMA_BASE}events/job-cancel-requested.v1.schema.json`,
   'media.callback.delivery': `${SCHEMA_BASE}events/callback-delivery.v1.schema.json`,
   'media.callback.status': `${SCHEMA_BASE}events/callback-status.v1.schema.json`,
 };
@@ -116,10 +121,15 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.job.progress': contractOf(get('events/job-progress.v1.schema.json'), 'data'),
       'media.job.succeeded': contractOf(get('events/job-succeeded.v1.schema.json'), 'data'),
       'media.job.failed': contractOf(get('events/job-failed.v1.schema.json'), 'data'),
+      'media.job.cancel-requested': contractOf(
+        get('events/job-cancel-requested.v1.schema.json'),
+        'data',
+      ),
       'media.callback.delivery': contractOf(get('events/callback-delivery.v1.schema.json'), 'data'),
       'media.callback.status': contractOf(get('events/callback-status.v1.schema.json'), 'data'),
     },
     envelope: contractOf(get('events/envelope.v1.schema.json'), 'event'),
+    imageName: contractOf(get('common/watermark.v1.schema.json#/$defs/imageName'), 'name'),
     openApi: readFileSync(join(schemasDir, 'openapi.json'), 'utf8'),
   };
 }

@@ -58,6 +58,7 @@ export type BucketUrl = string;
 export type Watermark = TextWatermark | ImageUrlWatermark | ImageNameWatermark;
 export type Position = "topLeft" | "topRight" | "bottomLeft" | "bottomRight";
 export type Opacity = number;
+export type ImageName = string;
 export interface TextWatermark {
   position?: Position;
   opacity?: Opacity;
@@ -75,7 +76,7 @@ export interface ImageUrlWatermark {
 export interface ImageNameWatermark {
   position?: Position;
   opacity?: Opacity;
-  imageName: string;
+  imageName: ImageName;
   height: number;
   width: number;
 }
@@ -144,6 +145,7 @@ export interface EventEnvelope {
     | "media.job.progress"
     | "media.job.succeeded"
     | "media.job.failed"
+    | "media.job.cancel-requested"
     | "media.callback.delivery"
     | "media.callback.status";
   source: string;
@@ -162,10 +164,18 @@ export interface EventEnvelope {
     | "media.job.progress"
     | "media.job.succeeded"
     | "media.job.failed"
+    | "media.job.cancel-requested"
     | "media.callback.delivery"
     | "media.callback.status"
     | {}
     | undefined;
+}
+// from schemas/events/job-cancel-requested.v1.schema.json
+export interface JobCancelRequested {
+  jobId: string;
+  kind: "transcode" | "summary";
+  orgId: OrgId;
+  requestedAt: string;
 }
 // from schemas/events/job-failed.v1.schema.json
 export interface JobFailed {
@@ -181,6 +191,9 @@ export interface JobFailed {
   error: JobError;
 }
 export interface JobError {
+  /**
+   * A code of the error taxonomy (README, Errors). canceled: the job was canceled by its organisation; it is not retried.
+   */
   code: string;
   message: string;
   retryable: boolean;
@@ -224,6 +237,10 @@ export type JobRequested = {
    * A retry is not started before this time.
    */
   notBefore?: string;
+  /**
+   * SHA-256 of the submission (path and body without apiKey, keys sorted), set when the request carried an Idempotency-Key: a repeat with the same key must match it.
+   */
+  requestDigest?: string;
 };
 /**
  * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
@@ -322,13 +339,36 @@ export interface JobAck {
   status: "queued";
   createdAt: string;
 }
+// from schemas/http/job-cancel.v1.schema.json
+/**
+ * Body of the 202 answer to POST /jobs/:id/cancel: the cancel is on the bus; the job's status becomes canceled once a worker acts on it.
+ */
+export interface JobCancel {
+  id: string;
+  /**
+   * The job's status when the cancel was accepted.
+   */
+  status: "queued" | "processing";
+  cancelRequestedAt: string;
+}
 // from schemas/http/job-status.v1.schema.json
 export interface JobStatus {
   id: string;
   type: "transcode" | "summary/gif" | "summary/mp4";
-  status: "queued" | "processing" | "succeeded" | "failed";
+  /**
+   * canceled: ended by POST /jobs/:id/cancel (error.code is then canceled).
+   */
+  status: "queued" | "processing" | "succeeded" | "failed" | "canceled";
   createdAt: string;
   updatedAt: string;
+  /**
+   * When a cancel was asked for; the job ends canceled once a worker acts on it (or ends as it would have, when the cancel came too late).
+   */
+  cancelRequestedAt?: string;
+  /**
+   * Present while the job is queued: since when it waits for a worker (its submission, or the due time of a scheduled retry).
+   */
+  queuedSince?: string;
   attempt?: number;
   progressPercent?: number;
   result?: JobResult;
@@ -394,4 +434,23 @@ export type TranscodeRequest = LocationRules & {
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
+ */
+// from schemas/http/watermark-image.v1.schema.json
+/**
+ * Name of an image in the organisation's watermark library (PUT /watermarks/:name); it names a file, so it starts with a letter or digit.
+ */
+export interface WatermarkImage {
+  name: ImageName;
+  type: "image/png" | "image/jpeg" | "image/webp";
+  sizeBytes: number;
+  width: number;
+  height: number;
+  updatedAt: string;
+}
+// from schemas/http/watermark-list.v1.schema.json
+export interface WatermarkList {
+  images: WatermarkImage[];
+}
+/**
+ * An image of the organisation's watermark library: the answer to PUT /watermarks/:name and an entry of GET /watermarks.
  */

@@ -4,6 +4,7 @@ import { dataSchemaOf, type Contracts, type EventType } from '../contracts/load-
 import type {
   CallbackDelivery,
   CallbackStatus,
+  JobCancelRequested,
   JobFailed,
   JobProcessing,
   JobProgress,
@@ -18,6 +19,7 @@ export interface EventDataOf {
   'media.job.progress': JobProgress;
   'media.job.succeeded': JobSucceeded;
   'media.job.failed': JobFailed;
+  'media.job.cancel-requested': JobCancelRequested;
   'media.callback.delivery': CallbackDelivery;
   'media.callback.status': CallbackStatus;
 }

@@ -1,6 +1,11 @@
 import { callbackFor, type CallbackRequest } from '../callbacks/callback-request.ts';
 import type { JobEvent } from '../events/event-codec.ts';
-import type { CallbackStatus, JobRequested, JobStatus } from '../contracts/types.generated.ts';
+import type {
+  CallbackStatus,
+  JobCancelRequested,
+  JobRequested,
+  JobStatus,
+} from '../contracts/types.generated.ts';
 
 /**
  * A job's whole state as the status view keeps it, and as one record of the status topic
@@ -10,6 +15,9 @@ export interface StatusEntry extends JobStatus {
   orgId: string;
   /** Kept so the ingress can redeliver the very callback the notifier sent (about 0.5 KiB). */
   finalCallback?: CallbackRequest;
+  /** The earliest request record's submittedAt and digest (two ingress copies may both publish one). */
+  submittedAt?: string;
+  requestDigest?: string;
   /**
    * Orders the records of one job: a reader keeps the entry with the highest. The writer sets
    * it to max(previous + 1, now in µs), so a writer that took a job over after a rebalance,
@@ -23,7 +31,11 @@ const rank: Record<JobStatus['status'], number> = {
   processing: 1,
   succeeded: 2,
   failed: 2,
+  canceled: 2,
 };
+
+/** Statuses counted as a job still to finish (queued or processing). */
+export const ACTIVE = new Set<JobStatus['status']>(['queued', 'processing']);
 
 type Unrevised = Omit<StatusEntry, 'rev'> & { rev?: number };
 
@@ -39,6 +51,9 @@ export function foldRequested(
       : data.summary?.format === 'gif'
         ? 'summary/gif'
         : 'summary/mp4';
+  const digest = data.requestDigest === undefined ? {} : { requestDigest: data.requestDigest };
+  // A retry waits from its due time; a first attempt from its submission.
+  const queuedSince = data.attempt > 1 && data.notBefore ? data.notBefore : data.submittedAt;
   if (!current)
     return {
       id: data.jobId,
@@ -47,14 +62,46 @@ export function foldRequested(
       status: 'queued',
       createdAt: data.submittedAt,
       updatedAt: time,
+      queuedSince,
       attempt: data.attempt,
+      submittedAt: data.submittedAt,
+      ...digest,
     };
   if (current.orgId !== data.orgId) return undefined;
-  const known: Unrevised = { ...current, type, createdAt: data.submittedAt };
+  // A duplicate of an idempotent submission (two ingress copies raced) keeps the first's time and digest.
+  const first =
+    current.submittedAt !== undefined && current.submittedAt <= data.submittedAt
+      ? { createdAt: current.submittedAt }
+      : { createdAt: data.submittedAt, submittedAt: data.submittedAt, ...digest };
+  const known: Unrevised = { ...current, type, ...first };
   if (data.attempt > (current.attempt ?? 1))
-    return { ...known, status: 'queued', attempt: data.attempt, updatedAt: time };
-  if (current.type === type && current.createdAt === data.submittedAt) return undefined;
+    return { ...known, status: 'queued', attempt: data.attempt, updatedAt: time, queuedSince };
+  if (
+    current.type === type &&
+    current.createdAt === known.createdAt &&
+    current.submittedAt === known.submittedAt &&
+    current.requestDigest === known.requestDigest
+  )
+    return undefined;
   return known;
+}
+
+// A cancel may be read before its job's request (another topic): it then makes the entry.
+function foldCancel(
+  current: StatusEntry | undefined,
+  data: JobCancelRequested,
+): Unrevised | undefined {
+  if (current && current.orgId !== data.orgId) return undefined;
+  const entry: Unrevised = current ?? {
+    id: data.jobId,
+    orgId: data.orgId,
+    type: data.kind === 'transcode' ? 'transcode' : 'summary/mp4',
+    status: 'queued',
+    createdAt: data.requestedAt,
+    updatedAt: data.requestedAt,
+  };
+  if (entry.cancelRequestedAt !== undefined) return undefined;
+  return { ...entry, cancelRequestedAt: data.requestedAt };
 }
 
 /** The state after an event of the job, or undefined when the event changes nothing. */
@@ -65,6 +112,7 @@ export function foldEvent(
   if (event.type === 'media.callback.status') return foldCallbackStatus(current, event.data);
   if (event.type === 'media.callback.delivery') return undefined;
   if (event.type === 'media.job.requested') return foldRequested(current, event.data, event.time);
+  if (event.type === 'media.job.cancel-requested') return foldCancel(current, event.data);
   const data = event.data;
   // Anyone who can produce to the bus can name a job id: a record of another organisation
   // (a refused request failed in its name, say) never changes someone else's job.
@@ -85,10 +133,13 @@ export function foldEvent(
     event.type === 'media.job.succeeded'
       ? 'succeeded'
       : event.type === 'media.job.failed'
-        ? 'failed'
+        ? event.data.error.code === 'canceled'
+          ? 'canceled'
+          : 'failed'
         : 'processing';
   if (data.attempt === attempt && rank[status] < rank[entry.status]) return undefined;
-  const next: Unrevised = { ...entry, status, attempt: data.attempt, updatedAt: event.time };
+  const { queuedSince: _waited, ...left } = entry;
+  const next: Unrevised = { ...left, status, attempt: data.attempt, updatedAt: event.time };
   if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
   if (event.type === 'media.job.succeeded') {
     next.result = event.data.result;

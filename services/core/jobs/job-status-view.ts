@@ -3,13 +3,31 @@ import type { CallbackRequest } from '../callbacks/callback-request.ts';
 import type { EventCodec, JobEvent } from '../events/event-codec.ts';
 import type { JobRequested, JobStatus } from '../contracts/types.generated.ts';
 import { silentLogger, type Logger } from '../observability/logger.ts';
-import { foldEvent, foldRequested, readStatusRecord, type StatusEntry } from './job-status-fold.ts';
+import {
+  ACTIVE,
+  foldEvent,
+  foldRequested,
+  readStatusRecord,
+  type StatusEntry,
+} from './job-status-fold.ts';
+
+/** What an idempotent repeat of a submission is checked against (see idempotency.ts). */
+export interface Submission {
+  createdAt: string;
+  status: JobStatus['status'];
+  /** Absent when the job was not submitted with an Idempotency-Key (or before the request was seen). */
+  requestDigest?: string;
+  /** False while only the job's events or cancel have been read, not its request (another topic). */
+  requestSeen: boolean;
+}
+
+type Kind = 'transcode' | 'summary';
 
 /**
  * Job status read from the bus itself (no database), in two parts:
  *
  * - The **status writer**: one consumer group (`status-writer`) shared by the ingress copies
- *   reads the request topics and the events topic once, folds each state change into the job's
+ *   reads the request topics, the events topic and the cancel topic once, folds each state change into the job's
  *   state and publishes that whole state to the compacted status topic (key job id). Progress
  *   ticks are not written. Each state change is thus written once (again only after a crash
  *   between publish and commit: the same state, harmless under compaction).
@@ -23,6 +41,12 @@ export interface JobStatusView {
   get(jobId: string, orgId: string): JobStatus | undefined;
   /** The job's final callback as it was sent, once the job has ended with one (same scoping as `get`). */
   finalCallback(jobId: string, orgId: string): CallbackRequest | undefined;
+  /** The job's acknowledgement data for an idempotent repeat (same scoping as `get`). */
+  submission(jobId: string, orgId: string): Submission | undefined;
+  /** Jobs of the organisation that are queued or processing, among those the view holds. */
+  activeJobs(orgId: string): number;
+  /** Queued jobs per organisation and job kind (the `media_jobs_waiting` gauge). */
+  waiting(): Map<string, { orgId: string; kind: Kind; count: number }>;
   /** Applies an event to this copy's view (the writer also publishes what changed). */
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
@@ -59,6 +83,22 @@ export function createJobStatusView(
     const text = jobs.get(jobId);
     return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
   };
+  // The active (queued or processing) jobs beside the texts, and a count per organisation kept
+  // on every change: the per-organisation cap reads it per request, the waiting gauge per scrape,
+  // and neither should parse the texts.
+  const activeIds = new Map<string, { orgId: string; kind: Kind; queued: boolean }>();
+  const active = new Map<string, number>();
+  const count = (orgId: string, by: number): void => {
+    const n = (active.get(orgId) ?? 0) + by;
+    if (n > 0) active.set(orgId, n);
+    else active.delete(orgId);
+  };
+  const forget = (id: string): void => {
+    const was = activeIds.get(id);
+    if (!was) return;
+    activeIds.delete(id);
+    count(was.orgId, -1);
+  };
   const subscriptions: Subscription[] = [];
   /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
   const unwritten = new Set<string>();
@@ -69,11 +109,18 @@ export function createJobStatusView(
   const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
     jobs.delete(entry.id);
     jobs.set(entry.id, text);
+    forget(entry.id);
+    if (ACTIVE.has(entry.status)) {
+      const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
+      activeIds.set(entry.id, { orgId: entry.orgId, kind, queued: entry.status === 'queued' });
+      count(entry.orgId, 1);
+    }
     if (jobs.size > options.maxJobs) {
       const oldest = jobs.keys().next();
       if (!oldest.done) {
         jobs.delete(oldest.value);
         unwritten.delete(oldest.value);
+        forget(oldest.value);
       }
     }
   };
@@ -160,8 +207,43 @@ export function createJobStatusView(
     get(jobId, orgId) {
       const entry = read(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
-      const { orgId: _org, finalCallback: _callback, rev: _rev, ...status } = entry;
+      const {
+        orgId: _org,
+        finalCallback: _callback,
+        rev: _rev,
+        submittedAt: _submitted,
+        requestDigest: _digest,
+        ...status
+      } = entry;
       return status;
+    },
+
+    submission(jobId, orgId) {
+      const entry = read(jobId);
+      if (!entry || entry.orgId !== orgId) return undefined;
+      const { createdAt, status, requestDigest, submittedAt } = entry;
+      return {
+        createdAt,
+        status,
+        requestSeen: submittedAt !== undefined,
+        ...(requestDigest === undefined ? {} : { requestDigest }),
+      };
+    },
+
+    activeJobs(orgId) {
+      return active.get(orgId) ?? 0;
+    },
+
+    waiting() {
+      const counts = new Map<string, { orgId: string; kind: Kind; count: number }>();
+      for (const job of activeIds.values()) {
+        if (!job.queued) continue;
+        const id = `${job.orgId}\u0000${job.kind}`;
+        const c = counts.get(id) ?? { orgId: job.orgId, kind: job.kind, count: 0 };
+        c.count += 1;
+        counts.set(id, c);
+      }
+      return counts;
     },
 
     finalCallback(jobId, orgId) {
@@ -203,7 +285,12 @@ export function createJobStatusView(
       subscriptions.push(
         await deps.bus.subscribe({
           group: options.writerGroup ?? STATUS_WRITER_GROUP,
-          topics: [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents],
+          topics: [
+            topics.transcodeRequests,
+            topics.summaryRequests,
+            topics.jobEvents,
+            topics.jobCancels,
+          ],
           // Once, on the first start of all: the history written before the status topic existed.
           fromBeginning: true,
           concurrency: 8,

@@ -4,8 +4,9 @@ import { MediaError } from '../errors.ts';
 import type { Prober } from '../media/probe-media.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../media/prepare-watermark.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import type { FFMPEG_PASSES, Metrics, StoreKind } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
 import type { JobContext } from './run-job-worker.ts';
 import type { Semaphore } from './semaphore.ts';
@@ -28,8 +29,8 @@ export interface MediaJobDeps {
   /** Threads given to one ffmpeg (its share of the cores per CPU slot). */
   threads: number;
   fontFile: string;
-  /** Named watermark images, `<dir>/<orgId>/<imageName>`. */
-  watermarkImagesDir: string | undefined;
+  /** The organisations' named watermark images (undefined: none set up). */
+  watermarks: WatermarkLibrary | undefined;
   /** Root of the job work directories (swept at start; see sweepJobDirs). */
   workRoot: string;
   /** Slots shared by every job of the process: `cpu` for probe/ffmpeg/verify, `transfer` for downloads and uploads. */
@@ -65,7 +66,7 @@ export function withCpuSlot<T>(
   ctx: JobContext,
   work: () => Promise<T>,
 ): Promise<T> {
-  return deps.slots.cpu.use(ctx.signal, work);
+  return deps.slots.cpu.use(ctx.signal, work, ctx.orgId);
 }
 
 /** Streams the job's input to `path` with the input credentials (opened only here), in a transfer slot. */
@@ -77,18 +78,20 @@ export async function fetchInput(
 ): Promise<void> {
   const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
-    withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>
-      store.download(job.input.url, path, {
-        signal,
-        maxBytes: deps.maxInputBytes,
-        onProgress: (n) => {
-          onBytes(n);
-          ctx.progress(0, 'download');
-        },
-      }),
+    ctx.span('download', () =>
+      withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>
+        store.download(job.input.url, path, {
+          signal,
+          maxBytes: deps.maxInputBytes,
+          onProgress: (n) => {
+            onBytes(n);
+            ctx.progress(0, 'download');
+          },
+        }),
+      ),
     ),
   );
-  deps.metrics.bytesTransferred.inc({ direction: 'in' }, bytes);
+  deps.metrics.bytesTransferred.inc({ direction: 'in', store: storeKind(job.input.url) }, bytes);
 }
 
 /** Uploads `path` to the job's output with the output credentials, in a transfer slot; same job, same object. */
@@ -101,18 +104,51 @@ export async function deliverOutput(
 ): Promise<void> {
   const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
-    withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>
-      store.upload(path, job.output.url, {
-        signal,
-        contentType,
-        onProgress: (n) => {
-          onBytes(n);
-          ctx.progress(96, 'upload');
-        },
-      }),
+    ctx.span('upload', () =>
+      withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>
+        store.upload(path, job.output.url, {
+          signal,
+          contentType,
+          onProgress: (n) => {
+            onBytes(n);
+            ctx.progress(96, 'upload');
+          },
+        }),
+      ),
     ),
   );
-  deps.metrics.bytesTransferred.inc({ direction: 'out' }, bytes);
+  deps.metrics.bytesTransferred.inc({ direction: 'out', store: storeKind(job.output.url) }, bytes);
+}
+
+/** The store a URL's scheme names, as a metric label (`gcp://` is Google Cloud Storage). */
+export function storeKind(url: string): StoreKind {
+  const scheme = url.slice(0, url.indexOf(':'));
+  if (scheme === 's3' || scheme === 'azure') return scheme;
+  return scheme === 'gcp' ? 'gcs' : 'http';
+}
+
+/**
+ * One ffmpeg pass of a job, in a span of its own, its speed measured: seconds of media it went
+ * through (`mediaSeconds`, read once it is done) per second of wall time.
+ */
+export async function ffmpegPass<T>(
+  deps: { metrics?: Metrics },
+  ctx: JobContext,
+  pass: (typeof FFMPEG_PASSES)[number],
+  mediaSeconds: () => number,
+  work: () => Promise<T>,
+): Promise<T> {
+  const started = performance.now();
+  const result = await ctx.span(`ffmpeg ${pass}`, work);
+  const wall = (performance.now() - started) / 1000;
+  const media = mediaSeconds();
+  if (deps.metrics && wall > 0 && media > 0) {
+    const labels = { kind: ctx.kind, pass };
+    deps.metrics.ffmpegSpeed.observe(labels, media / wall);
+    deps.metrics.ffmpegMediaSeconds.inc(labels, media);
+    deps.metrics.ffmpegSeconds.inc(labels, wall);
+  }
+  return result;
 }
 
 /** The job's watermark, if it asks for one, made ready in its work directory. */
@@ -128,7 +164,7 @@ export async function jobWatermark(
     http: deps.httpStore,
     probe: deps.probe,
     fontFile: deps.fontFile,
-    imagesDir: deps.watermarkImagesDir,
+    library: deps.watermarks,
     signal: ctx.signal,
   });
 }

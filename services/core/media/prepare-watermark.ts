@@ -1,8 +1,9 @@
-import { copyFile, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { MediaStore } from '../storage/media-store.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 import type { Prober } from './probe-media.ts';
 
 const MARGIN = 16;
@@ -25,25 +26,9 @@ export interface WatermarkDeps {
   http: MediaStore;
   probe: Prober;
   fontFile: string;
-  /** Folder of named images, as `<dir>/<orgId>/<imageName>` (unset: named images unavailable). */
-  imagesDir: string | undefined;
+  /** The organisations' named images (unset: named images unavailable). */
+  library: WatermarkLibrary | undefined;
   signal: AbortSignal;
-}
-
-/**
- * `<dir>/<orgId>/<name>`, never outside `<dir>/<orgId>/`. The schemas already refuse ids and
- * names with a leading dot or a slash; events may come from other producers, so the path is
- * checked again where it is used.
- */
-export function namedImagePath(dir: string, orgId: string, name: string): string {
-  const folder = resolve(dir, orgId);
-  const path = resolve(folder, name);
-  if (folder === resolve(dir) || dirname(path) !== folder || basename(folder) !== orgId)
-    throw new MediaError(
-      'watermark_unavailable',
-      `no watermark image named "${name}" for this organisation`,
-    );
-  return path;
 }
 
 /** Filter values come from validated enums and numbers; only paths need care (checked). */
@@ -93,20 +78,21 @@ export async function prepareWatermark(
         );
       });
   } else {
-    if (!deps.imagesDir)
+    if (!deps.library)
       throw new MediaError(
         'watermark_unavailable',
         `named watermark images are not set up on this service (imageName "${watermark.imageName}")`,
       );
-    await copyFile(namedImagePath(deps.imagesDir, orgId, watermark.imageName), image).catch(
-      (cause: unknown) => {
+    await deps.library
+      .fetch(orgId, watermark.imageName, image, { signal: deps.signal, maxBytes: IMAGE_MAX_BYTES })
+      .catch((error: unknown) => {
+        if (error instanceof MediaError && error.code === 'watermark_unavailable') throw error;
         throw new MediaError(
           'watermark_unavailable',
-          `no watermark image named "${watermark.imageName}" for this organisation`,
-          { cause },
+          `the watermark image "${watermark.imageName}" could not be read`,
+          { cause: error },
         );
-      },
-    );
+      });
   }
   let probeError: unknown;
   const info = await deps.probe(image).catch((error: unknown) => void (probeError = error));

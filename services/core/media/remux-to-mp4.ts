@@ -1,12 +1,3 @@
-import {
-  ALL_FORMATS,
-  Conversion,
-  FilePathSource,
-  FilePathTarget,
-  Input,
-  Mp4OutputFormat,
-  Output,
-} from 'mediabunny';
 import { MediaError } from '../errors.ts';
 
 /**
@@ -15,6 +6,16 @@ import { MediaError } from '../errors.ts';
  * (its fast-start modes need the packet count up front or the whole file in memory).
  */
 export async function remuxToMp4(sourcePath: string, targetPath: string): Promise<void> {
+  // Loaded on first use (about 10 MB): only VP8-in-MP4 outputs need it.
+  const {
+    ALL_FORMATS,
+    Conversion,
+    FilePathSource,
+    FilePathTarget,
+    Input,
+    Mp4OutputFormat,
+    Output,
+  } = await import('mediabunny');
   const input = new Input({ source: new FilePathSource(sourcePath), formats: ALL_FORMATS });
   try {
     const output = new Output({

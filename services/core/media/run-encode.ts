@@ -1,4 +1,6 @@
+import { ffmpegPass } from '../jobs/media-job.ts';
 import type { JobContext } from '../jobs/run-job-worker.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import type { FfmpegRunner } from './run-ffmpeg.ts';
 
 /** The part of a job's progress (percent) one ffmpeg run fills. */
@@ -16,19 +18,30 @@ export interface ProgressSpan {
  * job's percent (each tick also keeps the job's lease alive).
  */
 export function runEncode(
-  deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number },
+  deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number; metrics?: Metrics },
   ctx: JobContext,
   args: readonly string[],
   span: ProgressSpan,
 ): Promise<void> {
   const expected = span.expectedSeconds > 0 ? span.expectedSeconds : 1;
-  return deps.runFfmpeg(args, {
-    signal: ctx.signal,
-    stallTimeoutMs: deps.stallTimeoutMs,
-    onProgress: (p) =>
-      ctx.progress(
-        span.from + (span.to - span.from) * Math.min(1, p.outTimeSeconds / expected),
-        'encode',
-      ),
-  });
+  let written = 0;
+  return ffmpegPass(
+    deps,
+    ctx,
+    'encode',
+    // What ffmpeg last reported writing; the expected length when it ended before a report.
+    () => written || span.expectedSeconds,
+    () =>
+      deps.runFfmpeg(args, {
+        signal: ctx.signal,
+        stallTimeoutMs: deps.stallTimeoutMs,
+        onProgress: (p) => {
+          written = p.outTimeSeconds;
+          ctx.progress(
+            span.from + (span.to - span.from) * Math.min(1, p.outTimeSeconds / expected),
+            'encode',
+          );
+        },
+      }),
+  );
 }

@@ -1,3 +1,5 @@
+// Hand-written rather than fluent-ffmpeg & co.: it must bound memory and time, restrict demuxers
+// and protocols, read -progress output and kill the child on abort, which wrappers leave out.
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { MediaError } from '../errors.ts';
@@ -40,7 +42,7 @@ export type FfmpegRunner = (args: readonly string[], options: RunFfmpegOptions) 
 export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): FfmpegRunner {
   return (args, { signal, stallTimeoutMs, onProgress, onStdout }) =>
     new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
+      if (signal.aborted) return reject(new MediaError('interrupted', 'the job was stopped'));
       const progressFd = onStdout ? 3 : 1;
       const [command, commandArgs] = boundedCommand(
         ffmpegPath,
@@ -124,7 +126,7 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
                 }),
           );
         if (code === 0) return resolve();
-        if (signal.aborted) return reject(new MediaError('canceled', 'the job was stopped'));
+        if (signal.aborted) return reject(new MediaError('interrupted', 'the job was stopped'));
         if (stalled)
           return reject(
             new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`),

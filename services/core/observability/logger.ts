@@ -1,3 +1,5 @@
+import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+
 /** Structured JSON logs: a constant message plus fields. Secrets never reach the output. */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -8,7 +10,6 @@ export interface Logger {
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
-const rank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
 
 const SECRET_KEY =
   /(secret|password|passwd|token|apikey|api_key|accountkey|private_key|creds|credentials|authorization|signature|^key$)/i;
@@ -28,15 +29,16 @@ export function redact(value: unknown, depth = 0): unknown {
   return value;
 }
 
-/** An error as log fields: name, message, code, stack and its cause chain, URLs redacted. */
-function redactError(error: Error, depth: number): Record<string, unknown> {
-  const out: Record<string, unknown> = { name: error.name, message: redactUrl(error.message) };
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' || typeof code === 'number') out['code'] = code;
-  if (error.stack) out['stack'] = redactUrl(error.stack);
-  if (error.cause !== undefined) out['cause'] = redact(error.cause, depth + 1);
-  if (error instanceof AggregateError) out['errors'] = redact(error.errors, depth + 1);
-  return out;
+/**
+ * An error as log fields by pino's own serializer (type, message, stack, its own fields, the
+ * cause chain and aggregated errors), then redacted like any other field.
+ */
+function redactError(error: Error, depth: number): unknown {
+  const serialized: Record<string, unknown> = { ...stdSerializers.errWithCause(error) };
+  // A cause that is not an Error (a string, an object) is not followed by the serializer.
+  if (error.cause !== undefined && serialized['cause'] === undefined)
+    serialized['cause'] = error.cause;
+  return redact(serialized, depth + 1);
 }
 
 function redactUrl(text: string): string {
@@ -48,37 +50,46 @@ function redactUrl(text: string): string {
   );
 }
 
+/**
+ * pino underneath: one JSON line per record (`level` as its name, `time` in ISO 8601, then the
+ * bindings and fields, then `msg`), written synchronously so that the last lines before an exit
+ * are not lost. Fields are redacted before pino sees them, and only for levels that are on.
+ */
 export function createLogger(options: {
   level: LogLevel;
   write?: (line: string) => void;
   base?: Record<string, unknown>;
 }): Logger {
-  const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'));
-  const make = (base: Record<string, unknown>): Logger => {
-    const emit = (
-      level: Exclude<LogLevel, 'silent'>,
-      msg: string,
-      fields?: Record<string, unknown>,
-    ): void => {
-      if (rank[level] < rank[options.level]) return;
-      const record = {
-        time: new Date().toISOString(),
-        level,
-        msg,
-        ...base,
-        ...(fields ? (redact(fields) as object) : {}),
+  const write = options.write;
+  const destination = write
+    ? { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) }
+    : pino.destination({ dest: 1, sync: true });
+  const root = pino(
+    {
+      level: options.level,
+      base: redact(options.base ?? {}) as Record<string, unknown>,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  );
+  const wrap = (p: PinoLogger): Logger => {
+    const emit =
+      (level: Exclude<LogLevel, 'silent'>) =>
+      (msg: string, fields?: Record<string, unknown>): void => {
+        if (!p.isLevelEnabled(level)) return;
+        if (fields) p[level](redact(fields) as object, msg);
+        else p[level](msg);
       };
-      write(JSON.stringify(record));
-    };
     return {
-      debug: (m, f) => emit('debug', m, f),
-      info: (m, f) => emit('info', m, f),
-      warn: (m, f) => emit('warn', m, f),
-      error: (m, f) => emit('error', m, f),
-      child: (fields) => make({ ...base, ...(redact(fields) as object) }),
+      debug: emit('debug'),
+      info: emit('info'),
+      warn: emit('warn'),
+      error: emit('error'),
+      child: (fields) => wrap(p.child(redact(fields) as Record<string, unknown>)),
     };
   };
-  return make(options.base ?? {});
+  return wrap(root);
 }
 
 export const silentLogger: Logger = createLogger({ level: 'silent' });

@@ -6,6 +6,13 @@ const PREFIX = 'media_';
 
 /** Label values known before anything happens: their series exist, at 0, from the start. */
 export const JOB_KINDS = ['transcode', 'summary'] as const;
+/** Output formats by job kind (the `format` label of job durations). */
+export const JOB_FORMATS = { transcode: ['mp4', 'webm'], summary: ['gif', 'mp4'] } as const;
+/** Where bytes are moved from and to (the URL scheme's store). */
+export const STORE_KINDS = ['http', 's3', 'azure', 'gcs'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+/** The ffmpeg passes of a job: `analyse` (summary content analysis) and `encode` (the output). */
+export const FFMPEG_PASSES = ['analyse', 'encode'] as const;
 export const DEAD_LETTER_REASONS = [
   'invalid_event',
   'unexpected_event',
@@ -17,6 +24,15 @@ export const DEAD_LETTER_REASONS = [
 ] as const;
 export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
+/** What one callback attempt met: the receiver's status class, or why there was no answer. */
+export const CALLBACK_ATTEMPT_RESULTS = [
+  '2xx',
+  '4xx',
+  '5xx',
+  'timeout',
+  'network_error',
+  'refused_address',
+] as const;
 
 /** Every metric of the service, registered on a registry passed in (never prom-client's global). */
 export interface Metrics {
@@ -27,14 +43,23 @@ export interface Metrics {
   jobsStarted: Counter<'kind'>;
   jobsFinished: Counter<'kind' | 'outcome' | 'code'>;
   jobsRetried: Counter<'kind' | 'code'>;
-  jobDuration: Histogram<'kind' | 'outcome'>;
+  jobDuration: Histogram<'kind' | 'format' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
+  queueWait: Histogram<'kind'>;
+  jobsWaiting: Gauge<'org' | 'kind'>;
+  /** Where `jobsWaiting` is read from at each scrape (the ingress's status view). */
+  waitingSources: Set<() => Iterable<{ orgId: string; kind: string; count: number }>>;
+  consumerLag: Gauge<'group' | 'topic' | 'partition'>;
   mediaSeconds: Counter<'kind'>;
-  bytesTransferred: Counter<'direction'>;
+  bytesTransferred: Counter<'direction' | 'store'>;
+  ffmpegSpeed: Histogram<'kind' | 'pass'>;
+  ffmpegMediaSeconds: Counter<'kind' | 'pass'>;
+  ffmpegSeconds: Counter<'kind' | 'pass'>;
   eventsPublished: Counter<'type'>;
   eventsDeadLettered: Counter<'reason'>;
   callbacks: Counter<'outcome'>;
   callbackDuration: Histogram<'outcome'>;
+  callbackAttempts: Counter<'result'>;
 }
 
 export function createMetrics(
@@ -63,17 +88,29 @@ function startKnownSeriesAtZero(m: Metrics): void {
     m.jobsFinished.inc({ kind, outcome: 'succeeded', code: '' }, 0);
     for (const code of codes) m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
     for (const code of retryable) m.jobsRetried.inc({ kind, code }, 0);
-    for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, outcome });
+    m.queueWait.zero({ kind });
+    for (const format of JOB_FORMATS[kind])
+      for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, format, outcome });
+    for (const pass of FFMPEG_PASSES) {
+      if (pass === 'analyse' && kind === 'transcode') continue;
+      m.ffmpegSpeed.zero({ kind, pass });
+      m.ffmpegMediaSeconds.inc({ kind, pass }, 0);
+      m.ffmpegSeconds.inc({ kind, pass }, 0);
+    }
   }
   for (const reason of DEAD_LETTER_REASONS) m.eventsDeadLettered.inc({ reason }, 0);
   for (const outcome of CALLBACK_OUTCOMES) m.callbacks.inc({ outcome }, 0);
   for (const outcome of CALLBACK_ATTEMPT_OUTCOMES) m.callbackDuration.zero({ outcome });
-  for (const direction of ['in', 'out']) m.bytesTransferred.inc({ direction }, 0);
+  for (const result of CALLBACK_ATTEMPT_RESULTS) m.callbackAttempts.inc({ result }, 0);
+  for (const direction of ['in', 'out'])
+    for (const store of STORE_KINDS) m.bytesTransferred.inc({ direction, store }, 0);
 }
 
 function registerMetrics(registry: Registry): Metrics {
   const registers = [registry];
+  const waitingSources: Metrics['waitingSources'] = new Set();
   return {
+    waitingSources,
     registry,
     httpRequests: new Counter({
       name: `${PREFIX}http_requests_total`,
@@ -114,8 +151,8 @@ function registerMetrics(registry: Registry): Metrics {
     }),
     jobDuration: new Histogram({
       name: `${PREFIX}job_duration_seconds`,
-      help: 'Wall time of one job attempt.',
-      labelNames: ['kind', 'outcome'],
+      help: 'Wall time of one job attempt, by kind, output format and outcome.',
+      labelNames: ['kind', 'format', 'outcome'],
       buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
       registers,
     }),
@@ -123,6 +160,30 @@ function registerMetrics(registry: Registry): Metrics {
       name: `${PREFIX}jobs_in_progress`,
       help: 'Job attempts running now.',
       labelNames: ['kind'],
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: `${PREFIX}job_queue_wait_seconds`,
+      help: 'Time from acknowledgement (or a retry falling due) to the start of a job attempt.',
+      labelNames: ['kind'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers,
+    }),
+    jobsWaiting: new Gauge({
+      name: `${PREFIX}jobs_waiting`,
+      help: 'Jobs accepted and not started (queued), per organisation and kind, as the status view of this process sees them.',
+      labelNames: ['org', 'kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const read of waitingSources)
+          for (const { orgId, kind, count } of read()) this.set({ org: orgId, kind }, count);
+      },
+    }),
+    consumerLag: new Gauge({
+      name: `${PREFIX}consumer_lag_records`,
+      help: 'Records of a partition not yet handled by this member (high watermark minus committed offset).',
+      labelNames: ['group', 'topic', 'partition'],
       registers,
     }),
     mediaSeconds: new Counter({
@@ -133,8 +194,27 @@ function registerMetrics(registry: Registry): Metrics {
     }),
     bytesTransferred: new Counter({
       name: `${PREFIX}transfer_bytes_total`,
-      help: 'Bytes downloaded (in) and uploaded (out).',
-      labelNames: ['direction'],
+      help: 'Bytes downloaded (in) and uploaded (out), by store (http, s3, azure, gcs).',
+      labelNames: ['direction', 'store'],
+      registers,
+    }),
+    ffmpegSpeed: new Histogram({
+      name: `${PREFIX}ffmpeg_speed_ratio`,
+      help: 'Seconds of media one ffmpeg run went through per second of wall time (1 = realtime).',
+      labelNames: ['kind', 'pass'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128],
+      registers,
+    }),
+    ffmpegMediaSeconds: new Counter({
+      name: `${PREFIX}ffmpeg_media_seconds_total`,
+      help: 'Seconds of media ffmpeg went through (divide by media_ffmpeg_seconds_total for the speed).',
+      labelNames: ['kind', 'pass'],
+      registers,
+    }),
+    ffmpegSeconds: new Counter({
+      name: `${PREFIX}ffmpeg_seconds_total`,
+      help: 'Wall time ffmpeg ran.',
+      labelNames: ['kind', 'pass'],
       registers,
     }),
     eventsPublished: new Counter({
@@ -160,6 +240,12 @@ function registerMetrics(registry: Registry): Metrics {
       help: 'Time to one callback attempt answered.',
       labelNames: ['outcome'],
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers,
+    }),
+    callbackAttempts: new Counter({
+      name: `${PREFIX}callback_attempts_total`,
+      help: 'Callback attempts by what they met: 2xx, 4xx, 5xx (status class of the answer), timeout, network_error, refused_address.',
+      labelNames: ['result'],
       registers,
     }),
   };

@@ -8,18 +8,19 @@ import { loadContracts, type Contracts } from '../contracts/load-contracts.ts';
 import { createEventCodec, type EventCodec } from '../events/event-codec.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
+import { tracingOff, type Tracing } from '../observability/tracing.ts';
 import { createFfmpegRunner, type FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { createProber, type Prober } from '../media/probe-media.ts';
 import { createGuardedHttp, type HttpClient } from '../net/guarded-http.ts';
 import { createHttpStore } from '../storage/http-store.ts';
 import { createStoreResolver } from '../storage/resolve-store.ts';
-import { createS3StoreFactory } from '../storage/s3-store.ts';
-import { createAzureStoreFactory } from '../storage/azure-store.ts';
-import { createGcsStoreFactory } from '../storage/gcs-store.ts';
+import { lazyStoreFactory } from '../storage/lazy-store.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
 import { createSemaphore, type Semaphore } from '../jobs/semaphore.ts';
+import { openWatermarkLibrary } from '../watermarks/open-watermark-library.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 
 /** What every service is built from; made once in a main.ts. */
 export interface Runtime {
@@ -29,6 +30,8 @@ export interface Runtime {
   codec: EventCodec;
   log: Logger;
   metrics: Metrics;
+  /** Spans and trace context; no-op unless an exporter is configured (startTracing). */
+  tracing: Tracing;
   clock: Clock;
   sealingKeys: readonly SealingKey[];
   http: HttpClient;
@@ -42,6 +45,8 @@ export interface Runtime {
   slots: { cpu: Semaphore; transfer: Semaphore };
   /** Root of the job work directories: WORK_DIR, or `<os tmpdir>/media-service/<service>`. */
   workRoot: string;
+  /** The organisations' named watermark images; undefined when none is set up. */
+  watermarks: WatermarkLibrary | undefined;
 }
 
 export interface RuntimeOptions {
@@ -50,6 +55,10 @@ export interface RuntimeOptions {
   bus?: EventBus;
   sealingKeys: readonly SealingKey[];
   log?: Logger;
+  /** Default: off (no-op tracer; trace context still passed along). */
+  tracing?: Tracing;
+  /** The watermark library's folder when the configuration names none (all-in-one mode). */
+  watermarkDir?: string;
 }
 
 export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
@@ -69,6 +78,7 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     codec: createEventCodec(contracts, `media-service/${options.service}`),
     log,
     metrics: createMetrics(new Registry()),
+    tracing: options.tracing ?? tracingOff,
     clock: systemClock,
     sealingKeys: options.sealingKeys,
     http,
@@ -76,14 +86,20 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     resolveStore: createStoreResolver({
       http: httpStore,
       buckets: {
-        s3: createS3StoreFactory(
-          config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {},
+        s3: lazyStoreFactory(async () =>
+          (await import('../storage/s3-store.ts')).createS3StoreFactory(
+            config.s3Endpoint ? { endpoint: config.s3Endpoint, forcePathStyle: true } : {},
+          ),
         ),
-        azure: createAzureStoreFactory(
-          config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {},
+        azure: lazyStoreFactory(async () =>
+          (await import('../storage/azure-store.ts')).createAzureStoreFactory(
+            config.azureBlobEndpoint ? { endpointTemplate: config.azureBlobEndpoint } : {},
+          ),
         ),
-        gcp: createGcsStoreFactory(
-          config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {},
+        gcp: lazyStoreFactory(async () =>
+          (await import('../storage/gcs-store.ts')).createGcsStoreFactory(
+            config.gcsApiEndpoint ? { apiEndpoint: config.gcsApiEndpoint } : {},
+          ),
         ),
       },
     }),
@@ -97,5 +113,6 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
       transfer: createSemaphore(config.transferConcurrency),
     },
     workRoot: config.workDir ?? join(tmpdir(), 'media-service', options.service),
+    watermarks: openWatermarkLibrary(config, options.watermarkDir),
   };
 }

@@ -1,21 +1,26 @@
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../observability/logger.ts';
+import { startTracing, type Tracing } from '../observability/tracing.ts';
 import { exitOnFatalError, onShutdown } from './on-shutdown.ts';
 
 /**
- * The body of every main.ts: load and check the config, start, stop on SIGTERM/SIGINT.
+ * The body of every main.ts: load and check the config, start (with the tracing the config
+ * asks for), stop on SIGTERM/SIGINT.
  * A configuration error ends the process with code 2 and one line on stderr.
  */
 export async function runService(
   service: string,
-  start: (config: Readonly<Config>, log: Logger) => Promise<() => Promise<void>>,
+  start: (config: Readonly<Config>, log: Logger, tracing: Tracing) => Promise<() => Promise<void>>,
 ): Promise<void> {
   try {
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel, base: { service } });
     exitOnFatalError(log);
     const shutdown = onShutdown(log);
-    shutdown.started(await start(config, log));
+    const tracing = await startTracing(config.traceExport, service, log);
+    const stop = await start(config, log, tracing);
+    // Spans of the last moments are exported once the service has stopped.
+    shutdown.started(() => stop().finally(() => tracing.shutdown()));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`configuration error: ${error.message}\n`);

@@ -13,12 +13,13 @@ export function runWorkerService(
   options: { opensSecrets: boolean },
   start: (rt: Runtime) => Promise<Subscription>,
 ): Promise<void> {
-  return runService(service, async (config, log) => {
+  return runService(service, async (config, log, tracing) => {
     requireKafka(config, `the ${service}`);
     const rt = createRuntime(config, {
       service,
       sealingKeys: options.opensSecrets ? requireSealingKeys(config) : [],
       log,
+      tracing,
     });
     const subscription = await start(rt);
     const ops = await serveOps({

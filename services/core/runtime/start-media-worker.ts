@@ -21,7 +21,7 @@ export function mediaJobDeps(rt: Runtime): MediaJobDeps {
     stallTimeoutMs: config.stallTimeoutMs,
     threads: rt.ffmpegThreads,
     fontFile: config.fontFile,
-    watermarkImagesDir: config.watermarkImagesDir,
+    watermarks: rt.watermarks,
     workRoot: rt.workRoot,
     slots: rt.slots,
     rateFloor: {
@@ -76,6 +76,8 @@ export async function startMediaWorker(
     retryBackoffMs: config.retryBackoffMs,
     retryBackoffMaxMs: config.retryBackoffMaxMs,
     jobTimeoutMs: config.jobTimeoutMs,
+    orgWeights: config.orgWeights,
+    orgMaxRunning: config.orgMaxRunning,
     admission: {
       addressPolicy: createAddressPolicy({
         allowPrivateNetworks: config.allowPrivateNetworks,

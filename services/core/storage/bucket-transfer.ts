@@ -139,7 +139,10 @@ export function fileSource(srcPath: string, signal: AbortSignal, side: Side): Re
 export function abortedError(signal: AbortSignal, side: Side): MediaError {
   const reason: unknown = signal.reason;
   if (reason instanceof MediaError) return reason;
-  return new MediaError('canceled', `the ${side === 'input' ? 'download' : 'upload'} was stopped`);
+  return new MediaError(
+    'interrupted',
+    `the ${side === 'input' ? 'download' : 'upload'} was stopped`,
+  );
 }
 
 const SAFE_SERVICE_CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;

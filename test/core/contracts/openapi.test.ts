@@ -42,11 +42,14 @@ describe('OpenAPI description (schemas/openapi.json)', () => {
     const id = '6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10';
     for (const [path, operations] of Object.entries(document.paths))
       for (const method of Object.keys(operations)) {
-        const url = path.replace('{id}', id);
+        const url = path.replace('{id}', id).replace('{name}', 'logo.png');
+        const agent = request(server);
         const res =
-          method === 'post'
-            ? await request(server).post(url).send({})
-            : await request(server).get(url);
+          method === 'post' || method === 'put'
+            ? await agent[method](url).send({})
+            : method === 'delete'
+              ? await agent.delete(url)
+              : await agent.get(url);
         expect(
           res.status === 405 ||
             (res.status === 404 && /no such path/.test(String(res.body?.error))),
@@ -59,6 +62,8 @@ describe('OpenAPI description (schemas/openapi.json)', () => {
       '/summary/mp4',
       '/jobs/{id}',
       '/jobs/{id}/callbacks/redeliver',
+      '/watermarks',
+      '/watermarks/{name}',
     ]);
   });
 

@@ -28,6 +28,23 @@ describe('semaphore', () => {
   });
 });
 
+describe('semaphore: fair between organisations', () => {
+  it('a freed slot goes to the waiting organisation holding fewest slots, ahead of older waiters', async () => {
+    const sem = createSemaphore(1);
+    const signal = new AbortController().signal;
+    const order: string[] = [];
+    let releaseFirst = (): void => {};
+    const first = sem.use(signal, () => new Promise<void>((r) => (releaseFirst = r)), 'a');
+    const waiting = ['a', 'a', 'b'].map((org, i) =>
+      sem.use(signal, async () => void order.push(`${org}${i}`), org),
+    );
+    await new Promise((r) => setImmediate(r));
+    releaseFirst();
+    await Promise.all([first, ...waiting]);
+    expect(order).to.deep.equal(['b2', 'a0', 'a1']);
+  });
+});
+
 describe('job work dirs', () => {
   let root: string;
   beforeEach(async () => {

@@ -57,4 +57,48 @@ describe('logger', () => {
     expect(record.error.cause.stack).to.contain('logger.test.ts');
     expect(lines[0]).not.to.contain('s3cr3t');
   });
+
+  it('is pino underneath: its error serializer (type, own fields, aggregated errors) and a non-Error cause kept', () => {
+    const lines: string[] = [];
+    const log = createLogger({
+      level: 'info',
+      write: (l) => lines.push(l),
+      base: { service: 's' },
+    });
+    class UploadError extends Error {
+      override name = 'UploadError';
+      status = 503;
+    }
+    log.warn('job.failure_detail', {
+      error: new UploadError('PUT failed', {
+        cause: 'socket hang up at https://u:p@h.example.com/o',
+      }),
+      others: new AggregateError(
+        [new Error('a'), new Error('b https://h.example.com/?x=zz')],
+        'all',
+      ),
+    });
+    const record = JSON.parse(lines[0] ?? '') as Record<string, Record<string, unknown>>;
+    expect(record['error']).to.include({ type: 'UploadError', message: 'PUT failed', status: 503 });
+    expect(record['error']?.['cause']).to.equal(
+      'socket hang up at https://[redacted]@h.example.com/o',
+    );
+    expect(record['others']?.['aggregateErrors']).to.have.length(2);
+    expect(lines[0]).not.to.contain('zz');
+    expect(record).to.include({ level: 'warn', service: 's', msg: 'job.failure_detail' });
+    const time = record['time'] as unknown as string;
+    expect(new Date(time).toISOString()).to.equal(time);
+  });
+
+  it('a child carries its bindings (the job id) on every line, redacted once', () => {
+    const lines: string[] = [];
+    const log = createLogger({ level: 'debug', write: (l) => lines.push(l) });
+    const child = log.child({ jobId: 'j-1', url: 'https://h.example.com/a?token=t0' });
+    child.debug('job.step');
+    child.info('job.succeeded', { sizeBytes: 3 });
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).to.satisfy(
+      (records: Record<string, unknown>[]) => records.every((r) => r['jobId'] === 'j-1'),
+    );
+    expect(lines.join('\n')).not.to.contain('t0');
+  });
 });

@@ -4,7 +4,9 @@ import { errorCatalog } from '../../../services/core/errors.ts';
 import {
   CALLBACK_OUTCOMES,
   DEAD_LETTER_REASONS,
+  JOB_FORMATS,
   JOB_KINDS,
+  STORE_KINDS,
   createMetrics,
 } from '../../../services/core/observability/metrics.ts';
 
@@ -21,12 +23,23 @@ describe('metrics', () => {
         );
         if (retryable) expected.push(series('jobs_retried_total', `kind="${kind}",code="${code}"`));
       }
-      expected.push(series('job_duration_seconds_count', `kind="${kind}",outcome="failed"`));
+      for (const format of JOB_FORMATS[kind])
+        expected.push(
+          series(
+            'job_duration_seconds_count',
+            `kind="${kind}",format="${format}",outcome="failed"`,
+          ),
+        );
+      expected.push(series('ffmpeg_speed_ratio_count', `kind="${kind}",pass="encode"`));
     }
     for (const reason of DEAD_LETTER_REASONS)
       expected.push(series('events_dead_lettered_total', `reason="${reason}"`));
     for (const outcome of CALLBACK_OUTCOMES)
       expected.push(series('callbacks_total', `outcome="${outcome}"`));
+    for (const direction of ['in', 'out'])
+      for (const store of STORE_KINDS)
+        expected.push(series('transfer_bytes_total', `direction="${direction}",store="${store}"`));
+    expected.push(series('ffmpeg_speed_ratio_count', `kind="summary",pass="analyse"`));
     const lines = new Set(text.split('\n'));
     expect(expected.filter((line) => !lines.has(line))).to.deep.equal([]);
   });

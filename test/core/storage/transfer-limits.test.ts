@@ -58,7 +58,7 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     expect(uncaught).to.deep.equal([]);
   });
 
-  it('the same upload, stopped (no MediaError reason), rejects as canceled', async () => {
+  it('the same upload, stopped (no MediaError reason), rejects as interrupted', async () => {
     const controller = new AbortController();
     const upload = store.upload(source, `${server.url}/files/out.bin`, {
       signal: controller.signal,
@@ -66,7 +66,7 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     });
     setTimeout(() => controller.abort(), 300);
     const error = await upload.catch((e: unknown) => e);
-    expect((error as MediaError).code).to.equal('canceled');
+    expect((error as MediaError).code).to.equal('interrupted');
     await new Promise((r) => setTimeout(r, 200));
     expect(uncaught).to.deep.equal([]);
   });

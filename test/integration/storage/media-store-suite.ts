@@ -239,7 +239,7 @@ export function describeMediaStore(
 
     it('rejects at once when the signal is already aborted, moving nothing', async () => {
       const url = here().url('aborted.mp4');
-      const stopped = AbortSignal.abort(new MediaError('canceled', 'stopped by the test'));
+      const stopped = AbortSignal.abort(new MediaError('interrupted', 'stopped by the test'));
       await rejection(
         harness.store.upload(source, url, { signal: stopped, contentType: 'video/mp4' }),
       );
@@ -260,7 +260,7 @@ export function describeMediaStore(
       const seen: number[] = [];
       const onProgress = (n: number): void => {
         seen.push(n);
-        controller.abort(new MediaError('canceled', 'stopped by the test'));
+        controller.abort(new MediaError('interrupted', 'stopped by the test'));
       };
       await rejection(
         harness.store.download(url, dest(), {

@@ -1,0 +1,233 @@
+// Side-by-side benchmark, one run: accepted submissions per second of the ingress against a bare
+// Koa app that reads the same JSON body and answers an acknowledgement, both driven by autocannon
+// (32 connections), alternating which goes first. Then p99 latency of each at half the ingress's
+// maximum rate, and the CPU time each process used per accepted request (from /proc: on a
+// machine shared with other work it says more than the rates). Modes: `embedded` (the all-in-one process on its SQLite bus, workers running) and
+// `kafka` (the ingress alone on the real broker of TEST_KAFKA_BROKERS, acks=all).
+// Usage: npm run bench:ingress -- [seconds=8] [rounds=2] [modes=embedded,kafka]
+// BENCH_SERVICE_ROOT=<checkout> measures that checkout's services instead. With BENCH_CPU_PROF_DIR set, the service process writes a V8 CPU profile there (node --cpu-prof).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+interface CannonResult {
+  '2xx': number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  duration: number;
+  latency: { p50: number; p99: number };
+}
+type Cannon = (options: Record<string, unknown>) => Promise<CannonResult>;
+const autocannon = createRequire(import.meta.url)('autocannon') as Cannon;
+
+const seconds = Number(process.argv[2] ?? 8);
+const rounds = Number(process.argv[3] ?? 2);
+const modes = (process.argv[4] ?? 'embedded,kafka').split(',');
+const KEY = 'bench-key-0123456789abcdef';
+const CONNECTIONS = 32;
+const root = new URL('..', import.meta.url).pathname;
+
+interface Target {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = createNetServer().listen(0, '127.0.0.1', () => {
+      const address = s.address();
+      s.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+    s.once('error', reject);
+  });
+
+/** Starts a node process and resolves once it prints `ready` (a log event name) on stdout. */
+async function startProcess(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  ready: string,
+): Promise<Target> {
+  const port = await freePort();
+  const profileDir = process.env['BENCH_CPU_PROF_DIR'];
+  const profile =
+    profileDir && name !== 'bare Koa' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  // BENCH_SERVICE_ROOT: another checkout whose services to measure (a before/after comparison).
+  const cwd = name === 'bare Koa' ? root : (process.env['BENCH_SERVICE_ROOT'] ?? root);
+  const child = spawn(process.execPath, [...profile, ...args], {
+    cwd,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
+    lines.on('line', (line) => {
+      if (line.includes(ready)) resolve();
+    });
+  });
+  // Logs keep being written (and parsed by nobody), as they would be to a collector.
+  lines.on('line', () => undefined);
+  return {
+    name,
+    child,
+    url: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Holds every request open: workers in all-in-one mode sit on their downloads, as on long jobs. */
+async function startHoldingServer(): Promise<{ url: string; server: Server }> {
+  const server = createServer(() => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return { url: `http://127.0.0.1:${port}`, server };
+}
+
+function requestBody(inputUrl: string): string {
+  return JSON.stringify({
+    apiKey: KEY,
+    inputUrl,
+    outputUrl: 's3://bench-bucket/out/video.mp4',
+    outputCreds: {
+      region: 'eu-west-1',
+      accessKeyId: 'AKIABENCHMARK0000000',
+      secretAccessKey: 'benchmark-secret-key-0000000000000000000',
+    },
+    encoder: 'h264',
+    container: 'mp4',
+    bitrateKbps: '2000',
+    width: 1280,
+    height: 720,
+    successUrl: 'https://hooks.example.com/media/done',
+    failureUrl: 'https://hooks.example.com/media/failed',
+  });
+}
+
+async function fire(url: string, body: string, extra: Record<string, unknown> = {}) {
+  return autocannon({
+    url: `${url}/transcode`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    connections: CONNECTIONS,
+    duration: seconds,
+    ...extra,
+  });
+}
+
+/** CPU time (user + system) the process used so far, ms, from /proc (Linux). */
+async function cpuMs(pid: number | undefined): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
+const median = (xs: number[]): number =>
+  [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
+
+async function startService(mode: string, dataDir: string): Promise<Target> {
+  if (mode === 'embedded')
+    return startProcess(
+      'all-in-one',
+      ['services/all-in-one/main.ts'],
+      {
+        API_KEYS: `${KEY}:bench`,
+        DATA_DIR: dataDir,
+        ALLOW_PRIVATE_NETWORKS: 'true',
+        KAFKA_BROKERS: '',
+      },
+      'ingress.listening',
+    );
+  const brokers = process.env['TEST_KAFKA_BROKERS'];
+  if (!brokers)
+    throw new Error('kafka mode needs TEST_KAFKA_BROKERS (source the test-services env)');
+  return startProcess(
+    'ingress (Kafka)',
+    ['services/ingress/main.ts'],
+    {
+      API_KEYS: `${KEY}:bench`,
+      KAFKA_BROKERS: brokers,
+      KAFKA_TOPIC_PREFIX: `bench-${randomUUID().slice(0, 8)}.`,
+      CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      SCHEMA_REGISTRY_URL: '',
+    },
+    'ingress.listening',
+  );
+}
+
+async function benchMode(mode: string): Promise<string[]> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-ingress-'));
+  const holding = await startHoldingServer();
+  const body = requestBody(`${holding.url}/input.mp4`);
+  const bare = await startProcess('bare Koa', ['bench/bare-koa.ts'], {}, 'bare.listening');
+  const service = await startService(mode, dataDir);
+  try {
+    // A short warm-up of each, so that neither pays for its JIT in the measured runs.
+    for (const t of [bare, service]) await fire(t.url, body, { duration: 2 });
+    const rates = { bare: [] as number[], service: [] as number[] };
+    const cpu = { bare: [] as number[], service: [] as number[] };
+    let refused = 0;
+    for (let round = 0; round < rounds; round += 1) {
+      const order = round % 2 === 0 ? [bare, service] : [service, bare];
+      for (const t of order) {
+        const cpuBefore = await cpuMs(t.child.pid);
+        const r = await fire(t.url, body);
+        const used = (await cpuMs(t.child.pid)) - cpuBefore;
+        (t === bare ? rates.bare : rates.service).push(r['2xx'] / r.duration);
+        (t === bare ? cpu.bare : cpu.service).push(used / r['2xx']);
+        if (t === service) refused += r.non2xx + r.errors + r.timeouts;
+      }
+    }
+    const bareRate = median(rates.bare);
+    const serviceRate = median(rates.service);
+    const half = Math.floor(serviceRate / 2);
+    const p99 = { bare: NaN, service: NaN };
+    for (const t of [service, bare]) {
+      const r = await fire(t.url, body, { overallRate: half });
+      p99[t === bare ? 'bare' : 'service'] = r.latency.p99;
+    }
+    return [
+      `| ${mode.padEnd(8)} | ${bareRate.toFixed(0).padStart(9)} | ${serviceRate.toFixed(0).padStart(12)} | ${(serviceRate / bareRate).toFixed(2).padStart(5)} | ${String(half).padStart(9)} | ${p99.service.toFixed(1).padStart(17)} | ${p99.bare.toFixed(1).padStart(14)} | ${String(refused).padStart(8)} |`,
+      `  ${mode} rounds (req/s): bare ${rates.bare.map((x) => x.toFixed(0)).join(', ')}; ingress ${rates.service.map((x) => x.toFixed(0)).join(', ')}`,
+      `  ${mode} CPU per accepted request (ms, median): bare ${median(cpu.bare).toFixed(3)}, ingress ${median(cpu.service).toFixed(3)}; bare / ingress ${(median(cpu.bare) / median(cpu.service)).toFixed(2)}`,
+    ];
+  } finally {
+    await Promise.all([bare.stop(), service.stop()]);
+    holding.server.closeAllConnections();
+    holding.server.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+const out: string[] = [];
+for (const mode of modes) out.push(...(await benchMode(mode)));
+console.log(
+  `\n${CONNECTIONS} connections, ${seconds} s per run, ${rounds} rounds (median), alternating order\n`,
+);
+console.log(
+  '| mode     | bare Koa/s | ingress/s    | ratio | half rate | ingress p99 (ms)  | bare p99 (ms)  | non-2xx  |',
+);
+console.log(
+  '| -------- | ---------- | ------------ | ----- | --------- | ----------------- | -------------- | -------- |',
+);
+for (const line of out.filter((l) => l.startsWith('|'))) console.log(line);
+for (const line of out.filter((l) => !l.startsWith('|'))) console.log(line);

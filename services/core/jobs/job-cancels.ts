@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { topics, type EventBus, type OutgoingRecord } from '../bus/event-bus.ts';
+import type { JobCancelRequested } from '../contracts/types.generated.ts';
+import type { EventCodec } from '../events/event-codec.ts';
+import type { Logger } from '../observability/logger.ts';
+
+/**
+ * The cancels a worker process knows of. Every worker process reads every cancel (a consumer
+ * group of its own, from the oldest retained record), because a cancel must reach whichever
+ * process runs the job, and a process that takes the job's request later must still see it.
+ * Cancels travel on a topic of their own rather than behind the request on the job's topic:
+ * records of one job are handled in order there, so a cancel queued behind its running job
+ * would only arrive once the job was done.
+ *
+ * What is guaranteed: a cancel read before a worker takes the job's request ends the job
+ * `canceled` without running it; one read while the job runs kills its ffmpeg (the job's
+ * AbortSignal) and ends it `canceled`; one read after the outcome was published changes nothing
+ * (the job keeps its outcome). Right after a worker starts, its reading of old cancels may lag
+ * its first jobs: such a job starts and is stopped as soon as the cancel is read.
+ */
+export interface JobCancels {
+  /** True when a cancel of this job by this organisation has been read. */
+  isCanceled(jobId: string, orgId: string): boolean;
+  /** Calls `stop` when a cancel of the job arrives (at once if one is known); returns the unwatch. */
+  watch(jobId: string, orgId: string, stop: () => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Cancels remembered per process (about 100 bytes each); older ones are forgotten first. */
+const MAX_REMEMBERED = 100_000;
+
+export async function startJobCancels(deps: {
+  bus: EventBus;
+  codec: EventCodec;
+  log: Logger;
+}): Promise<JobCancels> {
+  const canceled = new Map<string, string>();
+  const watchers = new Map<string, { orgId: string; stop: () => void }>();
+
+  const remember = (data: JobCancelRequested): void => {
+    canceled.set(data.jobId, data.orgId);
+    if (canceled.size > MAX_REMEMBERED) {
+      const oldest = canceled.keys().next();
+      if (!oldest.done) canceled.delete(oldest.value);
+    }
+    const watcher = watchers.get(data.jobId);
+    if (watcher?.orgId === data.orgId) watcher.stop();
+  };
+
+  const subscription = await deps.bus.subscribe({
+    group: `job-cancels-${randomUUID()}`,
+    topics: [topics.jobCancels],
+    fromBeginning: true,
+    concurrency: 16,
+    handler: async (record) => {
+      const decoded = deps.codec.decode(record);
+      if (decoded.ok && decoded.event.type === 'media.job.cancel-requested')
+        remember(decoded.event.data);
+      else deps.log.warn('job.cancel_unreadable', { reason: decoded.ok ? 'type' : decoded.reason });
+    },
+  });
+
+  const isCanceled = (jobId: string, orgId: string): boolean => canceled.get(jobId) === orgId;
+  return {
+    isCanceled,
+    watch(jobId, orgId, stop) {
+      const watcher = { orgId, stop };
+      watchers.set(jobId, watcher);
+      if (isCanceled(jobId, orgId)) stop();
+      return () => {
+        if (watchers.get(jobId) === watcher) watchers.delete(jobId);
+      };
+    },
+    close: () => subscription.close(0),
+  };
+}
+
+/** The record that asks every worker to cancel a job (key job id). */
+export function cancelRecord(codec: EventCodec, data: JobCancelRequested): OutgoingRecord {
+  return codec.encode(topics.jobCancels, 'media.job.cancel-requested', data);
+}

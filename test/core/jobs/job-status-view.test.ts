@@ -1,0 +1,61 @@
+import { expect } from 'chai';
+import type { EventBus } from '../../../services/core/bus/event-bus.ts';
+import type { EventCodec, JobEvent } from '../../../services/core/events/event-codec.ts';
+import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
+import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
+
+// The view's apply needs neither bus nor codec; start() is not called here.
+const view = () =>
+  createJobStatusView({ bus: {} as EventBus, codec: {} as EventCodec }, { maxJobs: 100 });
+
+const request = (
+  jobId: string,
+  orgId: string,
+  extra: Partial<JobRequested> = {},
+): JobRequested => ({
+  jobId,
+  kind: 'transcode',
+  orgId,
+  attempt: 1,
+  submittedAt: '2026-11-23T10:00:00.000Z',
+  input: { url: 'https://example.com/in.mp4' },
+  output: { url: 'https://example.com/out.mp4' },
+  ...extra,
+});
+
+const processing = (jobId: string, orgId: string, attempt: number): JobEvent => ({
+  specversion: '1.0',
+  id: `${jobId}:p:${attempt}`,
+  source: 'test',
+  time: '2026-11-23T10:00:05.000Z',
+  type: 'media.job.processing',
+  data: { jobId, kind: 'transcode', orgId, attempt, startedAt: '2026-11-23T10:00:05.000Z' },
+});
+
+describe('job status view: queued jobs', () => {
+  it('says since when a queued job waits: its submission, then the due time of a retry', () => {
+    const v = view();
+    v.applyRequested(request('j1', 'org-a'), '2026-11-23T10:00:00.100Z');
+    expect(v.get('j1', 'org-a')?.queuedSince).to.equal('2026-11-23T10:00:00.000Z');
+    v.apply(processing('j1', 'org-a', 1));
+    expect(v.get('j1', 'org-a')).to.not.have.property('queuedSince');
+    v.applyRequested(
+      request('j1', 'org-a', { attempt: 2, notBefore: '2026-11-23T10:01:00.000Z' }),
+      '2026-11-23T10:00:30.000Z',
+    );
+    expect(v.get('j1', 'org-a')).to.include({
+      status: 'queued',
+      queuedSince: '2026-11-23T10:01:00.000Z',
+    });
+  });
+
+  it('counts queued jobs per organisation and kind', () => {
+    const v = view();
+    v.applyRequested(request('j1', 'org-a'), '2026-11-23T10:00:00Z');
+    v.applyRequested(request('j2', 'org-a'), '2026-11-23T10:00:00Z');
+    v.applyRequested(request('j3', 'org-b'), '2026-11-23T10:00:00Z');
+    v.apply(processing('j2', 'org-a', 1));
+    const counts = [...v.waiting().values()].map((c) => `${c.orgId}/${c.kind}=${c.count}`);
+    expect(counts.sort()).to.deep.equal(['org-a/transcode=1', 'org-b/transcode=1']);
+  });
+});
