@@ -163,6 +163,97 @@ for (const kind of ['embedded', 'kafka'] as const) {
       }
     });
 
+    it('brings back a cancel, an Idempotency-Key and the active-job counts from the status topic after a restart', async () => {
+      const first = await ingress();
+      const submit = (key?: string, body: object = validTranscode) => {
+        const req = request(first.server).post('/transcode');
+        return (key === undefined ? req : req.set('Idempotency-Key', key)).send(body);
+      };
+      const keyed = await submit('order-1');
+      const canceled = await submit();
+      const running = await submit();
+      for (const res of [keyed, canceled, running]) expect(res.status).to.equal(200);
+      const [a, b, c] = [keyed, canceled, running].map((res) => String(res.body.id));
+      const cancel = await request(first.server).post(`/jobs/${b}/cancel`).set('x-api-key', KEY_A);
+      expect(cancel.status).to.equal(202);
+      await publish(first.bus, 'media.job.processing', {
+        jobId: c ?? '',
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 1,
+        startedAt: new Date().toISOString(),
+      });
+      await publish(first.bus, 'media.job.failed', {
+        jobId: b ?? '',
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 1,
+        finishedAt: new Date().toISOString(),
+        error: { code: 'canceled', message: 'canceled by its organisation', retryable: false },
+      } as never);
+      await until(
+        () =>
+          first.statusView.get(b ?? '', 'org-a')?.status === 'canceled' &&
+          first.statusView.get(c ?? '', 'org-a')?.status === 'processing',
+        20_000,
+        'canceled and processing in the view',
+      );
+      // The newest record of each job written holds its whole state (a writer that has read
+      // the cancel and the failure before publishing may write both in one record).
+      const written = (id: string | undefined) => {
+        const last = first.bus.statusWrites.filter((r) => r.key === id).at(-1);
+        return last ? (JSON.parse(last.value.toString('utf8')) as Record<string, unknown>) : {};
+      };
+      await until(
+        () =>
+          written(a)['status'] === 'queued' &&
+          written(a)['requestDigest'] !== undefined &&
+          written(b)['status'] === 'canceled' &&
+          written(b)['cancelRequestedAt'] !== undefined &&
+          written(c)['status'] === 'processing',
+        20_000,
+        'the three jobs written as they are',
+      );
+      const counts = (view: typeof first.statusView) => ({
+        active: view.activeJobs('org-a'),
+        otherOrg: view.activeJobs('org-b'),
+        waiting: [...view.waiting().values()].map((w) => `${w.orgId}/${w.kind}=${w.count}`),
+      });
+      const countsBefore = counts(first.statusView);
+      expect(countsBefore).to.deep.equal({
+        active: 2,
+        otherOrg: 0,
+        waiting: ['org-a/transcode=1'],
+      });
+      const canceledBefore = (await getJob(first.server, b ?? '')).body as Record<string, unknown>;
+      expect(canceledBefore).to.include({ status: 'canceled' });
+      expect(canceledBefore['cancelRequestedAt']).to.be.a('string');
+      const keyedBefore = (await getJob(first.server, a ?? '')).body as Record<string, unknown>;
+      expect(keyedBefore['queuedSince']).to.be.a('string');
+      expect(keyedBefore).to.not.have.any.keys('submittedAt', 'requestDigest', 'rev', 'orgId');
+
+      for (const close of closers.splice(0).reverse()) await close();
+      const second = await ingress();
+      expect(counts(second.statusView)).to.deep.equal(countsBefore);
+      expect((await getJob(second.server, b ?? '')).body).to.deep.equal(canceledBefore);
+      expect((await getJob(second.server, a ?? '')).body).to.deep.equal(keyedBefore);
+      expect(second.statusView.submission(a ?? '', 'org-a')).to.include({
+        requestSeen: true,
+        createdAt: keyed.body.createdAt,
+      });
+      const repeat = await request(second.server)
+        .post('/transcode')
+        .set('Idempotency-Key', 'order-1')
+        .send(validTranscode);
+      expect(repeat.status).to.equal(200);
+      expect(repeat.body).to.deep.equal(keyed.body);
+      const changed = await request(second.server)
+        .post('/transcode')
+        .set('Idempotency-Key', 'order-1')
+        .send({ ...validTranscode, bitrateKbps: '2000' });
+      expect(changed.status).to.equal(409);
+    });
+
     it('a restart loads only about maxJobs of the newest jobs, however many the history holds', async () => {
       const first = await ingress(1000);
       const ids: string[] = [];
