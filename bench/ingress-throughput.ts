@@ -31,6 +31,8 @@ const seconds = Number(process.argv[2] ?? 8);
 const rounds = Number(process.argv[3] ?? 2);
 const modes = (process.argv[4] ?? 'embedded,kafka').split(',');
 const KEY = 'bench-key-0123456789abcdef';
+/** The benchmark measures the ingress's capacity: one key sends everything, so no per-key limits. */
+const UNLIMITED = { RATE_LIMIT_PER_SECOND: '0', MAX_ACTIVE_JOBS_PER_ORG: '0' };
 const CONNECTIONS = 32;
 const root = new URL('..', import.meta.url).pathname;
 
@@ -150,6 +152,7 @@ async function startService(mode: string, dataDir: string): Promise<Target> {
       ['services/all-in-one/main.ts'],
       {
         API_KEYS: `${KEY}:bench`,
+        ...UNLIMITED,
         DATA_DIR: dataDir,
         ALLOW_PRIVATE_NETWORKS: 'true',
         KAFKA_BROKERS: '',
@@ -164,6 +167,7 @@ async function startService(mode: string, dataDir: string): Promise<Target> {
     ['services/ingress/main.ts'],
     {
       API_KEYS: `${KEY}:bench`,
+      ...UNLIMITED,
       KAFKA_BROKERS: brokers,
       KAFKA_TOPIC_PREFIX: `bench-${randomUUID().slice(0, 8)}.`,
       CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,

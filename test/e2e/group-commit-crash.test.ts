@@ -29,6 +29,9 @@ describe('all-in-one as a process: group commit keeps the acknowledgement', func
     const env = {
       PORT: String(port),
       API_KEYS: `${KEY}:org-g`,
+      // One key sends the whole burst: the per-key rate and per-org caps would answer 429.
+      RATE_LIMIT_PER_SECOND: '0',
+      MAX_ACTIVE_JOBS_PER_ORG: '0',
       ALLOW_PRIVATE_NETWORKS: 'true',
       DATA_DIR: dataDir,
       LOG_LEVEL: 'info',

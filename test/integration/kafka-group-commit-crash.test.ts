@@ -22,6 +22,9 @@ describe('Kafka: the ingress batches sends and keeps the acknowledgement', funct
     service = spawnService(main, {
       PORT: String(port),
       API_KEYS: `${KEY}:org-g`,
+      // One key sends the whole burst: the per-key rate and per-org caps would answer 429.
+      RATE_LIMIT_PER_SECOND: '0',
+      MAX_ACTIVE_JOBS_PER_ORG: '0',
       CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
       KAFKA_BROKERS: brokers,
       KAFKA_TOPIC_PREFIX: prefix,
