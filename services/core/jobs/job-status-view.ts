@@ -27,14 +27,16 @@ type Kind = 'transcode' | 'summary';
  * Job status read from the bus itself (no database), in two parts:
  *
  * - The **status writer**: one consumer group (`status-writer`) shared by the ingress copies
- *   reads the request topics, the events topic and the cancel topic once, folds each state change into the job's
- *   state and publishes that whole state to the compacted status topic (key job id). Progress
- *   ticks are not written. Each state change is thus written once (again only after a crash
- *   between publish and commit: the same state, harmless under compaction).
+ *   reads the request topics, the events topic and the cancel topic once, folds each state
+ *   change into the job's state (job-status-fold.ts: status, cancel, Idempotency-Key digest,
+ *   queuedSince) and publishes that whole state to the compacted status topic (key job id).
+ *   Progress ticks are not written. Each state change is thus written once (again only after
+ *   a crash between publish and commit: the same state, harmless under compaction).
  * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
  *   bounded map (about 1 KiB a job) and follows it, plus the progress ticks of the events
  *   topic from now on. Start-up reads about `maxJobs` records however long the history is.
- *   Older jobs are forgotten and answer 404.
+ *   Older jobs are forgotten and answer 404. The active-job counts and the waiting gauge are
+ *   kept on every change of the map (records read back, local folds, evictions alike).
  */
 export interface JobStatusView {
   /** The job as its organisation may see it; undefined when unknown or someone else's. */
