@@ -132,6 +132,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run bench:tracing -- /,
       /^npm run bench:fairness -- /,
       /^npm run bench:(ingress|footprint) -- /,
+      /^npm run bench:(status-view|backlog) -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
@@ -197,6 +198,25 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(/org B started -?[\d.]+ s after submission/);
     expect(ran.stdout).to.match(
       /ideal \(total work [\d.]+ s: 2 × [\d.]+ s \+ [\d.]+ s, each job alone/,
+    );
+  });
+
+  it('npm run bench:status-view -- 300 1 (a short history on the test broker)', async () => {
+    const ran = await run(
+      ['run', 'bench:status-view', '--', '300', '1'],
+      { KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS') },
+      300_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/GET \/jobs\/:id of the newest job answered 200 [\d.]+ s after/);
+    expect(ran.stdout).to.match(/the 10 newest found: 10\/10; the oldest answers 200/);
+  });
+
+  it('npm run bench:backlog -- 3 all-in-one (a short burst)', async () => {
+    const ran = await run(['run', 'bench:backlog', '--', '3', 'all-in-one'], {}, 300_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(
+      /terminal 3\/3 \(failed 0\); with a callback 3\/3; more than one callback: 0/,
     );
   });
 

@@ -24,7 +24,7 @@ export async function startIngress(
   options: { apiKeys: ReadonlyMap<string, string>; sealingKey: SealingKey },
 ): Promise<RunningIngress> {
   const statusView = createJobStatusView(
-    { bus: rt.bus, codec: rt.codec },
+    { bus: rt.bus, codec: rt.codec, log: rt.log },
     { maxJobs: STATUS_VIEW_MAX_JOBS },
   );
   await statusView.start();

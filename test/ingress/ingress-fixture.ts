@@ -26,6 +26,7 @@ export function downBus(): EventBus {
       throw new BusUnavailableError('down');
     },
     subscribe: async () => ({ close: async () => {} }),
+    tail: async () => ({ close: async () => {} }),
     isReady: async () => false,
     close: async () => {},
   };
@@ -38,6 +39,8 @@ export async function makeIngress(
     maxBodyBytes?: number;
     maxPixels?: number;
     log?: Logger;
+    /** Jobs the status view keeps (default 100). */
+    maxJobs?: number;
     tracer?: Tracer;
     limits?: Partial<IngressLimits>;
     clock?: Clock;
@@ -46,7 +49,10 @@ export async function makeIngress(
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
   const codec = createEventCodec(contracts, 'test');
-  const statusView = createJobStatusView({ bus, codec }, { maxJobs: 100 });
+  const statusView = createJobStatusView(
+    { bus, codec, ...(options.log ? { log: options.log } : {}) },
+    { maxJobs: options.maxJobs ?? 100 },
+  );
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const app = createIngressApp({
     bus,

@@ -17,6 +17,7 @@ export function recordingBus(): EventBus & { published: OutgoingRecord[] } {
     published,
     publish: async (records) => void published.push(...records),
     subscribe: async () => ({ close: async () => {} }),
+    tail: async () => ({ close: async () => {} }),
     isReady: async () => true,
     close: async () => {},
   };

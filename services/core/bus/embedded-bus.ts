@@ -4,10 +4,13 @@ import { dirname } from 'node:path';
 import { EventEmitter } from 'node:events';
 import {
   BusUnavailableError,
+  compactedTopics,
+  type BusRecord,
   type EventBus,
   type OutgoingRecord,
   type SubscribeOptions,
   type Subscription,
+  type TailOptions,
 } from './event-bus.ts';
 import { createGroupCommit } from './group-commit.ts';
 import {
@@ -54,6 +57,7 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
     'INSERT INTO records (topic, key, value, headers, at, due) VALUES (?, ?, ?, ?, ?, ?)',
   );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
+  const compact = compactionStatements(db);
   const wake = new EventEmitter().setMaxListeners(0);
   const subscriptions = new Set<Subscription>();
   let closed = false;
@@ -83,6 +87,7 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         }
         // Due at once is stored as 0, so that the common case stays on the sequence index.
         const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
+        compact.get(w.topic)?.(w.key);
         insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
         published = true;
       }
@@ -128,6 +133,19 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         close: async (graceMs) => {
           subscriptions.delete(sub);
           await sub.close(graceMs);
+        },
+      };
+    },
+
+    async tail(opts): Promise<Subscription> {
+      if (closed) throw new BusUnavailableError('the embedded bus is closed');
+      const sub = runEmbeddedTail(db, wake, opts);
+      subscriptions.add(sub);
+      await sub.ready;
+      return {
+        close: async () => {
+          subscriptions.delete(sub);
+          await sub.close();
         },
       };
     },
@@ -226,6 +244,98 @@ function pendingRecords(
       void writeAck(seq)
         .catch(() => undefined)
         .finally(() => acking.delete(seq));
+    },
+  };
+}
+
+/**
+ * Compaction at publish: a record of a compacted topic replaces the older ones of its key, in
+ * the same transaction, so the topic holds one record per key. Each statement names its topic
+ * literally, so that SQLite uses the partial index on that topic's keys.
+ */
+function compactionStatements(db: DatabaseSync): Map<string, (key: string) => void> {
+  const statements = new Map<string, (key: string) => void>();
+  let i = 0;
+  for (const topic of compactedTopics) {
+    const literal = `'${topic.replaceAll("'", "''")}'`;
+    db.exec(
+      `CREATE INDEX IF NOT EXISTS records_compacted_${i++} ON records (key) WHERE topic = ${literal}`,
+    );
+    const older = `SELECT seq FROM records WHERE topic = ${literal} AND key = ?`;
+    const dropAcks = db.prepare(`DELETE FROM acks WHERE seq IN (${older})`);
+    const dropRecords = db.prepare(`DELETE FROM records WHERE topic = ${literal} AND key = ?`);
+    statements.set(topic, (key) => {
+      dropAcks.run(key);
+      dropRecords.run(key);
+    });
+  }
+  return statements;
+}
+
+interface TailRow {
+  seq: number;
+  key: string;
+  value: Uint8Array;
+  headers: string;
+}
+
+/**
+ * EventBus.tail on the embedded bus: the newest `last` records of each topic, then every new
+ * one as it is published (woken like the subscriptions), by sequence number per topic.
+ */
+function runEmbeddedTail(
+  db: DatabaseSync,
+  wake: EventEmitter,
+  opts: TailOptions,
+): Subscription & { ready: Promise<void> } {
+  const cursors = opts.topics.map(({ topic, last }) => {
+    const row = db
+      .prepare('SELECT seq FROM records WHERE topic = ? ORDER BY seq DESC LIMIT 1 OFFSET ?')
+      .get(topic, Math.max(0, last)) as { seq: number } | undefined;
+    const start =
+      last > 0
+        ? (row?.seq ?? 0)
+        : (db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records').get() as { seq: number })
+            .seq;
+    return { topic, after: start };
+  });
+  const next = db.prepare(
+    `SELECT seq, key, value, headers FROM records
+       WHERE topic = ? AND seq > ? AND due = 0 ORDER BY seq LIMIT 1000`,
+  );
+  let stopped = false;
+  const readAll = async (): Promise<void> => {
+    for (const cursor of cursors) {
+      for (;;) {
+        if (stopped) return;
+        const rows = next.all(cursor.topic, cursor.after) as unknown as TailRow[];
+        for (const row of rows) {
+          const record: BusRecord = {
+            topic: cursor.topic,
+            key: row.key,
+            value: Buffer.from(row.value),
+            headers: JSON.parse(row.headers) as Record<string, string>,
+          };
+          // Like Kafka's tail: one record that cannot be handled is skipped, not retried.
+          await opts.handler(record).catch(() => undefined);
+          cursor.after = row.seq;
+        }
+        if (rows.length < 1000) break;
+      }
+    }
+  };
+  // One pass at a time; a pass reads up to the newest record, so passes queued meanwhile are short.
+  let reading = readAll();
+  const onRecord = (): void => {
+    if (!stopped) reading = reading.then(readAll);
+  };
+  wake.on('record', onRecord);
+  return {
+    ready: reading,
+    async close() {
+      stopped = true;
+      wake.off('record', onRecord);
+      await reading;
     },
   };
 }

@@ -70,6 +70,22 @@ export interface FairnessOptions extends FairShareOptions {
   tenantOf: (record: BusRecord) => string;
 }
 
+/** A topic read by `tail`, and how far back from its end. */
+export interface TailTopic {
+  topic: string;
+  /**
+   * Records published before the call to read first, counted back from the end: about this many
+   * in all (on Kafka, shared evenly among the partitions). 0: only records published from now on.
+   */
+  last: number;
+}
+
+export interface TailOptions {
+  topics: readonly TailTopic[];
+  /** Handles one record; records of one partition come in order. A rejection is logged and skipped. */
+  handler: (record: BusRecord) => Promise<void>;
+}
+
 export interface Subscription {
   /** Stops taking records; waits up to `graceMs` for running handlers, then aborts them. */
   close(graceMs?: number): Promise<void>;
@@ -79,6 +95,13 @@ export interface EventBus {
   /** Resolves only once every record is durable; rejects with BusUnavailableError otherwise. */
   publish(records: readonly OutgoingRecord[]): Promise<void>;
   subscribe(options: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Reads every partition of the topics, for this process alone: nothing is committed and no
+   * position is shared with other readers, so it suits a local copy of a compacted topic.
+   * Records due later (`notBefore`) are not included. Resolves once the records that were
+   * there at the call are handled, or after `readyWithinMs` (the reading goes on).
+   */
+  tail(options: TailOptions & { readyWithinMs: number }): Promise<Subscription>;
   /** True when the bus can take a publish now (for /readyz). */
   isReady(): Promise<boolean>;
   close(): Promise<void>;
@@ -98,6 +121,12 @@ export const topics = {
   deadLetter: 'media.jobs.dead-letter.v1',
   /** Callback attempts to make; a retry is published here again with a due time. */
   callbacks: 'media.callbacks.v1',
+  /**
+   * The latest status of each job (key job id, value its whole state as the status view shows
+   * it), written once per state change by the status writer (job-status-view.ts). Compacted:
+   * only the newest record of a key is sure to be kept.
+   */
+  jobStatus: 'media.jobs.status.v1',
   // Kafka only: records published with a future `notBefore` wait here (kafka-delay.ts).
   delay1s: 'media.jobs.delay-1s.v1',
   delay10s: 'media.jobs.delay-10s.v1',
@@ -105,6 +134,9 @@ export const topics = {
   delay10m: 'media.jobs.delay-10m.v1',
   delay1h: 'media.jobs.delay-1h.v1',
 } as const;
+
+/** Topics where only the newest record of each key counts (Kafka `cleanup.policy=compact`). */
+export const compactedTopics: ReadonlySet<string> = new Set([topics.jobStatus]);
 
 export const requestTopicOf = {
   transcode: topics.transcodeRequests,

@@ -1,6 +1,7 @@
 import kafkajs, { type Kafka as KafkaClient, type KafkaConfig } from 'kafkajs';
 import {
   BusUnavailableError,
+  compactedTopics,
   topics,
   type EventBus,
   type OutgoingRecord,
@@ -12,6 +13,7 @@ import { createBatchingSender, createProducerSlot, type PendingMessage } from '.
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import { asBusUnavailable, kafkaLogCreator, kafkaLogLevel, withDeadline } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+import { startKafkaTail } from './kafka-tail.ts';
 import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
 
 const { Kafka } = kafkajs;
@@ -65,6 +67,11 @@ export interface KafkaBusOptions {
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
   abortWaitMs?: number;
   /**
+   * The one consumer group shared by every `tail` reader (default `<topicPrefix>media-tail`);
+   * nothing is committed in it (kafka-tail.ts says why).
+   */
+  tailGroup?: string;
+  /**
    * Consumer group of the forwarder that moves scheduled records (`notBefore`) from the delay
    * topics to their targets once due (default `<topicPrefix>media-scheduler`). Every process
    * that subscribes runs one member.
@@ -116,6 +123,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       {
         numPartitions: options.numPartitions ?? 12,
         replicationFactor: options.replicationFactor ?? 1,
+        compacted: new Set([...compactedTopics].map((t) => prefix + t)),
       },
     ).then(
       (report) => {
@@ -173,6 +181,31 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
         },
       };
       subscriptions.add(tracked);
+      return tracked;
+    },
+
+    async tail(tailOptions): Promise<Subscription> {
+      assertOpen();
+      await ensureTopics();
+      const sub = await startKafkaTail(
+        kafka,
+        log,
+        {
+          topicPrefix: prefix,
+          group: options.tailGroup ?? `${prefix}media-tail`,
+          maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
+          requestTimeoutMs: consumerSettings.requestTimeoutMs,
+        },
+        tailOptions,
+      );
+      const tracked: Subscription = {
+        close: async () => {
+          subscriptions.delete(tracked);
+          await sub.close();
+        },
+      };
+      subscriptions.add(tracked);
+      if (closed) await tracked.close();
       return tracked;
     },
 

@@ -67,8 +67,8 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
     return id;
   };
   const frame = async (record: OutgoingRecord): Promise<OutgoingRecord> => {
-    // Dead letters are not events: they stay plain JSON, framed by nothing.
-    if (record.topic === topics.deadLetter) return record;
+    // Dead letters and job status records are not events: they stay plain JSON, framed by nothing.
+    if (record.topic === topics.deadLetter || record.topic === topics.jobStatus) return record;
     const id = await idFor(record.topic);
     return {
       ...record,
@@ -111,6 +111,13 @@ export function withSchemaRegistry(bus: EventBus, options: SchemaRegistryOptions
         ...subscribeOptions,
         handler,
         ...(fairness ? { fairness: { ...fairness, tenantOf } } : {}),
+      });
+    },
+    tail(tailOptions) {
+      return bus.tail({
+        ...tailOptions,
+        handler: async (record) =>
+          tailOptions.handler({ ...record, value: await unframe(record.value) }),
       });
     },
   };

@@ -77,3 +77,19 @@ export function headersToStrings(headers: IHeaders | undefined): Record<string, 
   }
   return out;
 }
+
+/**
+ * A topic just created may not have its leader known to every broker yet (NOT_LEADER…, which
+ * kafkajs's admin does not retry for every request): a few tries over about 5 s.
+ */
+export async function retried<T>(op: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await op();
+    } catch (error) {
+      const retriable = (error as { retriable?: unknown } | null)?.retriable === true;
+      if (!retriable || attempt >= 8) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, 100 * 2 ** attempt)));
+    }
+  }
+}

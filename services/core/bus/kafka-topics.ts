@@ -12,7 +12,23 @@ export interface TopicReport {
 export interface TopicSettings {
   numPartitions: number;
   replicationFactor: number;
+  /** Full names of the topics to create compacted (`cleanup.policy=compact`). */
+  compacted?: ReadonlySet<string>;
 }
+
+/**
+ * A compacted topic keeps the newest record of each key; a key's older records go once their
+ * segment is closed (an hour, or 16 MiB: small, so that the uncompacted head a reader of the
+ * newest records meets holds few older states of the same jobs) and the cleaner passes.
+ * Records are never deleted by age: a job's status stays until a newer one replaces it;
+ * readers bound what they load by reading only the newest records (`EventBus.tail`).
+ */
+export const COMPACTED_CONFIG = [
+  { name: 'cleanup.policy', value: 'compact' },
+  { name: 'segment.ms', value: String(3600_000) },
+  { name: 'segment.bytes', value: String(16 * 1024 * 1024) },
+  { name: 'min.cleanable.dirty.ratio', value: '0.2' },
+];
 
 /** Creates the topics that are missing (existing ones are left as they are) and reports all. */
 export async function ensureKafkaTopics(
@@ -75,7 +91,12 @@ async function createMissing(
       if (missing.length > 0)
         await admin.createTopics({
           waitForLeaders: false,
-          topics: missing.map((topic) => ({ topic, ...settings })),
+          topics: missing.map((topic) => ({
+            topic,
+            numPartitions: settings.numPartitions,
+            replicationFactor: settings.replicationFactor,
+            ...(settings.compacted?.has(topic) ? { configEntries: COMPACTED_CONFIG } : {}),
+          })),
         });
       created.push(...missing);
       return created;

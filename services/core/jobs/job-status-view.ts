@@ -1,22 +1,15 @@
-import { randomUUID } from 'node:crypto';
-import { topics, type EventBus, type Subscription } from '../bus/event-bus.ts';
-import { callbackFor, type CallbackRequest } from '../callbacks/callback-request.ts';
+import { topics, type BusRecord, type EventBus, type Subscription } from '../bus/event-bus.ts';
+import type { CallbackRequest } from '../callbacks/callback-request.ts';
 import type { EventCodec, JobEvent } from '../events/event-codec.ts';
-import type {
-  CallbackStatus,
-  JobCancelRequested,
-  JobRequested,
-  JobStatus,
-} from '../contracts/types.generated.ts';
-
-interface Entry extends JobStatus {
-  orgId: string;
-  /** Kept so the ingress can redeliver the very callback the notifier sent (about 0.5 KiB). */
-  finalCallback?: CallbackRequest;
-  /** The earliest request record's submittedAt and digest (two ingress copies may both publish one). */
-  submittedAt?: string;
-  requestDigest?: string;
-}
+import type { JobRequested, JobStatus } from '../contracts/types.generated.ts';
+import { silentLogger, type Logger } from '../observability/logger.ts';
+import {
+  ACTIVE,
+  foldEvent,
+  foldRequested,
+  readStatusRecord,
+  type StatusEntry,
+} from './job-status-fold.ts';
 
 /** What an idempotent repeat of a submission is checked against (see idempotency.ts). */
 export interface Submission {
@@ -28,20 +21,22 @@ export interface Submission {
   requestSeen: boolean;
 }
 
-const ACTIVE = new Set<JobStatus['status']>(['queued', 'processing']);
-
-const rank: Record<JobStatus['status'], number> = {
-  queued: 0,
-  processing: 1,
-  succeeded: 2,
-  failed: 2,
-  canceled: 2,
-};
+type Kind = 'transcode' | 'summary';
 
 /**
- * Job status read from the bus itself (no database): every ingress copy reads the request
- * topics and the events topic from the beginning and keeps the newest `maxJobs` jobs in
- * memory (about 1 KiB each). Older jobs are forgotten and answer 404.
+ * Job status read from the bus itself (no database), in two parts:
+ *
+ * - The **status writer**: one consumer group (`status-writer`) shared by the ingress copies
+ *   reads the request topics, the events topic and the cancel topic once, folds each state
+ *   change into the job's state (job-status-fold.ts: status, cancel, Idempotency-Key digest,
+ *   queuedSince) and publishes that whole state to the compacted status topic (key job id).
+ *   Progress ticks are not written. Each state change is thus written once (again only after
+ *   a crash between publish and commit: the same state, harmless under compaction).
+ * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
+ *   bounded map (about 1 KiB a job) and follows it, plus the progress ticks of the events
+ *   topic from now on. Start-up reads about `maxJobs` records however long the history is.
+ *   Older jobs are forgotten and answer 404. The active-job counts and the waiting gauge are
+ *   kept on every change of the map (records read back, local folds, evictions alike).
  */
 export interface JobStatusView {
   /** The job as its organisation may see it; undefined when unknown or someone else's. */
@@ -52,86 +47,172 @@ export interface JobStatusView {
   submission(jobId: string, orgId: string): Submission | undefined;
   /** Jobs of the organisation that are queued or processing, among those the view holds. */
   activeJobs(orgId: string): number;
-  /** Applies an event seen on the bus. */
+  /** Queued jobs per organisation and job kind (the `media_jobs_waiting` gauge). */
+  waiting(): Map<string, { orgId: string; kind: Kind; count: number }>;
+  /** Applies an event to this copy's view (the writer also publishes what changed). */
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
   applyRequested(job: JobRequested, time: string): void;
-  /** Queued jobs per organisation and job kind (the `media_jobs_waiting` gauge). */
-  waiting(): Map<string, { orgId: string; kind: 'transcode' | 'summary'; count: number }>;
+  /** Loads the view (resolves once caught up, or after `readyWithinMs`), then starts the writer. */
   start(): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createJobStatusView(
-  deps: { bus: EventBus; codec: EventCodec },
-  options: { maxJobs: number },
-): JobStatusView {
-  const jobs = new Map<string, Entry>();
-  // Counted on every change rather than by a scan: the per-organisation cap reads it per request.
-  const active = new Map<string, number>();
-  let subscription: Subscription | undefined;
+export interface JobStatusViewOptions {
+  /** Jobs kept in memory; also about how many status records a start reads. */
+  maxJobs: number;
+  /** Longest wait in start() for the view to catch up before serving anyway, ms (default 25000). */
+  readyWithinMs?: number;
+  /** Runs the status writer in this process (default true). */
+  writer?: boolean;
+  /** Consumer group of the status writers (default `status-writer`). */
+  writerGroup?: string;
+}
 
-  const count = (entry: Entry | undefined, by: number): void => {
-    if (!entry || !ACTIVE.has(entry.status)) return;
-    const n = (active.get(entry.orgId) ?? 0) + by;
-    if (n > 0) active.set(entry.orgId, n);
-    else active.delete(entry.orgId);
+/** Consumer group of the status writers (one member per ingress copy). */
+export const STATUS_WRITER_GROUP = 'status-writer';
+
+export function createJobStatusView(
+  deps: { bus: EventBus; codec: EventCodec; log?: Logger },
+  options: JobStatusViewOptions,
+): JobStatusView {
+  const log = (deps.log ?? silentLogger).child({ component: 'job-status' });
+  // Each job as its JSON text (about 1.2 KiB for a finished job with a callback), parsed when
+  // read: a third of the heap the same entries take as objects, which lets the view keep
+  // maxJobs within the ingress's memory goal.
+  const jobs = new Map<string, string>();
+  const read = (jobId: string): StatusEntry | undefined => {
+    const text = jobs.get(jobId);
+    return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
   };
-  const put = (id: string, entry: Entry, refresh: boolean): void => {
-    count(jobs.get(id), -1);
-    if (refresh) jobs.delete(id);
-    jobs.set(id, entry);
-    count(entry, 1);
+  // The active (queued or processing) jobs beside the texts, and a count per organisation kept
+  // on every change: the per-organisation cap reads it per request, the waiting gauge per scrape,
+  // and neither should parse the texts.
+  const activeIds = new Map<string, { orgId: string; kind: Kind; queued: boolean }>();
+  const active = new Map<string, number>();
+  const count = (orgId: string, by: number): void => {
+    const n = (active.get(orgId) ?? 0) + by;
+    if (n > 0) active.set(orgId, n);
+    else active.delete(orgId);
   };
-  const touch = (id: string, entry: Entry): void => {
-    put(id, entry, true);
+  const forget = (id: string): void => {
+    const was = activeIds.get(id);
+    if (!was) return;
+    activeIds.delete(id);
+    count(was.orgId, -1);
+  };
+  const subscriptions: Subscription[] = [];
+  /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
+  const unwritten = new Set<string>();
+  /** Per job, the last status publish under way: one job's records are written in order. */
+  const writing = new Map<string, Promise<void>>();
+
+  // Every change goes through here: the newest-changed job is last, the oldest is dropped.
+  const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
+    jobs.delete(entry.id);
+    jobs.set(entry.id, text);
+    forget(entry.id);
+    if (ACTIVE.has(entry.status)) {
+      const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
+      activeIds.set(entry.id, { orgId: entry.orgId, kind, queued: entry.status === 'queued' });
+      count(entry.orgId, 1);
+    }
     if (jobs.size > options.maxJobs) {
       const oldest = jobs.keys().next();
       if (!oldest.done) {
-        count(jobs.get(oldest.value), -1);
         jobs.delete(oldest.value);
+        unwritten.delete(oldest.value);
+        forget(oldest.value);
       }
     }
   };
 
-  // Callback events of one job arrive in order (same key), so the newest simply wins.
-  const applyCallbackStatus = (data: CallbackStatus): void => {
-    const entry = jobs.get(data.jobId);
-    if (!entry || entry.orgId !== data.orgId) return;
-    const { state, webhookId, attempts, lastStatus, lastError, nextAttemptAt } = data;
-    entry.callback = {
-      state,
-      webhookId,
-      attempts,
-      ...(lastStatus === undefined ? {} : { lastStatus }),
-      ...(lastError === undefined ? {} : { lastError }),
-      ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }),
-    };
+  const revise = (
+    next: Omit<StatusEntry, 'rev'>,
+    current: StatusEntry | undefined,
+  ): StatusEntry => ({
+    ...next,
+    rev: Math.max((current?.rev ?? 0) + 1, Date.now() * 1000),
+  });
+
+  const applyEvent = (event: JobEvent): StatusEntry | undefined => {
+    const current = read(event.data.jobId);
+    const next = foldEvent(current, event);
+    if (!next) return undefined;
+    const entry = revise(next, current);
+    unwritten.add(entry.id);
+    touch(entry);
+    return entry;
   };
 
-  // A cancel may be read before its job's request (another topic): it then makes the entry.
-  const applyCancel = (data: JobCancelRequested): void => {
-    const current = jobs.get(data.jobId);
-    if (current && current.orgId !== data.orgId) return;
-    const entry: Entry = current ?? {
-      id: data.jobId,
-      orgId: data.orgId,
-      type: data.kind === 'transcode' ? 'transcode' : 'summary/mp4',
-      status: 'queued',
-      createdAt: data.requestedAt,
-      updatedAt: data.requestedAt,
-    };
-    if (entry.cancelRequestedAt !== undefined) return;
-    put(data.jobId, { ...entry, cancelRequestedAt: data.requestedAt }, current === undefined);
+  const applyStatusRecord = (record: BusRecord): void => {
+    const entry = readStatusRecord(record.key, record.value);
+    if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
+    const current = read(entry.id);
+    if (current && current.rev >= entry.rev) return;
+    unwritten.delete(entry.id);
+    // Progress ticks are not in the status topic; keep the newest one seen of the same run.
+    if (
+      current?.progressPercent !== undefined &&
+      entry.status === 'processing' &&
+      current.status === 'processing' &&
+      current.attempt === entry.attempt &&
+      current.progressPercent > (entry.progressPercent ?? 0)
+    )
+      touch({ ...entry, progressPercent: current.progressPercent });
+    else touch(entry, record.value.toString('utf8'));
+  };
+
+  const publishStatus = (jobId: string): Promise<void> => {
+    const previous = writing.get(jobId) ?? Promise.resolve();
+    const done = previous.then(async () => {
+      // The newest state when its turn comes, so a later publish never carries an older state.
+      const text = jobs.get(jobId);
+      if (text === undefined || !unwritten.has(jobId)) return;
+      unwritten.delete(jobId);
+      try {
+        await deps.bus.publish([{ topic: topics.jobStatus, key: jobId, value: Buffer.from(text) }]);
+      } catch (error) {
+        // Unless a newer state came meanwhile, this one is still to be written.
+        if (jobs.get(jobId) === text) unwritten.add(jobId);
+        throw error;
+      }
+    });
+    const settled = done.catch(() => undefined);
+    writing.set(jobId, settled);
+    void settled.then(() => {
+      if (writing.get(jobId) === settled) writing.delete(jobId);
+    });
+    return done;
+  };
+
+  // A rejection hands the record back, so a state not written is tried again.
+  const writeStateChange = async (record: BusRecord): Promise<void> => {
+    const decoded = deps.codec.decode(record);
+    if (!decoded.ok) return;
+    const event = decoded.event;
+    if (event.type === 'media.job.progress' || event.type === 'media.callback.delivery') return;
+    applyEvent(event);
+    // Also when the event changed nothing here: the state may have been folded before and not
+    // written (a request this copy applied at submission, a publish that failed).
+    await publishStatus(event.data.jobId);
+  };
+
+  const followProgress = async (record: BusRecord): Promise<void> => {
+    const type = record.headers['ce-type'] ?? record.headers['ce_type'];
+    if (type !== undefined && type !== 'media.job.progress') return;
+    const decoded = deps.codec.decode(record);
+    if (decoded.ok && decoded.event.type === 'media.job.progress') applyEvent(decoded.event);
   };
 
   const view: JobStatusView = {
     get(jobId, orgId) {
-      const entry = jobs.get(jobId);
+      const entry = read(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
       const {
         orgId: _org,
         finalCallback: _callback,
+        rev: _rev,
         submittedAt: _submitted,
         requestDigest: _digest,
         ...status
@@ -140,7 +221,7 @@ export function createJobStatusView(
     },
 
     submission(jobId, orgId) {
-      const entry = jobs.get(jobId);
+      const entry = read(jobId);
       if (!entry || entry.orgId !== orgId) return undefined;
       const { createdAt, status, requestDigest, submittedAt } = entry;
       return {
@@ -155,140 +236,73 @@ export function createJobStatusView(
       return active.get(orgId) ?? 0;
     },
 
-    finalCallback(jobId, orgId) {
-      const entry = jobs.get(jobId);
-      return entry?.orgId === orgId ? entry.finalCallback : undefined;
-    },
-
-    applyRequested(data, time) {
-      const current = jobs.get(data.jobId);
-      const type =
-        data.kind === 'transcode'
-          ? 'transcode'
-          : data.summary?.format === 'gif'
-            ? 'summary/gif'
-            : 'summary/mp4';
-      const digest = data.requestDigest === undefined ? {} : { requestDigest: data.requestDigest };
-      // A retry waits from its due time; a first attempt from its submission.
-      const queuedSince = data.attempt > 1 && data.notBefore ? data.notBefore : data.submittedAt;
-      if (!current) {
-        touch(data.jobId, {
-          id: data.jobId,
-          orgId: data.orgId,
-          type,
-          status: 'queued',
-          createdAt: data.submittedAt,
-          updatedAt: time,
-          queuedSince,
-          attempt: data.attempt,
-          submittedAt: data.submittedAt,
-          ...digest,
-        });
-        return;
-      }
-      if (current.orgId !== data.orgId) return;
-      // A duplicate of an idempotent submission (two ingress copies raced) keeps the first's time and digest.
-      const first =
-        current.submittedAt !== undefined && current.submittedAt <= data.submittedAt
-          ? { createdAt: current.submittedAt }
-          : { createdAt: data.submittedAt, submittedAt: data.submittedAt, ...digest };
-      const known: Entry = { ...current, type, ...first };
-      if (data.attempt > (current.attempt ?? 1))
-        touch(data.jobId, {
-          ...known,
-          status: 'queued',
-          attempt: data.attempt,
-          updatedAt: time,
-          queuedSince,
-        });
-      else put(data.jobId, known, false);
-    },
-
-    apply(event) {
-      if (event.type === 'media.callback.status') return applyCallbackStatus(event.data);
-      if (event.type === 'media.callback.delivery') return;
-      if (event.type === 'media.job.requested') return view.applyRequested(event.data, event.time);
-      if (event.type === 'media.job.cancel-requested') return applyCancel(event.data);
-      const data = event.data;
-      const current = jobs.get(data.jobId);
-      // Anyone who can produce to the bus can name a job id: a record of another organisation
-      // (a refused request failed in its name, say) never changes someone else's job.
-      if (current && current.orgId !== data.orgId) return;
-      // Events of a job can arrive before its request (different topics); keep what is known.
-      const entry: Entry = current ?? {
-        id: data.jobId,
-        orgId: data.orgId,
-        type: 'transcode',
-        status: 'queued',
-        createdAt: event.time,
-        updatedAt: event.time,
-        attempt: data.attempt,
-      };
-      const attempt = entry.attempt ?? 1;
-      if (data.attempt < attempt) return;
-      const status: JobStatus['status'] =
-        event.type === 'media.job.succeeded'
-          ? 'succeeded'
-          : event.type === 'media.job.failed'
-            ? event.data.error.code === 'canceled'
-              ? 'canceled'
-              : 'failed'
-            : 'processing';
-      if (data.attempt === attempt && rank[status] < rank[entry.status]) return;
-      const { queuedSince: _waited, ...left } = entry;
-      const next: Entry = { ...left, status, attempt: data.attempt, updatedAt: event.time };
-      if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
-      if (event.type === 'media.job.succeeded') {
-        next.result = event.data.result;
-        next.progressPercent = 100;
-      }
-      if (event.type === 'media.job.failed')
-        next.error = { code: event.data.error.code, message: event.data.error.message };
-      const callback = callbackFor(event);
-      if (callback) {
-        next.finalCallback = callback;
-        if (next.callback?.webhookId !== callback.webhookId)
-          next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
-      }
-      touch(data.jobId, next);
-    },
-
     waiting() {
-      const counts = new Map<
-        string,
-        { orgId: string; kind: 'transcode' | 'summary'; count: number }
-      >();
-      for (const entry of jobs.values()) {
-        if (entry.status !== 'queued') continue;
-        const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
-        const id = `${entry.orgId}\u0000${kind}`;
-        const c = counts.get(id) ?? { orgId: entry.orgId, kind, count: 0 };
+      const counts = new Map<string, { orgId: string; kind: Kind; count: number }>();
+      for (const job of activeIds.values()) {
+        if (!job.queued) continue;
+        const id = `${job.orgId}\u0000${job.kind}`;
+        const c = counts.get(id) ?? { orgId: job.orgId, kind: job.kind, count: 0 };
         c.count += 1;
         counts.set(id, c);
       }
       return counts;
     },
 
+    finalCallback(jobId, orgId) {
+      const entry = read(jobId);
+      return entry?.orgId === orgId ? entry.finalCallback : undefined;
+    },
+
+    applyRequested(data, time) {
+      const current = read(data.jobId);
+      const next = foldRequested(current, data, time);
+      if (!next) return;
+      const entry = revise(next, current);
+      unwritten.add(entry.id);
+      touch(entry);
+    },
+
+    apply(event) {
+      applyEvent(event);
+    },
+
     async start() {
-      subscription = await deps.bus.subscribe({
-        group: `ingress-status-${randomUUID()}`,
-        topics: [
-          topics.transcodeRequests,
-          topics.summaryRequests,
-          topics.jobEvents,
-          topics.jobCancels,
-        ],
-        fromBeginning: true,
-        concurrency: 1,
-        handler: async (record) => {
-          const decoded = deps.codec.decode(record);
-          if (decoded.ok) view.apply(decoded.event);
-        },
+      const started = performance.now();
+      subscriptions.push(
+        await deps.bus.tail({
+          topics: [
+            { topic: topics.jobStatus, last: options.maxJobs },
+            { topic: topics.jobEvents, last: 0 },
+          ],
+          readyWithinMs: options.readyWithinMs ?? 25_000,
+          handler: async (record) =>
+            record.topic === topics.jobStatus ? applyStatusRecord(record) : followProgress(record),
+        }),
+      );
+      log.info('job_status.loaded', {
+        jobs: jobs.size,
+        durationMs: Math.round(performance.now() - started),
       });
+      if (options.writer === false) return;
+      subscriptions.push(
+        await deps.bus.subscribe({
+          group: options.writerGroup ?? STATUS_WRITER_GROUP,
+          topics: [
+            topics.transcodeRequests,
+            topics.summaryRequests,
+            topics.jobEvents,
+            topics.jobCancels,
+          ],
+          // Once, on the first start of all: the history written before the status topic existed.
+          fromBeginning: true,
+          concurrency: 8,
+          handler: writeStateChange,
+        }),
+      );
     },
 
     async close() {
-      await subscription?.close(0);
+      await Promise.all(subscriptions.splice(0).map((s) => s.close(0)));
     },
   };
   return view;

@@ -41,6 +41,7 @@ function deferredBus(loading: Promise<EventBus>): EventBus {
   return {
     publish: async (records) => (await loading).publish(records),
     subscribe: async (options) => (await loading).subscribe(options),
+    tail: async (options) => (await loading).tail(options),
     isReady: () =>
       loading.then(
         (bus) => bus.isReady(),

@@ -59,3 +59,73 @@ describe('job status view: queued jobs', () => {
     expect(counts.sort()).to.deep.equal(['org-a/transcode=1', 'org-b/transcode=1']);
   });
 });
+
+const event = (type: JobEvent['type'], data: object, time = '2026-11-23T10:00:10.000Z') =>
+  ({ specversion: '1.0', id: `${type}:${time}`, source: 'test', time, type, data }) as JobEvent;
+
+const failed = (jobId: string, orgId: string, code: string): JobEvent =>
+  event('media.job.failed', {
+    jobId,
+    kind: 'transcode',
+    orgId,
+    attempt: 1,
+    finishedAt: '2026-11-23T10:00:10.000Z',
+    error: { code, message: code, retryable: false },
+  });
+
+describe('job status view: active jobs, cancels and submissions', () => {
+  it('counts active jobs per organisation on every change, and forgets an evicted one', () => {
+    const v = createJobStatusView({ bus: {} as EventBus, codec: {} as EventCodec }, { maxJobs: 3 });
+    v.applyRequested(request('j1', 'org-a'), '2026-11-23T10:00:00Z');
+    v.applyRequested(request('j2', 'org-a'), '2026-11-23T10:00:00Z');
+    v.applyRequested(request('j3', 'org-b'), '2026-11-23T10:00:00Z');
+    v.apply(processing('j2', 'org-a', 1));
+    expect([v.activeJobs('org-a'), v.activeJobs('org-b')]).to.deep.equal([2, 1]);
+    v.apply(failed('j2', 'org-a', 'input_not_found'));
+    expect(v.activeJobs('org-a')).to.equal(1);
+    // Another organisation's record naming the job changes nothing.
+    v.apply(failed('j1', 'org-b', 'canceled'));
+    expect(v.activeJobs('org-a')).to.equal(1);
+    // A fourth job evicts the least recently changed one (j1, still queued).
+    v.applyRequested(request('j4', 'org-b'), '2026-11-23T10:00:00Z');
+    expect(v.get('j1', 'org-a')).to.equal(undefined);
+    expect([v.activeJobs('org-a'), v.activeJobs('org-b')]).to.deep.equal([0, 2]);
+    expect([...v.waiting().values()]).to.deep.equal([
+      { orgId: 'org-b', kind: 'transcode', count: 2 },
+    ]);
+  });
+
+  it('a cancel read before its request makes the entry; the request then completes it; a canceled end is not active', () => {
+    const v = view();
+    v.apply(
+      event('media.job.cancel-requested', {
+        jobId: 'j1',
+        kind: 'transcode',
+        orgId: 'org-a',
+        requestedAt: '2026-11-23T10:00:03.000Z',
+      }),
+    );
+    expect(v.get('j1', 'org-a')).to.include({
+      status: 'queued',
+      cancelRequestedAt: '2026-11-23T10:00:03.000Z',
+    });
+    expect(v.submission('j1', 'org-a')).to.include({ requestSeen: false });
+    v.applyRequested(
+      request('j1', 'org-a', { requestDigest: 'd'.repeat(64) }),
+      '2026-11-23T10:00:04Z',
+    );
+    expect(v.submission('j1', 'org-a')).to.deep.equal({
+      createdAt: '2026-11-23T10:00:00.000Z',
+      status: 'queued',
+      requestSeen: true,
+      requestDigest: 'd'.repeat(64),
+    });
+    expect(v.get('j1', 'org-a')).to.not.have.any.keys('submittedAt', 'requestDigest', 'rev');
+    expect(v.get('j1', 'org-a')?.cancelRequestedAt).to.equal('2026-11-23T10:00:03.000Z');
+    expect(v.activeJobs('org-a')).to.equal(1);
+    v.apply(failed('j1', 'org-a', 'canceled'));
+    expect(v.get('j1', 'org-a')).to.include({ status: 'canceled' });
+    expect(v.activeJobs('org-a')).to.equal(0);
+    expect(v.submission('j1', 'org-b')).to.equal(undefined);
+  });
+});

@@ -1,0 +1,172 @@
+// A burst of small transcode jobs, many more than the cores: does every job reach a terminal
+// state with exactly one callback, and do the workers keep the CPU busy meanwhile? The inputs
+// are small generated clips on a local file server, which also records the callbacks.
+// Modes: all-in-one (in this process, embedded bus) and kafka (the services as separate
+// processes on the real broker: one ingress, one transcoder, one notifier).
+// CPU utilisation = CPU time of the service processes and their ffmpeg children / (wall time ×
+// cores), from /proc/<pid>/stat (utime + stime + cutime + cstime; a reaped child counts).
+// Usage: npm run bench:backlog -- [jobs=1000] [modes=all-in-one,kafka]   (kafka: KAFKA_BROKERS or TEST_KAFKA_BROKERS)
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startAllInOne } from '../services/all-in-one/start-all-in-one.ts';
+import { loadConfig } from '../services/core/config.ts';
+import { silentLogger } from '../services/core/observability/logger.ts';
+import { startTestServer, type TestServer } from '../test/support/file-server.ts';
+import { generateClip } from '../test/support/generate-clip.ts';
+import { STACK_KEY, startKafkaStack } from '../test/support/kafka-stack.ts';
+
+const jobs = Number(process.argv[2] ?? 1000);
+const modes = (process.argv[3] ?? 'all-in-one,kafka').split(',');
+const KEY = 'bench-backlog-key-0123456789';
+const TICKS = 100; // USER_HZ on Linux
+const cores = availableParallelism();
+// One key sends the whole burst: the per-key rate and per-organisation caps would answer 429.
+const NO_CAPS = { RATE_LIMIT_PER_SECOND: '0', MAX_ACTIVE_JOBS_PER_ORG: '0' };
+
+const files = await startTestServer();
+await generateClip(join(files.dir, 'input.mp4'), { seconds: 2, width: 320, height: 240 });
+
+async function cpuSeconds(pids: readonly number[]): Promise<number> {
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime, stime, cutime, cstime are fields 14-17 of stat, 12-15 after the name.
+    for (const i of [11, 12, 13, 14]) ticks += Number(fields[i] ?? 0);
+  }
+  return ticks / TICKS;
+}
+
+interface Target {
+  submit(body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }>;
+  status(id: string): Promise<Record<string, unknown>>;
+  pids: number[];
+  close(): Promise<void>;
+}
+
+async function allInOne(): Promise<Target> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'media-backlog-'));
+  const app = await startAllInOne(
+    loadConfig({
+      PORT: '0',
+      API_KEYS: `${KEY}:bench`,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'silent',
+      ...NO_CAPS,
+    }),
+    { log: silentLogger },
+  );
+  return {
+    submit: (body) => post(app.ingress.url, { apiKey: KEY, ...body }),
+    status: (id) => get(app.ingress.url, id, KEY),
+    pids: [process.pid],
+    close: async () => {
+      await app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function onKafka(): Promise<Target> {
+  process.env['TEST_KAFKA_BROKERS'] ??= process.env['KAFKA_BROKERS'];
+  const stack = await startKafkaStack({
+    ingresses: 1,
+    transcoders: 1,
+    notifiers: 1,
+    extraEnv: NO_CAPS,
+  });
+  const url = stack.ingresses[0]?.url ?? '';
+  return {
+    submit: (body) => post(url, { apiKey: STACK_KEY, ...body }),
+    status: (id) => get(url, id, STACK_KEY),
+    pids: [
+      ...stack.ingresses.map((i) => i.process.child.pid ?? 0),
+      ...Object.values(stack.workers).flatMap((ps) => ps.map((p) => p.child.pid ?? 0)),
+    ],
+    close: () => stack.close(),
+  };
+}
+
+async function post(base: string, body: Record<string, unknown>) {
+  const res = await fetch(`${base}/transcode`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function get(base: string, id: string, key: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/jobs/${id}`, { headers: { 'x-api-key': key } });
+  return (await res.json()) as Record<string, unknown>;
+}
+
+async function run(mode: string, target: Target, server: TestServer): Promise<void> {
+  const before = server.callbacks.length;
+  const cpu0 = await cpuSeconds(target.pids);
+  const started = performance.now();
+  const ids: string[] = [];
+  // The burst: 50 submissions in flight at a time.
+  for (let i = 0; i < jobs; i += 50) {
+    const acks = await Promise.all(
+      Array.from({ length: Math.min(50, jobs - i) }, (_, j) =>
+        target.submit({
+          inputUrl: `${server.url}/files/input.mp4`,
+          outputUrl: `${server.url}/files/out-${mode}-${i + j}.mp4`,
+          encoder: 'h264',
+          container: 'mp4',
+          bitrateKbps: '1000',
+          successUrl: `${server.url}/callbacks/${mode}`,
+          failureUrl: `${server.url}/callbacks/${mode}`,
+        }),
+      ),
+    );
+    for (const ack of acks) {
+      if (ack.status !== 200) throw new Error(`submission refused: ${JSON.stringify(ack.body)}`);
+      ids.push(String(ack.body['id']));
+    }
+  }
+  const submitted = (performance.now() - started) / 1000;
+  const wanted = new Set(ids);
+  const seen = (): number =>
+    new Set(
+      server.callbacks
+        .slice(before)
+        .map((c) => String(c.body['jobId']))
+        .filter((id) => wanted.has(id)),
+    ).size;
+  const deadline = Date.now() + 3600_000;
+  while (seen() < ids.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  const wall = (performance.now() - started) / 1000;
+  const cpu = (await cpuSeconds(target.pids)) - cpu0;
+  // Late duplicates would come within a few seconds of the last callback.
+  await new Promise((r) => setTimeout(r, 5000));
+  const perJob = new Map<string, number>();
+  for (const c of server.callbacks.slice(before)) {
+    const id = String(c.body['jobId']);
+    if (wanted.has(id)) perJob.set(id, (perJob.get(id) ?? 0) + 1);
+  }
+  const statuses = await Promise.all(ids.map((id) => target.status(id)));
+  const terminal = statuses.filter((s) => s['status'] === 'succeeded' || s['status'] === 'failed');
+  const failed = statuses.filter((s) => s['status'] === 'failed').length;
+  const duplicates = [...perJob.values()].filter((n) => n > 1).length;
+  console.log(
+    [
+      `${mode}: ${jobs} jobs submitted in ${submitted.toFixed(1)} s, all done in ${wall.toFixed(1)} s: ${((jobs / wall) * 60).toFixed(0)} jobs/min`,
+      `  terminal ${terminal.length}/${jobs} (failed ${failed}); with a callback ${perJob.size}/${jobs}; more than one callback: ${duplicates}`,
+      `  CPU of the service processes and their ffmpeg children: ${cpu.toFixed(0)} s over ${wall.toFixed(0)} s on ${cores} cores = ${((cpu / (wall * cores)) * 100).toFixed(0)} % utilisation`,
+    ].join('\n'),
+  );
+}
+
+for (const mode of modes) {
+  const target = mode === 'kafka' ? await onKafka() : await allInOne();
+  try {
+    await run(mode, target, files);
+  } finally {
+    await target.close();
+  }
+}
+await files.close();

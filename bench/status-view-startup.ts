@@ -1,0 +1,259 @@
+// Start-up of an ingress over a long history, on the real broker: how long until GET /jobs/:id
+// answers for the newest job, how many records the start read, and the process's memory.
+// The history (fresh topics under a new prefix) is produced fast, in batches: per job its
+// request, the events of its run (processing, progress ticks, succeeded, callback delivered)
+// and its status records as the status writer leaves them (queued, then succeeded with its
+// callback); the writer group's offsets are then set to the end, as a writer that kept up
+// would have left them. The ingress runs as its own process (services/ingress/main.ts).
+// Usage: KAFKA_BROKERS=host:port npm run bench:status-view -- [jobs=1000000] [progressTicks=2]
+// With STATUS_BENCH_KEEP=1 the history is kept, and its prefix printed; STATUS_BENCH_PREFIX=<it>
+// then measures another start over the same history without producing it again.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import kafkajs, { type Message } from 'kafkajs';
+import { topics } from '../services/core/bus/event-bus.ts';
+import { COMPACTED_CONFIG } from '../services/core/bus/kafka-topics.ts';
+import { STATUS_WRITER_GROUP } from '../services/core/jobs/job-status-view.ts';
+import { freePort, spawnService } from '../test/support/spawn-service.ts';
+
+const { Kafka, logLevel, CompressionTypes } = kafkajs;
+const jobs = Number(process.argv[2] ?? 1_000_000);
+const ticks = Number(process.argv[3] ?? 2);
+const brokers = (process.env['KAFKA_BROKERS'] ?? process.env['TEST_KAFKA_BROKERS'] ?? '').split(
+  ',',
+);
+if (!brokers[0]) throw new Error('set KAFKA_BROKERS (or TEST_KAFKA_BROKERS)');
+const reuse = process.env['STATUS_BENCH_PREFIX'];
+const prefix = reuse ?? `bench-${randomUUID().slice(0, 8)}.`;
+const idsFile = join(tmpdir(), `status-bench-${prefix}json`);
+const KEY = 'bench-status-key-0123456789';
+const ORG = 'org-bench';
+const PARTITIONS = 6;
+
+const kafka = new Kafka({ clientId: 'bench-status', brokers, logLevel: logLevel.NOTHING });
+const admin = kafka.admin();
+await admin.connect();
+const ids: string[] = reuse ? (JSON.parse(await readFile(idsFile, 'utf8')) as string[]) : [];
+if (!reuse) await produceHistory();
+
+async function produceHistory(): Promise<void> {
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: Object.values(topics).map((t) => ({
+      topic: prefix + t,
+      numPartitions: PARTITIONS,
+      replicationFactor: 1,
+      ...(t === topics.jobStatus ? { configEntries: COMPACTED_CONFIG } : {}),
+    })),
+  });
+
+  const envelope = (
+    type: string,
+    data: Record<string, unknown>,
+    id: string = randomUUID(),
+  ): Buffer =>
+    Buffer.from(
+      JSON.stringify({
+        specversion: '1.0',
+        id,
+        type,
+        source: 'bench',
+        time: new Date().toISOString(),
+        subject: data['jobId'],
+        datacontenttype: 'application/json',
+        data,
+      }),
+    );
+  const headers = (type: string) => ({
+    'content-type': 'application/cloudevents+json; charset=utf-8',
+    'ce-type': type,
+  });
+
+  /** Every record of one job, by topic. */
+  function historyOf(jobId: string): Record<string, Message[]> {
+    const now = new Date().toISOString();
+    const who = { jobId, kind: 'transcode', orgId: ORG, attempt: 1 };
+    const callbacks = { successUrl: 'https://hooks.example.com/done' };
+    const result = {
+      outputUrl: `https://media.example.com/out/${jobId}.mp4`,
+      format: 'mp4',
+      width: 640,
+      height: 360,
+      durationSeconds: 10,
+      sizeBytes: 1_250_000,
+      videoCodec: 'h264',
+    };
+    const webhookId = `${jobId}:media.job.succeeded:1`;
+    const event = (type: string, data: Record<string, unknown>, id?: string): Message => ({
+      key: jobId,
+      value: envelope(type, data, id),
+      headers: headers(type),
+    });
+    const request = {
+      ...who,
+      submittedAt: now,
+      input: { url: 'https://media.example.com/in.mp4' },
+      output: { url: result.outputUrl },
+      callbacks,
+      transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+    };
+    const base = { id: jobId, orgId: ORG, type: 'transcode', createdAt: now, attempt: 1 };
+    const finalCallback = {
+      url: callbacks.successUrl,
+      webhookId,
+      body: {
+        eventId: webhookId,
+        jobId,
+        kind: 'transcode',
+        status: 'succeeded',
+        attempt: 1,
+        finishedAt: now,
+        result,
+      },
+    };
+    const status = (s: Record<string, unknown>, rev: number): Message => ({
+      key: jobId,
+      value: Buffer.from(JSON.stringify({ ...base, updatedAt: now, rev, ...s })),
+    });
+    return {
+      [topics.transcodeRequests]: [event('media.job.requested', request, jobId)],
+      [topics.jobEvents]: [
+        event('media.job.processing', { ...who, startedAt: now }),
+        ...Array.from({ length: ticks }, (_, i) =>
+          event('media.job.progress', {
+            ...who,
+            percent: ((i + 1) * 100) / (ticks + 1),
+            stage: 'encode',
+          }),
+        ),
+        event('media.job.succeeded', { ...who, finishedAt: now, callbacks, result }),
+        event('media.callback.status', {
+          jobId,
+          orgId: ORG,
+          webhookId,
+          state: 'delivered',
+          attempts: 1,
+          lastStatus: 200,
+          at: now,
+        }),
+      ],
+      [topics.jobStatus]: [
+        status({ status: 'queued' }, 1),
+        status(
+          {
+            status: 'succeeded',
+            progressPercent: 100,
+            result,
+            finalCallback,
+            callback: { state: 'delivered', webhookId, attempts: 1, lastStatus: 200 },
+          },
+          2,
+        ),
+      ],
+    };
+  }
+
+  // Production: batches of 500 jobs, a few sends in flight, acks from the leader only (the
+  // history's durability is not what is measured).
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const produceStarted = performance.now();
+  let records = 0;
+  const BATCH = 500;
+  const inFlight = new Set<Promise<unknown>>();
+  for (let from = 0; from < jobs; from += BATCH) {
+    const byTopic = new Map<string, Message[]>();
+    for (let i = from; i < Math.min(jobs, from + BATCH); i++) {
+      const id = randomUUID();
+      if (i === 0 || i >= jobs - 10) ids.push(id);
+      for (const [topic, messages] of Object.entries(historyOf(id))) {
+        const list = byTopic.get(topic) ?? [];
+        list.push(...messages);
+        byTopic.set(topic, list);
+        records += messages.length;
+      }
+    }
+    const sent = producer.sendBatch({
+      acks: 1,
+      compression: CompressionTypes.None,
+      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic: prefix + topic, messages })),
+    });
+    inFlight.add(sent);
+    void sent.finally(() => inFlight.delete(sent));
+    if (inFlight.size >= 8) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  await producer.disconnect();
+  const produceSeconds = (performance.now() - produceStarted) / 1000;
+  for (const t of [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents])
+    await admin.setOffsets({
+      groupId: STATUS_WRITER_GROUP,
+      topic: prefix + t,
+      partitions: (await admin.fetchTopicOffsets(prefix + t)).map((p) => ({
+        partition: p.partition,
+        offset: p.high,
+      })),
+    });
+  console.log(
+    `history: ${jobs} jobs, ${records} records (${ticks} progress ticks a job) produced in ${produceSeconds.toFixed(1)} s`,
+  );
+
+  await writeFile(idsFile, JSON.stringify(ids));
+}
+
+const port = await freePort();
+const started = performance.now();
+const ingress = spawnService(new URL('../services/ingress/main.ts', import.meta.url).pathname, {
+  KAFKA_BROKERS: brokers.join(','),
+  KAFKA_TOPIC_PREFIX: prefix,
+  API_KEYS: `${KEY}:${ORG}`,
+  CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+  PORT: String(port),
+  METRICS_PORT: '0',
+  LOG_LEVEL: 'info',
+});
+const newest = ids[ids.length - 1] ?? '';
+const get = async (id: string): Promise<number> =>
+  fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } }).then(
+    (r) => r.status,
+    () => 0,
+  );
+let servedSeconds = NaN;
+for (;;) {
+  if ((await get(newest)) === 200) {
+    servedSeconds = (performance.now() - started) / 1000;
+    break;
+  }
+  if (performance.now() - started > 300_000) throw new Error('no answer within 300 s');
+  await new Promise((r) => setTimeout(r, 100));
+}
+const memory = async (): Promise<{ rss: number; peak: number }> => {
+  const status = await readFile(`/proc/${ingress.child.pid}/status`, 'utf8');
+  const kb = (name: string): number =>
+    Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+};
+const found = (await Promise.all(ids.slice(1).map(get))).filter((s) => s === 200).length;
+const oldest = await get(ids[0] ?? '');
+const loaded = ingress.logs.find((l) => l['msg'] === 'job_status.loaded')?.['jobs'];
+await new Promise((r) => setTimeout(r, 2000));
+const mem = await memory();
+const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+const metric = (name: string): number =>
+  Number(new RegExp(`^\\w*${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(metrics)?.[1] ?? NaN) /
+  2 ** 20;
+console.log(
+  [
+    `GET /jobs/:id of the newest job answered 200 ${servedSeconds.toFixed(1)} s after the ingress process was started`,
+    `jobs loaded into the view: ${String(loaded)}; the 10 newest found: ${found}/${ids.length - 1}; the oldest answers ${oldest}`,
+    `ingress memory: RSS ${mem.rss.toFixed(0)} MB, peak RSS ${mem.peak.toFixed(0)} MB; V8 heap used ${metric('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${metric('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${metric('nodejs_external_memory_bytes').toFixed(0)} MB`,
+    `goals: served within 30 s ${servedSeconds <= 30 ? 'met' : 'NOT met'}; peak RSS under 300 MB ${mem.peak < 300 ? 'met' : 'NOT met'}`,
+  ].join('\n'),
+);
+await ingress.stop();
+await admin
+  .deleteTopics({ topics: Object.values(topics).map((t) => prefix + t) })
+  .catch(() => undefined);
+await admin.disconnect();

@@ -1,0 +1,205 @@
+import { callbackFor, type CallbackRequest } from '../callbacks/callback-request.ts';
+import type { JobEvent } from '../events/event-codec.ts';
+import type {
+  CallbackStatus,
+  JobCancelRequested,
+  JobRequested,
+  JobStatus,
+} from '../contracts/types.generated.ts';
+
+/**
+ * A job's whole state as the status view keeps it, and as one record of the status topic
+ * carries it (JSON, key job id).
+ */
+export interface StatusEntry extends JobStatus {
+  orgId: string;
+  /** Kept so the ingress can redeliver the very callback the notifier sent (about 0.5 KiB). */
+  finalCallback?: CallbackRequest;
+  /** The earliest request record's submittedAt and digest (two ingress copies may both publish one). */
+  submittedAt?: string;
+  requestDigest?: string;
+  /**
+   * Orders the records of one job: a reader keeps the entry with the highest. The writer sets
+   * it to max(previous + 1, now in µs), so a writer that took a job over after a rebalance,
+   * and may not have read its predecessor's last record yet, still writes a higher one.
+   */
+  rev: number;
+}
+
+const rank: Record<JobStatus['status'], number> = {
+  queued: 0,
+  processing: 1,
+  succeeded: 2,
+  failed: 2,
+  canceled: 2,
+};
+
+/** Statuses counted as a job still to finish (queued or processing). */
+export const ACTIVE = new Set<JobStatus['status']>(['queued', 'processing']);
+
+type Unrevised = Omit<StatusEntry, 'rev'> & { rev?: number };
+
+/** The state after a job request (seen on the bus or just published), or undefined if unchanged. */
+export function foldRequested(
+  current: StatusEntry | undefined,
+  data: JobRequested,
+  time: string,
+): Unrevised | undefined {
+  const type =
+    data.kind === 'transcode'
+      ? 'transcode'
+      : data.summary?.format === 'gif'
+        ? 'summary/gif'
+        : 'summary/mp4';
+  const digest = data.requestDigest === undefined ? {} : { requestDigest: data.requestDigest };
+  // A retry waits from its due time; a first attempt from its submission.
+  const queuedSince = data.attempt > 1 && data.notBefore ? data.notBefore : data.submittedAt;
+  if (!current)
+    return {
+      id: data.jobId,
+      orgId: data.orgId,
+      type,
+      status: 'queued',
+      createdAt: data.submittedAt,
+      updatedAt: time,
+      queuedSince,
+      attempt: data.attempt,
+      submittedAt: data.submittedAt,
+      ...digest,
+    };
+  if (current.orgId !== data.orgId) return undefined;
+  // A duplicate of an idempotent submission (two ingress copies raced) keeps the first's time and digest.
+  const first =
+    current.submittedAt !== undefined && current.submittedAt <= data.submittedAt
+      ? { createdAt: current.submittedAt }
+      : { createdAt: data.submittedAt, submittedAt: data.submittedAt, ...digest };
+  const known: Unrevised = { ...current, type, ...first };
+  if (data.attempt > (current.attempt ?? 1))
+    return { ...known, status: 'queued', attempt: data.attempt, updatedAt: time, queuedSince };
+  if (
+    current.type === type &&
+    current.createdAt === known.createdAt &&
+    current.submittedAt === known.submittedAt &&
+    current.requestDigest === known.requestDigest
+  )
+    return undefined;
+  return known;
+}
+
+// A cancel may be read before its job's request (another topic): it then makes the entry.
+function foldCancel(
+  current: StatusEntry | undefined,
+  data: JobCancelRequested,
+): Unrevised | undefined {
+  if (current && current.orgId !== data.orgId) return undefined;
+  const entry: Unrevised = current ?? {
+    id: data.jobId,
+    orgId: data.orgId,
+    type: data.kind === 'transcode' ? 'transcode' : 'summary/mp4',
+    status: 'queued',
+    createdAt: data.requestedAt,
+    updatedAt: data.requestedAt,
+  };
+  if (entry.cancelRequestedAt !== undefined) return undefined;
+  return { ...entry, cancelRequestedAt: data.requestedAt };
+}
+
+/** The state after an event of the job, or undefined when the event changes nothing. */
+export function foldEvent(
+  current: StatusEntry | undefined,
+  event: JobEvent,
+): Unrevised | undefined {
+  if (event.type === 'media.callback.status') return foldCallbackStatus(current, event.data);
+  if (event.type === 'media.callback.delivery') return undefined;
+  if (event.type === 'media.job.requested') return foldRequested(current, event.data, event.time);
+  if (event.type === 'media.job.cancel-requested') return foldCancel(current, event.data);
+  const data = event.data;
+  // Anyone who can produce to the bus can name a job id: a record of another organisation
+  // (a refused request failed in its name, say) never changes someone else's job.
+  if (current && current.orgId !== data.orgId) return undefined;
+  // Events of a job can arrive before its request (different topics); keep what is known.
+  const entry: Unrevised = current ?? {
+    id: data.jobId,
+    orgId: data.orgId,
+    type: 'transcode',
+    status: 'queued',
+    createdAt: event.time,
+    updatedAt: event.time,
+    attempt: data.attempt,
+  };
+  const attempt = entry.attempt ?? 1;
+  if (data.attempt < attempt) return undefined;
+  const status: JobStatus['status'] =
+    event.type === 'media.job.succeeded'
+      ? 'succeeded'
+      : event.type === 'media.job.failed'
+        ? event.data.error.code === 'canceled'
+          ? 'canceled'
+          : 'failed'
+        : 'processing';
+  if (data.attempt === attempt && rank[status] < rank[entry.status]) return undefined;
+  const { queuedSince: _waited, ...left } = entry;
+  const next: Unrevised = { ...left, status, attempt: data.attempt, updatedAt: event.time };
+  if (event.type === 'media.job.progress') next.progressPercent = event.data.percent;
+  if (event.type === 'media.job.succeeded') {
+    next.result = event.data.result;
+    next.progressPercent = 100;
+  }
+  if (event.type === 'media.job.failed')
+    next.error = { code: event.data.error.code, message: event.data.error.message };
+  const callback = callbackFor(event);
+  if (callback) {
+    next.finalCallback = callback;
+    if (next.callback?.webhookId !== callback.webhookId)
+      next.callback = { state: 'pending', webhookId: callback.webhookId, attempts: 0 };
+  }
+  return next;
+}
+
+// Callback events of one job arrive in order (same key), so the newest simply wins.
+function foldCallbackStatus(
+  current: StatusEntry | undefined,
+  data: CallbackStatus,
+): Unrevised | undefined {
+  if (!current || current.orgId !== data.orgId) return undefined;
+  const { state, webhookId, attempts, lastStatus, lastError, nextAttemptAt } = data;
+  return {
+    ...current,
+    callback: {
+      state,
+      webhookId,
+      attempts,
+      ...(lastStatus === undefined ? {} : { lastStatus }),
+      ...(lastError === undefined ? {} : { lastError }),
+      ...(nextAttemptAt === undefined ? {} : { nextAttemptAt }),
+    },
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * A status topic record read back, checked for the fields the view relies on (the topic is
+ * internal, written by the status writer; anything else is skipped).
+ */
+export function readStatusRecord(key: string, value: Buffer): StatusEntry | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const e = parsed as Partial<Record<keyof StatusEntry, unknown>>;
+  const ok =
+    e.id === key &&
+    UUID.test(key) &&
+    typeof e.orgId === 'string' &&
+    typeof e.status === 'string' &&
+    e.status in rank &&
+    typeof e.type === 'string' &&
+    typeof e.createdAt === 'string' &&
+    typeof e.updatedAt === 'string' &&
+    typeof e.rev === 'number';
+  return ok ? (parsed as StatusEntry) : undefined;
+}
