@@ -67,7 +67,7 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
     const cutoff = Date.now() - retentionMs;
     // A record scheduled further out than the retention is kept until it is due.
     const old = 'SELECT seq FROM records WHERE at < ? AND due < ?';
-    db.prepare(`DELETE FROM acks WHERE seq IN (${old})`).run(cutoff, cutoff);
+    db.prepare(`DELETE FROM acks WHERE ${ACKS_OF} IN (${old})`).run(cutoff, cutoff);
     db.prepare(`DELETE FROM records WHERE seq IN (${old})`).run(cutoff, cutoff);
   };
   prune();
@@ -77,7 +77,7 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   const commit = (writes: readonly Write[]): void => {
     if (closed) throw new BusUnavailableError('the embedded bus is closed');
     const now = Date.now();
-    let published = false;
+    const published = new Set<string>();
     db.exec('BEGIN');
     try {
       for (const w of writes) {
@@ -89,7 +89,7 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
         compact.get(w.topic)?.(w.key);
         insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
-        published = true;
+        published.add(w.topic);
       }
       db.exec('COMMIT');
     } catch (error) {
@@ -99,7 +99,8 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         { cause: error },
       );
     }
-    if (published) wake.emit('record');
+    // Only the readers of these topics look again: a commit costs the others nothing.
+    if (published.size > 0) wake.emit('record', published);
   };
   // Acknowledgements ride in the same transactions: one fsync per event-loop turn for all the
   // records published and handled in it, instead of one per record.
@@ -167,6 +168,12 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   return bus;
 }
 
+/**
+ * The acknowledgements of some records, followed by `IN (…seq…)`: naming every group lets SQLite
+ * search the (grp, seq) key instead of scanning all acknowledgements once per deleted record.
+ */
+const ACKS_OF = 'grp IN (SELECT grp FROM groups) AND seq';
+
 /** One write of a group commit: a record to publish, or a group's acknowledgement of one. */
 type Write = OutgoingRecord | { group: string; seq: number };
 
@@ -188,9 +195,14 @@ function migrate(db: DatabaseSync): void {
 }
 
 /**
- * The queries of one group over its topics. `floor` is a sequence number below which every
- * record due at once (due = 0) is acknowledged, so the scan starts there plus the few
- * scheduled records below it, instead of at the start of the retained history.
+ * The queries of one group over its topics. The scan of each topic starts at its floor (below
+ * it, every record due at once is acknowledged), plus the few scheduled records, instead of at
+ * the start of the retained history.
+ *
+ * The records due at once are read per topic in growing pages on the (topic, seq) index, merged by
+ * sequence number as the caller iterates, so a pass that needs a few records reads a page, not
+ * the whole backlog: a group that lags (the status writer under a burst) would otherwise re-read
+ * and sort everything it has not acknowledged at every wake-up.
  */
 function pendingRecords(
   db: DatabaseSync,
@@ -200,44 +212,72 @@ function pendingRecords(
 ): PendingRecords {
   const inTopics = `r.topic IN (${topics.map(() => '?').join(', ')})`;
   const unacked = 'NOT EXISTS (SELECT 1 FROM acks a WHERE a.grp = ? AND a.seq = r.seq)';
-  const start = '(SELECT start_seq FROM groups WHERE grp = ?)';
   const columns = 'r.seq, r.topic, r.key, r.value, r.headers';
-  const due = db.prepare(
+  const startSeq = (
+    db.prepare('SELECT start_seq FROM groups WHERE grp = ?').get(group) as { start_seq: number }
+  ).start_seq;
+  const immediate = db.prepare(
     `SELECT ${columns} FROM records r
-       WHERE ${inTopics} AND r.seq > MAX(?, ${start}) AND r.due <= ? AND ${unacked}
-     UNION ALL
-     SELECT ${columns} FROM records r
-       WHERE ${inTopics} AND r.due > 0 AND r.due <= ? AND r.seq <= ? AND r.seq > ${start}
-         AND ${unacked}
-     ORDER BY 1`,
+       WHERE r.topic = ? AND r.seq > ? AND r.due = 0 AND ${unacked}
+       ORDER BY r.seq LIMIT ?`,
   );
   // `due > 0` spelled out lets SQLite use the partial index of scheduled records; with only
   // `due > ?` it scans every pending record of the topics, at each wake-up of each group.
+  const scheduled = db.prepare(
+    `SELECT ${columns} FROM records r
+       WHERE ${inTopics} AND r.due > 0 AND r.due <= ? AND r.seq > ? AND ${unacked}
+       ORDER BY r.seq`,
+  );
   const nextDue = db.prepare(
     `SELECT MIN(r.due) AS due FROM records r
-       WHERE ${inTopics} AND r.due > 0 AND r.due > ? AND r.seq > ${start} AND ${unacked}`,
-  );
-  const firstUnacked = db.prepare(
-    `SELECT MIN(r.seq) AS seq FROM records r
-       WHERE ${inTopics} AND r.seq > MAX(?, ${start}) AND r.due = 0 AND ${unacked}`,
+       WHERE ${inTopics} AND r.due > 0 AND r.due > ? AND r.seq > ? AND ${unacked}`,
   );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
   // Acknowledged, not yet written: left out of the scans meanwhile, so the record is not
   // delivered twice; an ack that fails to be written makes its record due again (at least once).
   const acking = new Set<number>();
-  let floor = 0;
+  /**
+   * Per topic, a sequence number below which every record due at once is acknowledged. Per topic,
+   * not per group: one old unacknowledged record of one topic must not make the scan of another
+   * topic walk over all the records it acknowledged since.
+   */
+  const floors = new Map<string, number>();
+
+  /** One topic's records due at once, page by page from its first page, in sequence order. */
+  const page = (topic: string, after: number, rows: number): PendingRow[] =>
+    immediate.all(topic, after, group, rows) as unknown as PendingRow[];
+  const pages = (topic: string, first: PendingRow[]): Iterator<PendingRow> =>
+    (function* () {
+      let rows = first;
+      let size = FIRST_PAGE_ROWS;
+      for (;;) {
+        yield* rows;
+        const last = rows.at(-1);
+        if (rows.length < size || !last) return;
+        size = Math.min(size * 4, MAX_PAGE_ROWS);
+        rows = page(topic, last.seq, size);
+      }
+    })();
+
   return {
     *due(now) {
-      const head = (firstUnacked.get(...topics, floor, group, group) as { seq: number | null }).seq;
-      floor = head === null ? (maxSeq.get() as { seq: number }).seq : head - 1;
-      const rows = due.iterate(
-        ...[...topics, floor, group, now, group],
-        ...[...topics, now, floor, group, group],
-      ) as Iterable<PendingRow>;
-      for (const row of rows) if (!acking.has(row.seq)) yield row;
+      // Every first page is read before anything is yielded, so each floor comes from one state
+      // of the file: below the topic's first unacknowledged record, or its newest if none.
+      const newest = (maxSeq.get() as { seq: number }).seq;
+      const sources: Iterator<PendingRow>[] = [
+        (scheduled.all(...topics, now, startSeq, group) as unknown as PendingRow[]).values(),
+      ];
+      for (const topic of topics) {
+        const first = page(topic, floors.get(topic) ?? startSeq, FIRST_PAGE_ROWS);
+        floors.set(topic, first[0] ? first[0].seq - 1 : newest);
+        sources.push(pages(topic, first));
+      }
+      for (const row of mergeBySeq(sources)) if (!acking.has(row.seq)) yield row;
     },
     nextDueAfter(now) {
-      return (nextDue.get(...topics, now, group, group) as { due: number | null }).due ?? undefined;
+      return (
+        (nextDue.get(...topics, now, startSeq, group) as { due: number | null }).due ?? undefined
+      );
     },
     ack(seq) {
       acking.add(seq);
@@ -247,6 +287,30 @@ function pendingRecords(
     },
   };
 }
+
+/**
+ * Rows read per query when scanning a topic's pending records: a pass usually needs one or two
+ * (a slot freed), so the first page is small and the next ones grow for a pass that reads on.
+ */
+const FIRST_PAGE_ROWS = 4;
+const MAX_PAGE_ROWS = 256;
+
+/** Merges iterators that are each in sequence order into one in sequence order. */
+function* mergeBySeq(sources: Iterator<PendingRow>[]): Generator<PendingRow> {
+  const heads = sources.map((it) => ({ it, row: nextOf(it) }));
+  for (;;) {
+    let best: (typeof heads)[number] | undefined;
+    for (const h of heads) if (h.row && (!best?.row || h.row.seq < best.row.seq)) best = h;
+    if (!best?.row) return;
+    yield best.row;
+    best.row = nextOf(best.it);
+  }
+}
+
+const nextOf = (it: Iterator<PendingRow>): PendingRow | undefined => {
+  const r = it.next();
+  return r.done ? undefined : r.value;
+};
 
 /**
  * Compaction at publish: a record of a compacted topic replaces the older ones of its key, in
@@ -262,7 +326,7 @@ function compactionStatements(db: DatabaseSync): Map<string, (key: string) => vo
       `CREATE INDEX IF NOT EXISTS records_compacted_${i++} ON records (key) WHERE topic = ${literal}`,
     );
     const older = `SELECT seq FROM records WHERE topic = ${literal} AND key = ?`;
-    const dropAcks = db.prepare(`DELETE FROM acks WHERE seq IN (${older})`);
+    const dropAcks = db.prepare(`DELETE FROM acks WHERE ${ACKS_OF} IN (${older})`);
     const dropRecords = db.prepare(`DELETE FROM records WHERE topic = ${literal} AND key = ?`);
     statements.set(topic, (key) => {
       dropAcks.run(key);
@@ -326,8 +390,9 @@ function runEmbeddedTail(
   };
   // One pass at a time; a pass reads up to the newest record, so passes queued meanwhile are short.
   let reading = readAll();
-  const onRecord = (): void => {
-    if (!stopped) reading = reading.then(readAll);
+  const onRecord = (published?: ReadonlySet<string>): void => {
+    if (stopped || (published && !cursors.some((c) => published.has(c.topic)))) return;
+    reading = reading.then(readAll);
   };
   wake.on('record', onRecord);
   return {

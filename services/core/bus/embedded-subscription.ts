@@ -143,7 +143,10 @@ export function runEmbeddedSubscription(
       pumping = false;
     }
   };
-  const onRecord = (): void => pump();
+  // Woken by every commit that published to one of this group's topics (all of them if unsaid).
+  const onRecord = (published?: ReadonlySet<string>): void => {
+    if (!published || opts.topics.some((t) => published.has(t))) pump();
+  };
   wake.on('record', onRecord);
   queueMicrotask(pump);
 

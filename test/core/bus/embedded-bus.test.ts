@@ -154,6 +154,38 @@ describe('embedded bus (SQLite)', () => {
     await bus.close();
   });
 
+  it('delivers a backlog of many pages over two topics in publish order, past a record handed back', async () => {
+    // More records than the largest page, on two topics: the scan reads pages per topic and
+    // merges them, and one topic's old handed-back record does not hold the other topic back.
+    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite'), redeliveryDelayMs: 1000 });
+    const records = [{ topic: 'ta', key: 'stuck', value: Buffer.from('stuck') }];
+    for (let i = 0; i < 700; i += 1)
+      records.push({ topic: i % 3 === 0 ? 'ta' : 'tb', key: `k${i}`, value: Buffer.from(`${i}`) });
+    await bus.publish(records);
+    const seen: string[] = [];
+    let stuckCalls = 0;
+    await bus.subscribe({
+      group: 'g',
+      topics: ['ta', 'tb'],
+      fromBeginning: true,
+      concurrency: 3,
+      handler: async (r) => {
+        if (r.key === 'stuck' && (stuckCalls += 1) === 1) throw new Error('not now');
+        seen.push(r.key);
+      },
+    });
+    await until(() => seen.length === 701, 10_000);
+    expect(stuckCalls).to.equal(2);
+    expect(seen.indexOf('stuck')).to.be.greaterThan(0);
+    // At most `concurrency` run at once, so the order of starts is the order of publishing.
+    const others = seen.filter((k) => k !== 'stuck').map((k) => Number(k.slice(1)));
+    expect(others.every((n, i) => i === 0 || Math.abs(n - (others[i - 1] ?? 0)) <= 3)).to.equal(
+      true,
+    );
+    expect(new Set(others).size).to.equal(700);
+    await bus.close();
+  });
+
   it('delivers a scheduled record no earlier than its due time, and later records meanwhile', async () => {
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
     const seen: { name: string; at: number }[] = [];
