@@ -312,12 +312,15 @@ const settings = {
     maximum: 3600_000,
     doc: 'ffmpeg without progress for this long is killed',
   }),
-  /** ffmpeg (CPU) slots of one worker process: jobs encoding at once. */
+  /**
+   * ffmpeg (CPU) slots of one worker process: jobs encoding at once. 0: one per core, each ffmpeg
+   * given every core (the runtime resolves it: create-runtime.ts `cpuPlan`).
+   */
   workerConcurrency: integer('WORKER_CONCURRENCY', {
-    default: 1,
-    minimum: 1,
+    default: 0,
+    minimum: 0,
     maximum: 64,
-    doc: 'ffmpeg (CPU) slots of one worker process: jobs encoding at once (ffmpeg threads = cores / this)',
+    doc: 'ffmpeg (CPU) slots of one worker process: jobs encoding at once. 0: one per core, each ffmpeg with threads for every core (a lone job uses them all, a backlog keeps them busy); N: N slots, ffmpeg threads = cores / N',
   }),
   /** Downloads and uploads one worker process runs at once, apart from the CPU slots. */
   transferConcurrency: integer('TRANSFER_CONCURRENCY', {
