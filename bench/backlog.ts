@@ -18,6 +18,7 @@ import { startAllInOne } from '../services/all-in-one/start-all-in-one.ts';
 import { loadConfig } from '../services/core/config.ts';
 import { silentLogger } from '../services/core/observability/logger.ts';
 import { startTestServer, type TestServer } from '../test/support/file-server.ts';
+import { judgeBurst } from '../test/support/burst-verdict.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
 import { STACK_KEY, startKafkaStack } from '../test/support/kafka-stack.ts';
 
@@ -194,35 +195,25 @@ async function run(mode: string, target: Target, server: TestServer): Promise<bo
   const load1 = (await readFile('/proc/loadavg', 'utf8')).split(' ')[0];
   // Late duplicates would come within a few seconds of the last callback.
   await new Promise((r) => setTimeout(r, 5000));
-  const perJob = new Map<string, number>();
-  for (const c of server.callbacks.slice(before)) {
-    const id = String(c.body['jobId']);
-    if (wanted.has(id)) perJob.set(id, (perJob.get(id) ?? 0) + 1);
-  }
   const statuses: Record<string, unknown>[] = [];
   for (let i = 0; i < ids.length; i += 100)
     statuses.push(...(await Promise.all(ids.slice(i, i + 100).map((id) => target.status(id)))));
-  const terminal = statuses.filter((s) =>
-    ['succeeded', 'failed', 'canceled'].includes(String(s['status'])),
-  );
-  const failed = statuses.filter((s) => s['status'] !== 'succeeded').length;
-  const duplicates = [...perJob.values()].filter((n) => n > 1).length;
+  const v = judgeBurst(ids, statuses, server.callbacks.slice(before));
   const quarterText = quarters.map((t) => `${t.toFixed(1)} s`).join(', ');
   console.log(
     [
       `${mode}: ${jobs} jobs submitted in ${submitted.toFixed(1)} s, all done in ${wall.toFixed(1)} s: ${((jobs / wall) * 60).toFixed(0)} jobs/min`,
       `  a quarter, half, three quarters, all of the callbacks in: ${quarterText}; drained ${(wall - submitted).toFixed(1)} s after the last acknowledgement`,
-      `  terminal ${terminal.length}/${jobs} (failed ${failed}); with a callback ${perJob.size}/${jobs}; more than one callback: ${duplicates}`,
+      `  terminal ${v.terminal}/${jobs} (failed ${v.notSucceeded}); with a callback ${v.calledBack}/${jobs}; more than one callback: ${v.duplicates}`,
       `  machine CPU while draining (/proc/stat): ${machine.text}; load average ${load0} at the start, ${load1} at the end`,
       `  CPU of the service processes and their ffmpeg children: ${cpu.toFixed(0)} s over ${wall.toFixed(0)} s on ${cores} cores = ${((cpu / (wall * cores)) * 100).toFixed(0)} % utilisation`,
     ].join('\n'),
   );
-  const ok = terminal.length === jobs && perJob.size === jobs && duplicates === 0;
-  if (!ok)
+  if (!v.ok)
     console.error(
-      `FAILED (${mode}): ${jobs - terminal.length} jobs not terminal, ${jobs - perJob.size} without a callback, ${duplicates} with more than one`,
+      `FAILED (${mode}): ${jobs - v.terminal} jobs not terminal, ${jobs - v.calledBack} without a callback, ${v.duplicates} with more than one`,
     );
-  return ok;
+  return v.ok;
 }
 
 let allOk = true;
