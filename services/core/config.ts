@@ -327,7 +327,7 @@ const settings = {
     default: 2,
     minimum: 1,
     maximum: 64,
-    doc: 'downloads and uploads one worker process runs at once, apart from the CPU slots; a worker takes up to WORKER_CONCURRENCY + this many jobs',
+    doc: 'downloads and uploads one worker process runs at once, apart from the CPU slots; a worker takes up to its CPU slots + this many jobs',
   }),
   /** Largest frame area, in pixels, of an input or an output (default 8K UHD). */
   maxPixels: integer('MAX_PIXELS', {
