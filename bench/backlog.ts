@@ -3,7 +3,8 @@
 // are small generated clips on a local file server, which also records the callbacks.
 // Modes: all-in-one (in this process, embedded bus) and kafka (the four services as separate
 // processes on the real broker: one ingress, transcoder, summarizer and notifier each).
-// Settings are the defaults, apart from the per-key and per-organisation caps (below).
+// Settings are the defaults, apart from the per-key and per-organisation caps (below) and
+// WORKER_CONCURRENCY when the environment sets it.
 // CPU utilisation, two ways over the same interval (first submission to last callback):
 // - the machine's, per core and in all, from /proc/stat (busy = all but idle and iowait): what
 //   "the workers keep the CPU busy" asks, but other processes on the machine count too;
@@ -28,7 +29,14 @@ const KEY = 'bench-backlog-key-0123456789';
 const TICKS = 100; // USER_HZ on Linux
 const cores = availableParallelism();
 // One key sends the whole burst: the per-key rate and per-organisation caps would answer 429.
-const NO_CAPS = { RATE_LIMIT_PER_SECOND: '0', MAX_ACTIVE_JOBS_PER_ORG: '0' };
+// WORKER_CONCURRENCY from the environment, if set, goes to the workers (to compare with one slot).
+const NO_CAPS: Record<string, string> = {
+  RATE_LIMIT_PER_SECOND: '0',
+  MAX_ACTIVE_JOBS_PER_ORG: '0',
+  ...(process.env['WORKER_CONCURRENCY']
+    ? { WORKER_CONCURRENCY: process.env['WORKER_CONCURRENCY'] }
+    : {}),
+};
 
 const files = await startTestServer();
 await generateClip(join(files.dir, 'input.mp4'), { seconds: 2, width: 320, height: 240 });
@@ -202,7 +210,7 @@ async function run(mode: string, target: Target, server: TestServer): Promise<bo
   const quarterText = quarters.map((t) => `${t.toFixed(1)} s`).join(', ');
   console.log(
     [
-      `${mode}: ${jobs} jobs submitted in ${submitted.toFixed(1)} s, all done in ${wall.toFixed(1)} s: ${((jobs / wall) * 60).toFixed(0)} jobs/min`,
+      `${mode} (WORKER_CONCURRENCY ${NO_CAPS['WORKER_CONCURRENCY'] ?? 'default'}): ${jobs} jobs submitted in ${submitted.toFixed(1)} s, all done in ${wall.toFixed(1)} s: ${((jobs / wall) * 60).toFixed(0)} jobs/min`,
       `  a quarter, half, three quarters, all of the callbacks in: ${quarterText}; drained ${(wall - submitted).toFixed(1)} s after the last acknowledgement`,
       `  terminal ${v.terminal}/${jobs} (failed ${v.notSucceeded}); with a callback ${v.calledBack}/${jobs}; more than one callback: ${v.duplicates}`,
       `  machine CPU while draining (/proc/stat): ${machine.text}; load average ${load0} at the start, ${load1} at the end`,
