@@ -118,7 +118,7 @@ export function runEmbeddedSubscription(
       .finally(() => {
         fair.finished(tenant);
         running.delete(seq);
-        pump();
+        pumpSoon();
       });
     running.set(seq, done);
   };
@@ -143,9 +143,21 @@ export function runEmbeddedSubscription(
       pumping = false;
     }
   };
+  // Wake-ups and finished records of one event-loop turn share one pass: under a burst a
+  // group commit resolves many handlers and publishes many records at once, and each pass
+  // queries the file.
+  let pumpQueued = false;
+  const pumpSoon = (): void => {
+    if (pumpQueued) return;
+    pumpQueued = true;
+    setImmediate(() => {
+      pumpQueued = false;
+      pump();
+    });
+  };
   // Woken by every commit that published to one of this group's topics (all of them if unsaid).
   const onRecord = (published?: ReadonlySet<string>): void => {
-    if (!published || opts.topics.some((t) => published.has(t))) pump();
+    if (!published || opts.topics.some((t) => published.has(t))) pumpSoon();
   };
   wake.on('record', onRecord);
   queueMicrotask(pump);
