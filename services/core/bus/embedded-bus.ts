@@ -1,6 +1,5 @@
 import { DatabaseSync } from 'node:sqlite';
 import { mkdirSync } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { EventEmitter } from 'node:events';
 import {
@@ -48,12 +47,7 @@ export interface EmbeddedBusOptions {
  * durable acknowledgement, due times and per-group acks map onto three small SQLite tables.
  *
  * Publishes are group-committed (group-commit.ts): each resolves only after the transaction
- * holding its records is on disk, but concurrent publishes share it. The transaction is written
- * to the write-ahead log without SQLite's own fsync (synchronous = NORMAL), then the log file is
- * fsynced off the event loop (libuv's pool) before anyone is told: the same promise as
- * synchronous = FULL, but requests keep being parsed and validated while the disk flushes,
- * instead of the whole process waiting on it. Subscribers are woken after the fsync too, so
- * nothing acts on a record a power cut could still take back.
+ * holding its records is on disk (synchronous = FULL), but concurrent publishes share it.
  */
 export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
@@ -80,8 +74,7 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   const pruneTimer = setInterval(prune, 3600_000).unref();
 
   const ackStatement = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
-  /** The topics that got records (empty when the batch held only acknowledgements). */
-  const commit = (writes: readonly Write[]): Set<string> => {
+  const commit = (writes: readonly Write[]): void => {
     if (closed) throw new BusUnavailableError('the embedded bus is closed');
     const now = Date.now();
     const published = new Set<string>();
@@ -106,26 +99,14 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
         { cause: error },
       );
     }
-    return published;
+    // Only the readers of these topics look again: a commit costs the others nothing.
+    if (published.size > 0) wake.emit('record', published);
   };
-  const syncLog = options.path === ':memory:' ? undefined : createLogSync(`${options.path}-wal`);
   // Acknowledgements ride in the same transactions: one fsync per event-loop turn for all the
   // records published and handled in it, instead of one per record.
   const commits = createGroupCommit<Write>({
     lingerMs: options.commitWindowMs ?? 0,
-    write: async (writes) => {
-      const published = commit(writes);
-      try {
-        await syncLog?.();
-      } catch (error) {
-        throw new BusUnavailableError(
-          `the embedded bus could not flush its log to disk: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
-      // Only the readers of these topics look again: a commit costs the others nothing.
-      if (published.size > 0) wake.emit('record', published);
-    },
+    write: async (writes) => commit(writes),
   });
 
   const bus: EventBus = {
@@ -181,7 +162,6 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
       await commits.drain();
       closed = true;
       clearInterval(pruneTimer);
-      await syncLog?.close();
       db.close();
     },
   };
@@ -194,38 +174,13 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
  */
 const ACKS_OF = 'grp IN (SELECT grp FROM groups) AND seq';
 
-/**
- * fsync of SQLite's write-ahead log, on libuv's thread pool. The file is opened once, after the
- * first commit created it; SQLite reuses it in place after checkpoints (same inode) and deletes
- * it only when the database closes, which is after the last sync.
- */
-function createLogSync(path: string): (() => Promise<void>) & { close(): Promise<void> } {
-  let handle: Promise<FileHandle> | undefined;
-  const sync = async (): Promise<void> => {
-    handle ??= open(path, 'r');
-    try {
-      await (await handle).sync();
-    } catch (error) {
-      handle = undefined;
-      throw error;
-    }
-  };
-  return Object.assign(sync, {
-    async close() {
-      const h = handle;
-      handle = undefined;
-      await (await h?.catch(() => undefined))?.close();
-    },
-  });
-}
-
 /** One write of a group commit: a record to publish, or a group's acknowledgement of one. */
 type Write = OutgoingRecord | { group: string; seq: number };
 
 function migrate(db: DatabaseSync): void {
   db.exec(`
     PRAGMA journal_mode = WAL;
-    PRAGMA synchronous = NORMAL;
+    PRAGMA synchronous = FULL;
     CREATE TABLE IF NOT EXISTS records (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL,
       key TEXT NOT NULL, value BLOB NOT NULL, headers TEXT NOT NULL, at INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS records_topic ON records (topic, seq);
@@ -257,7 +212,8 @@ function pendingRecords(
 ): PendingRecords {
   const inTopics = `r.topic IN (${topics.map(() => '?').join(', ')})`;
   const unacked = 'NOT EXISTS (SELECT 1 FROM acks a WHERE a.grp = ? AND a.seq = r.seq)';
-  const columns = 'r.seq, r.topic, r.key, r.value, r.headers';
+  const columns = 'r.seq, r.topic, r.key';
+  const whole = db.prepare('SELECT value, headers FROM records WHERE seq = ?');
   const startSeq = (
     db.prepare('SELECT start_seq FROM groups WHERE grp = ?').get(group) as { start_seq: number }
   ).start_seq;
@@ -323,6 +279,16 @@ function pendingRecords(
       return (
         (nextDue.get(...topics, now, startSeq, group) as { due: number | null }).due ?? undefined
       );
+    },
+    read(row) {
+      const found = whole.get(row.seq) as { value: Uint8Array; headers: string } | undefined;
+      if (!found) return undefined;
+      return {
+        topic: row.topic,
+        key: row.key,
+        value: Buffer.from(found.value),
+        headers: JSON.parse(found.headers) as Record<string, string>,
+      };
     },
     ack(seq) {
       acking.add(seq);
