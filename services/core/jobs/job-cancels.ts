@@ -38,8 +38,8 @@ const MAX_REMEMBERED = 100_000;
  * cancels must cover every job still queued or running when a worker starts. As many as the
  * process remembers (reading further back would only be forgotten again): a worker started now
  * misses a cancel only if more than 100,000 cancels were published after it while its job stayed
- * queued. Cancels are small (about 400 bytes a record), so even a full read at start is about
- * 40 MB over a few seconds; a topic with fewer cancels is read whole.
+ * queued. Cancels are small (a few hundred bytes a record), so even a full read at start is some
+ * tens of MB (not measured at that size); a topic with fewer cancels is read whole.
  */
 export const READ_AT_START = MAX_REMEMBERED;
 
