@@ -33,7 +33,7 @@ type Kind = 'transcode' | 'summary';
  *   Progress ticks are not written. Each state change is thus written once (again only after
  *   a crash between publish and commit: the same state, harmless under compaction).
  * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
- *   bounded map (about 0.9 KiB a finished job) and follows it, plus the progress ticks of the events
+ *   bounded map (about 1 KiB a finished job) and follows it, plus the progress ticks of the events
  *   topic from now on. Start-up reads about `maxJobs` records however long the history is.
  *   Older jobs are forgotten and answer 404. The active-job counts and the waiting gauge are
  *   kept on every change of the map (records read back, local folds, evictions alike).
