@@ -150,7 +150,8 @@ describe('segment selection', () => {
     const scene = segments.find((s) => s.sceneIndex === 1);
     expect(scene?.startSeconds, JSON.stringify(segments)).to.equal(33.5);
     // Without keyframes, the busiest window wins, as before.
-    const plain = selectSegments({ ...still, keyframes: undefined }, { targetSeconds: 6 });
+    const { keyframes: _unused, ...withoutKeyframes } = still;
+    const plain = selectSegments(withoutKeyframes, { targetSeconds: 6 });
     const best = plain.find((s) => s.sceneIndex === 1);
     expect(best?.startSeconds).to.be.at.most(24);
     expect(best?.endSeconds).to.be.at.least(25);
