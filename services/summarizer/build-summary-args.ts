@@ -54,8 +54,9 @@ export interface SummaryRender {
  * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (5× faster
  * than trimming one input, and each clip starts on its own decoded frame: no black or frozen
  * frames at the joins). Each clip's decoder runs on one thread: the clips are decoded one after
- * the other, and a frame-threaded decoder per clip buffered frames for nothing. On the benchmark's
- * 30 clips of a 10-minute 720p input, the MP4 render: 11.1 → 10.3 CPU s, 800 → 527 MB resident.
+ * the other, and a frame-threaded decoder per clip held frames for nothing. The MP4 render of
+ * the benchmark's 30 clips of a 10-minute 720p input, three runs each on a loaded machine:
+ * 10.3–12.7 CPU s against 11.1–14.3, and 527 MB resident against 800.
  * MP4s are bit-exact for the same input, settings and thread count.
  */
 export function buildSummaryArgs(o: SummaryRender): string[][] {
