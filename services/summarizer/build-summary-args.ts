@@ -43,13 +43,13 @@ export interface SummaryRender {
   videoCodec?: string;
   threads: number;
   watermark?: PreparedWatermark;
-  /** Where a GIF's palette (a 16×16 PNG) goes between its two passes; required for GIFs. */
+  /** Where a GIF's palette (a 16×16 PNG) goes between two passes; required for long or wide GIFs. */
   palettePath?: string;
 }
 
 /**
- * The ffmpeg runs of a summary, in order: for an MP4 one; for a GIF two, a palette pass then
- * the render (see gifPasses).
+ * The ffmpeg runs of a summary, in order: for an MP4 one; for a GIF one, or a palette pass
+ * then the render when its frames are many or large (see gifPasses).
  *
  * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (5× faster
  * than trimming one input, and each clip starts on its own decoded frame: no black or frozen
@@ -95,23 +95,46 @@ export function buildSummaryArgs(o: SummaryRender): string[][] {
 }
 
 /**
+ * Bytes of frames a one-pass GIF render may hold (its length × 12 fps × width × height × 4):
+ * up to this, one pass; beyond it, two. A 30 s GIF 480 wide (16:9) holds 178 MiB.
+ */
+export const ONE_PASS_GIF_BYTES = 192 * 1024 * 1024;
+
+/**
  * A GIF gets a palette from its own frames (stats_mode=diff, bayer dither: the best size for the
- * quality among single-palette options; error diffusion crawls between frames), made in a pass
- * of its own. In one pass, paletteuse held every frame of the summary until palettegen had seen
- * the last: 30 s at 12 fps of a 720p input is 360 frames × 3.7 MB, and that render peaked at
- * 2.1 GB resident and failed under the default FFMPEG_MEMORY_LIMIT_BYTES (2 GiB). Two passes hold
- * a few frames: 535 MB there, whatever the length. The palette pass decodes like the analysis
- * (no B-frames, no deblocking: the colours survive, see analyse-video.ts) and costs about what
- * the one pass spent on palettegen: 24.2 CPU s in one pass, 5.2 + 18.8 in two.
+ * quality among single-palette options; error diffusion crawls between frames). In one pass,
+ * paletteuse holds every frame of the summary until palettegen has seen the last: 30 s at
+ * 12 fps of a 720p input is 360 frames × 3.7 MB, and that render peaked at 2.1 GB resident and
+ * failed under the default FFMPEG_MEMORY_LIMIT_BYTES (2 GiB). So a GIF whose frames would take
+ * more than ONE_PASS_GIF_BYTES gets its palette in a pass of its own, and the render then holds
+ * a few frames: 535 MB there, whatever the length. That palette pass decodes like the analysis
+ * (no B-frames, no deblocking: the colours survive, see analyse-video.ts) and is not free: at
+ * 720p it cost what one pass spent on palettegen (24.2 CPU s in one pass, 5.2 + 18.8 in two),
+ * but 480 wide 3.6–4.5 CPU s where one pass spent about 1, hence the threshold.
  */
 function gifPasses(o: SummaryRender): string[][] {
-  if (!o.palettePath) throw new Error('a GIF render needs a palette path');
   const palette = o.clips.length + (o.watermark?.inputs.length ?? 0);
   // The palette's statistics come from every other pixel of every other row (nearest
   // neighbour keeps the colours exact): palettegen hashes each pixel it sees and was the
   // costliest step of a GIF. On 12 s of the benchmark's clips: 2.8 → 1.7 CPU s for the
   // whole render, the same size (+0.4 %) and PSNR against the scaled source (25.3 dB both).
   const sample = 'scale=w=max(1\\,iw/2):h=max(1\\,ih/2):flags=neighbor';
+  const use = 'paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]';
+  // -loop 0: the GIF plays forever.
+  const output = ['-map', '[v]', '-loop', '0', '-f', 'gif', '-y', o.outputPath];
+  const seconds = o.clips.reduce((sum, c) => sum + c.durationSeconds, 0);
+  const held = Math.ceil(seconds * GIF_FPS) * o.size.width * o.size.height * 4;
+  if (held <= ONE_PASS_GIF_BYTES)
+    return [
+      [
+        ...inputsOf(o, []),
+        ...common(o),
+        '-filter_complex',
+        `${shownVideo(o, { audio: false })}[out]split[p0][p1];[p0]${sample},palettegen=stats_mode=diff[pal];[p1][pal]${use}`,
+        ...output,
+      ],
+    ];
+  if (!o.palettePath) throw new Error('a long or wide GIF render needs a palette path');
   return [
     [
       ...inputsOf(o, decoderShortcuts(o.videoCodec)),
@@ -134,16 +157,8 @@ function gifPasses(o: SummaryRender): string[][] {
       ...inputArgs(o.palettePath),
       ...common(o),
       '-filter_complex',
-      `${shownVideo(o, { audio: false })}[out][${palette}:v]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]`,
-      '-map',
-      '[v]',
-      // -loop 0: the GIF plays forever.
-      '-loop',
-      '0',
-      '-f',
-      'gif',
-      '-y',
-      o.outputPath,
+      `${shownVideo(o, { audio: false })}[out][${palette}:v]${use}`,
+      ...output,
     ],
   ];
 }

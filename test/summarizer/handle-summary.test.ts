@@ -162,18 +162,18 @@ describe('summary handler with real ffmpeg', function () {
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
   });
 
-  it('gif: memory does not grow with its length (the palette has a pass of its own)', async () => {
-    // 15 s at 12 fps of 640×360: 166 MB of frames, which one pass held until the palette was
-    // made (it needed about 650 MiB of data segment here; two passes about 310).
-    await generateClip(join(files.dir, 'long.mp4'), { seconds: 60, width: 640, height: 360 });
+  it('gif: memory does not grow with its length and width (a long or wide one has a palette pass of its own)', async () => {
+    // 15 s at 12 fps of 960×540: 373 MB of frames, which one pass held until the palette was
+    // made (it needed over 900 MiB of data segment here; two passes less than 400).
+    await generateClip(join(files.dir, 'long.mp4'), { seconds: 60, width: 960, height: 540 });
     const tight = createSummaryHandler(
       testMediaJobDeps({
-        runFfmpeg: createFfmpegRunner(ffmpeg, { memoryLimitBytes: 480 * 1024 ** 2 }),
+        runFfmpeg: createFfmpegRunner(ffmpeg, { memoryLimitBytes: 600 * 1024 ** 2 }),
       }),
     );
     const result = await tight(job({ format: 'gif' }, 'long.gif', 'long.mp4'), ctx);
     const probed = await ffprobe(join(files.dir, 'long.gif'));
-    expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([640, 360]);
+    expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([960, 540]);
     expect(total(result)).to.be.closeTo(summaryTargetSeconds(60), 1e-9);
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
   });
