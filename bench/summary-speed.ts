@@ -130,7 +130,8 @@ const deps = {
     ([args]) =>
       args.includes('rawvideo')
         ? 'analysis'
-        : args.some((a) => a.includes('palettegen'))
+        : // A GIF's palette pass; a one-pass GIF makes its palette inside the render.
+          args.some((a) => a.includes('palettegen') && !a.includes('paletteuse'))
           ? 'palette'
           : 'render',
     baseDeps.runFfmpeg,

@@ -79,6 +79,19 @@ describe('summary render arguments', () => {
     expect(() => buildSummaryArgs(withoutPalette)).to.throw(/palette path/);
   });
 
+  it('a two-pass GIF with an image watermark reads the palette after the watermark image', () => {
+    const watermark = {
+      inputs: ['/work/logo.png'],
+      filter: (k: number) => `[in][${k}:v]overlay[out]`,
+    };
+    const [palette = [], gif = []] = buildSummaryArgs(
+      render({ size: { width: 1920, height: 1080 }, watermark }),
+    );
+    expect(palette[palette.indexOf('-filter_complex') + 1]).to.include('[in][2:v]overlay[out]');
+    const graph = gif[gif.indexOf('-filter_complex') + 1] ?? '';
+    expect(graph).to.include('[in][2:v]overlay[out];[out][3:v]paletteuse');
+  });
+
   it('a palette pass of another codec skips what is safe for it; of an unknown one, nothing', () => {
     const wide = { size: { width: 1920, height: 1080 } };
     const hevc = buildSummaryArgs(render({ ...wide, videoCodec: 'hevc' }))[0] ?? [];
