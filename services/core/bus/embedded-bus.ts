@@ -212,7 +212,8 @@ function pendingRecords(
 ): PendingRecords {
   const inTopics = `r.topic IN (${topics.map(() => '?').join(', ')})`;
   const unacked = 'NOT EXISTS (SELECT 1 FROM acks a WHERE a.grp = ? AND a.seq = r.seq)';
-  const columns = 'r.seq, r.topic, r.key, r.value, r.headers';
+  const columns = 'r.seq, r.topic, r.key';
+  const whole = db.prepare('SELECT value, headers FROM records WHERE seq = ?');
   const startSeq = (
     db.prepare('SELECT start_seq FROM groups WHERE grp = ?').get(group) as { start_seq: number }
   ).start_seq;
@@ -278,6 +279,16 @@ function pendingRecords(
       return (
         (nextDue.get(...topics, now, startSeq, group) as { due: number | null }).due ?? undefined
       );
+    },
+    read(row) {
+      const found = whole.get(row.seq) as { value: Uint8Array; headers: string } | undefined;
+      if (!found) return undefined;
+      return {
+        topic: row.topic,
+        key: row.key,
+        value: Buffer.from(found.value),
+        headers: JSON.parse(found.headers) as Record<string, string>,
+      };
     },
     ack(seq) {
       acking.add(seq);

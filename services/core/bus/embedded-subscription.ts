@@ -2,12 +2,11 @@ import type { EventEmitter } from 'node:events';
 import type { BusRecord, SubscribeOptions, Subscription } from './event-bus.ts';
 import { createFairShare, NO_TENANT } from './fair-share.ts';
 
+/** A pending record as the scan sees it: its value and headers are read only when needed. */
 export interface PendingRow {
   seq: number;
   topic: string;
   key: string;
-  value: Uint8Array;
-  headers: string;
 }
 
 /** One group's view of the records it has not acknowledged yet. */
@@ -16,6 +15,8 @@ export interface PendingRecords {
   due(now: number): Iterable<PendingRow>;
   /** The earliest due time after `now` (epoch ms) of an unacknowledged record, if any. */
   nextDueAfter(now: number): number | undefined;
+  /** The whole record, or undefined if it is gone (replaced in a compacted topic). */
+  read(row: PendingRow): BusRecord | undefined;
   ack(seq: number): void;
 }
 
@@ -58,7 +59,8 @@ export function runEmbeddedSubscription(
   const tenantOfRow = (row: PendingRow): string => {
     let tenant = tenants.get(row.seq);
     if (tenant === undefined) {
-      tenant = opts.fairness ? opts.fairness.tenantOf(toRecord(row)) : NO_TENANT;
+      const record = opts.fairness ? pending.read(row) : undefined;
+      tenant = record && opts.fairness ? opts.fairness.tenantOf(record) : NO_TENANT;
       tenants.set(row.seq, tenant);
     }
     return tenant;
@@ -101,8 +103,14 @@ export function runEmbeddedSubscription(
   };
 
   const deliver = (row: PendingRow): void => {
-    const record = toRecord(row);
     const { seq } = row;
+    const record = pending.read(row);
+    if (!record) {
+      // Replaced by a newer record of its key since the scan: nothing left to deliver.
+      fair.finished(tenantOfRow(row));
+      tenants.delete(seq);
+      return;
+    }
     const tenant = tenantOfRow(row);
     const handled = new Promise<void>((resolve) =>
       resolve(opts.handler(record, { signal: abort.signal, heartbeat: async () => {} })),
@@ -118,7 +126,7 @@ export function runEmbeddedSubscription(
       .finally(() => {
         fair.finished(tenant);
         running.delete(seq);
-        pump();
+        pumpSoon();
       });
     running.set(seq, done);
   };
@@ -143,9 +151,21 @@ export function runEmbeddedSubscription(
       pumping = false;
     }
   };
+  // Wake-ups and finished records of one event-loop turn share one pass: under a burst a
+  // group commit resolves many handlers and publishes many records at once, and each pass
+  // queries the file.
+  let pumpQueued = false;
+  const pumpSoon = (): void => {
+    if (pumpQueued) return;
+    pumpQueued = true;
+    setImmediate(() => {
+      pumpQueued = false;
+      pump();
+    });
+  };
   // Woken by every commit that published to one of this group's topics (all of them if unsaid).
   const onRecord = (published?: ReadonlySet<string>): void => {
-    if (!published || opts.topics.some((t) => published.has(t))) pump();
+    if (!published || opts.topics.some((t) => published.has(t))) pumpSoon();
   };
   wake.on('record', onRecord);
   queueMicrotask(pump);
@@ -162,14 +182,5 @@ export function runEmbeddedSubscription(
       abort.abort();
       await all;
     },
-  };
-}
-
-function toRecord(row: PendingRow): BusRecord {
-  return {
-    topic: row.topic,
-    key: row.key,
-    value: Buffer.from(row.value),
-    headers: JSON.parse(row.headers) as Record<string, string>,
   };
 }
