@@ -3,6 +3,7 @@
 // input of at least 1 GB (640×360 raw video in Matroska, served over HTTP, output back by PUT).
 // Idle is measured twice: a first start with an empty NODE_COMPILE_CACHE, then a start that finds
 // it filled (as the image's warmed cache, or any restart), which skips the TypeScript stripper.
+// The service runs with the Node options of `npm start` and the image (SERVICE_NODE_ARGS).
 // Usage: npm run bench:footprint -- [inputGiB=1.05]
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink } from 'node:fs/promises';

@@ -15,6 +15,7 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { SERVICE_NODE_ARGS } from '../test/support/spawn-service.ts';
 
 interface CannonResult {
   '2xx': number;
@@ -65,7 +66,9 @@ async function startProcess(
     profileDir && name !== 'bare Koa' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   // BENCH_SERVICE_ROOT: another checkout whose services to measure (a before/after comparison).
   const cwd = name === 'bare Koa' ? root : (process.env['BENCH_SERVICE_ROOT'] ?? root);
-  const child = spawn(process.execPath, [...profile, ...args], {
+  // The services run with Node's options as deployed; the bare app with Node's defaults.
+  const nodeArgs = name === 'bare Koa' ? [] : SERVICE_NODE_ARGS;
+  const child = spawn(process.execPath, [...profile, ...nodeArgs, ...args], {
     cwd,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -253,7 +253,10 @@ console.log(
   ].join('\n'),
 );
 await ingress.stop();
-await admin
-  .deleteTopics({ topics: Object.values(topics).map((t) => prefix + t) })
-  .catch(() => undefined);
+if (process.env['STATUS_BENCH_KEEP'] === '1')
+  console.log(`history kept: STATUS_BENCH_PREFIX=${prefix} measures another start over it`);
+else
+  await admin
+    .deleteTopics({ topics: Object.values(topics).map((t) => prefix + t) })
+    .catch(() => undefined);
 await admin.disconnect();

@@ -4,7 +4,8 @@
 // x264 veryfast with B-frames) is generated once and cached under the OS temp dir.
 // Besides wall-clock times it reports CPU seconds (this process and the ffmpeg/ffprobe it ran,
 // from /proc): on a machine shared with other work, wall times swing with the load, CPU much less.
-// Usage: npm run bench:summary -- [rounds=1] [minutes=10] [formats=mp4,gif]
+// Usage: npm run bench:summary -- [rounds=1] [minutes=10] [formats=mp4,gif] (a format may name a
+// width: gif@480)
 import { execFile } from 'node:child_process';
 import { access, mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -22,7 +23,8 @@ import { testMediaJobDeps } from '../test/support/media-job-deps.ts';
 const run = promisify(execFile);
 const rounds = Number(process.argv[2] ?? 1);
 const minutes = Number(process.argv[3] ?? 10);
-const formats = (process.argv[4] ?? 'mp4,gif').split(',') as ('mp4' | 'gif')[];
+/** What to summarise: a format, with a width after `@` or the input's width. */
+const formats = (process.argv[4] ?? 'mp4,gif').split(',');
 const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
 const median = (xs: number[]): number =>
   [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -125,7 +127,13 @@ const baseDeps = testMediaJobDeps({
 const deps = {
   ...baseDeps,
   runFfmpeg: timedTool(
-    ([args]) => (args.includes('rawvideo') ? 'analysis' : 'render'),
+    ([args]) =>
+      args.includes('rawvideo')
+        ? 'analysis'
+        : // A GIF's palette pass; a one-pass GIF makes its palette inside the render.
+          args.some((a) => a.includes('palettegen') && !a.includes('paletteuse'))
+          ? 'palette'
+          : 'render',
     baseDeps.runFfmpeg,
   ),
   probe: timedTool(() => 'probe', baseDeps.probe),
@@ -177,8 +185,9 @@ const fullDecode = (): Promise<[Cost, unknown]> =>
       '-',
     ]),
   );
-const summary = (format: 'mp4' | 'gif', i: number): Promise<[Cost, JobResult]> =>
+const summary = (name: string, i: number): Promise<[Cost, JobResult]> =>
   timed(() => {
+    const [format, width] = name.split('@') as ['mp4' | 'gif', string | undefined];
     const job: JobRequested = {
       jobId: '00000000-0000-4000-8000-00000000be0c',
       kind: 'summary',
@@ -187,7 +196,7 @@ const summary = (format: 'mp4' | 'gif', i: number): Promise<[Cost, JobResult]> =
       submittedAt: new Date().toISOString(),
       input: { url: `${files.url}/files/input.mp4` },
       output: { url: `${files.url}/files/summary-${i}.${format}` },
-      summary: { format },
+      summary: { format, ...(width ? { width: Number(width) } : {}) },
     };
     stages = {};
     invocations = [];

@@ -4,7 +4,7 @@ import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, spawnService } from './support/spawn-service.ts';
+import { freePort, SERVICE_NODE_ARGS, spawnService } from './support/spawn-service.ts';
 
 const run = promisify(execFile);
 const root = new URL('..', import.meta.url).pathname;
@@ -64,5 +64,24 @@ describe('packaging: the production install from the lockfile', function () {
     } finally {
       expect(await service.stop()).to.equal(0);
     }
+  });
+});
+
+describe("packaging: Node's options of the services", () => {
+  it('npm start scripts, the image and the spawned services of tests and benchmarks agree', async () => {
+    const scripts = (
+      JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
+        scripts: Record<string, string>;
+      }
+    ).scripts;
+    const flags = SERVICE_NODE_ARGS.join(' ');
+    const starts = Object.entries(scripts).filter(([name]) => /^start(:|$)/.test(name));
+    expect(starts).to.have.length(5);
+    for (const [name, command] of starts)
+      expect(command, name).to.match(new RegExp(`^node ${flags} services/[a-z-]+/main\\.ts$`));
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    expect(dockerfile).to.include(`ENV NODE_OPTIONS=${flags}\n`);
+    // Before the compile cache is warmed: V8 takes a code cache only from the same flags.
+    expect(dockerfile.indexOf('ENV NODE_OPTIONS')).to.be.lessThan(dockerfile.indexOf('RUN node'));
   });
 });

@@ -163,13 +163,15 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(/no-op tracing calls of one submission: \d+ ns/);
   });
 
-  it('npm run bench:summary -- 1 0.5 mp4 (short arguments)', async () => {
-    const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4'], {}, 300_000);
+  it('npm run bench:summary -- 1 0.5 mp4,gif@160 (short arguments, a GIF with a width)', async () => {
+    const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4,gif@160'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     // wall s | wall ratio (lowest–highest per round) | CPU s | CPU ratio
     expect(ran.stdout).to.match(
       /\| mp4 summary job \(\d+ segments[^|]*\| [\d.]+ \| [\d.]+ \([\d.]+–[\d.]+\) \| [\d.]+ \| [\d.]+ \|/,
     );
+    expect(ran.stdout).to.match(/\| gif@160 summary job \(\d+ segments, [\d.]+ s, 160×\d+,/);
+    expect(ran.stdout).to.match(/round 1 gif@160: .*render [\d.]+\/[\d.]+/);
   });
 
   it('npm run bench:ingress -- 1 1 embedded (short arguments)', async () => {

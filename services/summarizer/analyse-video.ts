@@ -47,7 +47,7 @@ export interface AnalysisOptions {
  * median of 0 and a 95th percentile of 1.2 % in luma: colours and motion survive. HEVC encoders
  * lean on B-frames as references, so only non-reference frames go there.
  */
-function decoderShortcuts(codec: string | undefined): string[] {
+export function decoderShortcuts(codec: string | undefined): string[] {
   if (codec === 'h264') return ['-skip_loop_filter', 'all', '-skip_frame', 'bidir'];
   if (codec === 'hevc') return ['-skip_loop_filter', 'all', '-skip_frame', 'noref'];
   return [];

@@ -2,6 +2,7 @@ import type { SummarySpec } from '../core/contracts/types.generated.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { decoderShortcuts } from './analyse-video.ts';
 import type { SummarySegment } from './select-segments.ts';
 
 /** Frames per second of a GIF: smooth enough for a preview, a fraction of the bytes of 25. */
@@ -25,14 +26,8 @@ export function clipsOf(segments: readonly SummarySegment[]): Clip[] {
   return clips;
 }
 
-/**
- * One `-ss … -t … -i` input per clip joined with concat, audio too (5× faster than trimming one
- * input, and each clip starts on its own decoded frame: no black or frozen frames at the joins).
- * GIFs get a palette from their own frames (stats_mode=diff, bayer dither: the best size for
- * the quality among single-palette options; error diffusion crawls between frames). MP4s are
- * bit-exact for the same input, settings and thread count.
- */
-export function buildSummaryArgs(o: {
+/** What a summary render needs to know; the same for each of its passes. */
+export interface SummaryRender {
   spec: SummarySpec;
   inputPath: string;
   outputPath: string;
@@ -44,92 +39,175 @@ export function buildSummaryArgs(o: {
    * probing (22 one-second clips of a 10-minute 720p input: 4.1 s → 2.6 s). Default false.
    */
   describedByHeader?: boolean;
+  /** The input's video codec (from the probe): the GIF palette pass skips frames by it. */
+  videoCodec?: string;
   threads: number;
   watermark?: PreparedWatermark;
-}): string[] {
-  const n = o.clips.length;
-  const audio = o.spec.format === 'mp4' && o.hasAudio && !o.spec.removeAudio;
-  const probing = o.describedByHeader ? ['-analyzeduration', '0', '-probesize', '32768'] : [];
-  const inputs = o.clips.flatMap((c) =>
-    inputArgs(o.inputPath, [
-      ...probing,
-      '-ss',
-      String(c.startSeconds),
-      '-t',
-      String(c.durationSeconds),
-    ]),
-  );
-  const wmInputs = o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? [];
-  // A seek between two frames gives the clip's first frame a small positive time; the output
-  // would fill the gap by showing that frame twice (a frozen frame at the join).
-  const starts = o.clips.map((_, i) => `[${i}:v]setpts=PTS-STARTPTS[c${i}];`).join('');
-  const parts = o.clips.map((_, i) => `[c${i}]${audio ? `[${i}:a]` : ''}`).join('');
-  // A GIF drops frames before it scales them: half the scaling work at 25 fps sources.
-  const fps = o.spec.format === 'gif' ? `fps=${GIF_FPS},` : '';
-  const scale = `${fps}scale=${o.size.width}:${o.size.height}:flags=lanczos,setsar=1`;
-  const watermark = o.watermark ? `[in];${o.watermark.filter(n)};[out]` : ',';
-  const body = `${starts}${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}[cv]${audio ? '[a]' : ''};[cv]${scale}${watermark}`;
-  const common = [
-    ...inputs,
-    ...wmInputs,
-    '-threads',
-    String(o.threads),
-    '-map_metadata',
-    '-1',
-    '-fflags',
-    '+bitexact',
-    '-flags',
-    '+bitexact',
-  ];
-  if (o.spec.format === 'gif') {
-    // The palette's statistics come from every other pixel of every other row (nearest
-    // neighbour keeps the colours exact): palettegen hashes each pixel it sees and was the
-    // costliest step of a GIF. On 12 s of the benchmark's clips: 2.8 → 1.7 CPU s for the
-    // whole render, the same size (+0.4 %) and PSNR against the scaled source (25.3 dB both).
-    const sample = 'scale=w=max(1\\,iw/2):h=max(1\\,ih/2):flags=neighbor,';
-    const graph = `${body}split[p0][p1];[p0]${sample}palettegen=stats_mode=diff[pal];[p1][pal]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]`;
-    // -loop 0: the GIF plays forever.
-    return [
-      ...common,
-      '-filter_complex',
-      graph,
-      '-map',
-      '[v]',
-      '-loop',
-      '0',
-      '-f',
-      'gif',
-      '-y',
-      o.outputPath,
-    ];
-  }
+  /** Where a GIF's palette (a 16×16 PNG) goes between two passes; required for long or wide GIFs. */
+  palettePath?: string;
+}
+
+/**
+ * The ffmpeg runs of a summary, in order: for an MP4 one; for a GIF one, or a palette pass
+ * then the render when its frames are many or large (see gifPasses).
+ *
+ * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (5× faster
+ * than trimming one input, and each clip starts on its own decoded frame: no black or frozen
+ * frames at the joins). Each clip's decoder runs on one thread: the clips are decoded one after
+ * the other, and a frame-threaded decoder per clip held frames for nothing. The MP4 render of
+ * the benchmark's 30 clips of a 10-minute 720p input, three runs each on a loaded machine:
+ * 10.3–12.7 CPU s against 11.1–14.3, and 527 MB resident against 800.
+ * MP4s are bit-exact for the same input, settings and thread count.
+ */
+export function buildSummaryArgs(o: SummaryRender): string[][] {
+  if (o.spec.format === 'gif') return gifPasses(o);
+  const audio = o.hasAudio && !o.spec.removeAudio;
   // ultrafast with the deblocking filter back on: a preview of up to 30 s at source width must
   // cost a fraction of decoding the input. On 12 s of the benchmark's 720p clips (2 cores, CPU
   // seconds): ultrafast 1.6–1.9 s, 10.4 MB; with deblocking ≈ the same time (it keeps block
   // edges out of the picture); superfast 3.3–4.1 s, 7.8 MB; superfast without CABAC 2.7 s,
   // 8.9 MB. The MP4 job spent more on its encode than on its analysis (bench/summary-speed.ts).
   return [
-    ...common,
-    '-filter_complex',
-    `${body}format=yuv420p[v]`,
-    '-map',
-    '[v]',
-    ...(audio ? ['-map', '[a]', '-c:a', 'aac', '-b:a', '128k'] : ['-an']),
-    '-c:v',
-    'libx264',
-    '-preset',
-    'ultrafast',
-    '-x264-params',
-    'deblock=0,0',
-    '-crf',
-    '23',
-    '-movflags',
-    '+faststart',
-    '-f',
-    'mp4',
-    '-y',
-    o.outputPath,
+    [
+      ...inputsOf(o, []),
+      ...common(o),
+      '-filter_complex',
+      `${shownVideo(o, { audio })}[out]format=yuv420p[v]`,
+      '-map',
+      '[v]',
+      ...(audio ? ['-map', '[a]', '-c:a', 'aac', '-b:a', '128k'] : ['-an']),
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-x264-params',
+      'deblock=0,0',
+      '-crf',
+      '23',
+      '-movflags',
+      '+faststart',
+      '-f',
+      'mp4',
+      '-y',
+      o.outputPath,
+    ],
   ];
+}
+
+/**
+ * Bytes of frames a one-pass GIF render may hold (its length × 12 fps × width × height × 4):
+ * up to this, one pass; beyond it, two. A 30 s GIF 480 wide (16:9) holds 178 MiB.
+ */
+export const ONE_PASS_GIF_BYTES = 192 * 1024 * 1024;
+
+/**
+ * A GIF gets a palette from its own frames (stats_mode=diff, bayer dither: the best size for the
+ * quality among single-palette options; error diffusion crawls between frames). In one pass,
+ * paletteuse holds every frame of the summary until palettegen has seen the last: 30 s at
+ * 12 fps of a 720p input is 360 frames × 3.7 MB, and that render peaked at 2.1 GB resident and
+ * failed under the default FFMPEG_MEMORY_LIMIT_BYTES (2 GiB). So a GIF whose frames would take
+ * more than ONE_PASS_GIF_BYTES gets its palette in a pass of its own, and the render then holds
+ * a few frames: 535 MB there, whatever the length. That palette pass decodes like the analysis
+ * (no B-frames, no deblocking: the colours survive, see analyse-video.ts) and is not free: at
+ * 720p it cost what one pass spent on palettegen (24.2 CPU s in one pass, 5.2 + 18.8 in two),
+ * but 480 wide 3.6–4.5 CPU s where one pass spent about 1, hence the threshold.
+ */
+function gifPasses(o: SummaryRender): string[][] {
+  const palette = o.clips.length + (o.watermark?.inputs.length ?? 0);
+  // The palette's statistics come from every other pixel of every other row (nearest
+  // neighbour keeps the colours exact): palettegen hashes each pixel it sees and was the
+  // costliest step of a GIF. On 12 s of the benchmark's clips: 2.8 → 1.7 CPU s for the
+  // whole render, the same size (+0.4 %) and PSNR against the scaled source (25.3 dB both).
+  const sample = 'scale=w=max(1\\,iw/2):h=max(1\\,ih/2):flags=neighbor';
+  const use = 'paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]';
+  // -loop 0: the GIF plays forever.
+  const output = ['-map', '[v]', '-loop', '0', '-f', 'gif', '-y', o.outputPath];
+  const seconds = o.clips.reduce((sum, c) => sum + c.durationSeconds, 0);
+  const held = Math.ceil(seconds * GIF_FPS) * o.size.width * o.size.height * 4;
+  if (held <= ONE_PASS_GIF_BYTES)
+    return [
+      [
+        ...inputsOf(o, []),
+        ...common(o),
+        '-filter_complex',
+        `${shownVideo(o, { audio: false })}[out]split[p0][p1];[p0]${sample},palettegen=stats_mode=diff[pal];[p1][pal]${use}`,
+        ...output,
+      ],
+    ];
+  if (!o.palettePath) throw new Error('a long or wide GIF render needs a palette path');
+  return [
+    [
+      ...inputsOf(o, decoderShortcuts(o.videoCodec)),
+      ...common(o),
+      '-filter_complex',
+      `${shownVideo(o, { audio: false, fps: false })}[out]${sample},palettegen=stats_mode=diff[v]`,
+      '-map',
+      '[v]',
+      '-frames:v',
+      '1',
+      '-update',
+      '1',
+      '-f',
+      'image2',
+      '-y',
+      o.palettePath,
+    ],
+    [
+      ...inputsOf(o, []),
+      ...inputArgs(o.palettePath),
+      ...common(o),
+      '-filter_complex',
+      `${shownVideo(o, { audio: false })}[out][${palette}:v]${use}`,
+      ...output,
+    ],
+  ];
+}
+
+/** The clips' inputs (one decoder thread each, see buildSummaryArgs), then the watermark's. */
+function inputsOf(o: SummaryRender, decoder: readonly string[]): string[] {
+  const probing = o.describedByHeader ? ['-analyzeduration', '0', '-probesize', '32768'] : [];
+  return [
+    ...o.clips.flatMap((c) =>
+      inputArgs(o.inputPath, [
+        '-threads',
+        '1',
+        ...decoder,
+        ...probing,
+        '-ss',
+        String(c.startSeconds),
+        '-t',
+        String(c.durationSeconds),
+      ]),
+    ),
+    ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
+  ];
+}
+
+const common = (o: SummaryRender): string[] => [
+  '-threads',
+  String(o.threads),
+  '-map_metadata',
+  '-1',
+  '-fflags',
+  '+bitexact',
+  '-flags',
+  '+bitexact',
+];
+
+/**
+ * The clips joined, scaled and watermarked, ending in the label `[out]` (and the joined audio in
+ * `[a]` when asked). A GIF drops frames before it scales them: half the scaling work at 25 fps.
+ */
+function shownVideo(o: SummaryRender, w: { audio: boolean; fps?: boolean }): string {
+  const n = o.clips.length;
+  // A seek between two frames gives the clip's first frame a small positive time; the output
+  // would fill the gap by showing that frame twice (a frozen frame at the join).
+  const starts = o.clips.map((_, i) => `[${i}:v]setpts=PTS-STARTPTS[c${i}];`).join('');
+  const parts = o.clips.map((_, i) => `[c${i}]${w.audio ? `[${i}:a]` : ''}`).join('');
+  const fps = o.spec.format === 'gif' && w.fps !== false ? `fps=${GIF_FPS},` : '';
+  const scale = `${fps}scale=${o.size.width}:${o.size.height}:flags=lanczos,setsar=1`;
+  const watermark = o.watermark ? `[in];${o.watermark.filter(n)};` : '[out];';
+  return `${starts}${parts}concat=n=${n}:v=1:a=${w.audio ? 1 : 0}[cv]${w.audio ? '[a]' : ''};[cv]${scale}${watermark}`;
 }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000;

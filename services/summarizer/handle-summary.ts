@@ -25,6 +25,8 @@ export type SummarizerDeps = MediaJobDeps;
 
 /** Percent of the job reached when the analysis ends and the render starts. */
 const ANALYSED_PERCENT = 35;
+/** Percent reached when a GIF's palette pass ends. */
+const PALETTE_PERCENT = 45;
 
 /**
  * fetch input (transfer slot) → probe, analyse, select, render (gif or mp4), verify (CPU slot)
@@ -100,18 +102,29 @@ async function summarise(
   const watermark = await jobWatermark(deps, job, ctx, paths.workDir, spec.watermark);
   const clips = clipsOf(segments);
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
-  const args = buildSummaryArgs({
+  const passes = buildSummaryArgs({
     spec,
     inputPath: paths.inputPath,
     outputPath: paths.outputPath,
+    palettePath: join(paths.workDir, 'palette.png'),
     clips,
     size,
     hasAudio: Boolean(input.audio),
     describedByHeader: input.formatName.split(',').includes('mp4'),
+    ...(input.video.codec ? { videoCodec: input.video.codec } : {}),
     threads: deps.threads,
     ...(watermark ? { watermark } : {}),
   });
-  await runEncode(deps, ctx, args, { from: ANALYSED_PERCENT, to: 95, expectedSeconds: total });
+  // A GIF's palette pass takes a fifth of its render time (bench/summary-speed.ts).
+  const spans =
+    passes.length > 1
+      ? [
+          { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: total },
+          { from: PALETTE_PERCENT, to: 95, expectedSeconds: total },
+        ]
+      : [{ from: ANALYSED_PERCENT, to: 95, expectedSeconds: total }];
+  for (const [k, args] of passes.entries())
+    await runEncode(deps, ctx, args, spans[k] ?? { from: 95, to: 95, expectedSeconds: total });
   const out = await verifyOutput(deps.probe, paths.outputPath, {
     format: spec.format,
     videoCodec: spec.format === 'gif' ? 'gif' : 'h264',

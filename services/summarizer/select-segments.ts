@@ -63,10 +63,20 @@ const STEP = 0.5;
 const GRID = 0.25;
 const EPSILON = 1e-9;
 /**
- * A window with up to this share less activity than the busiest still counts as busy (when
- * keyframes are known): a burst of motion then loses at most a tenth of itself to a cheap seek.
+ * "Close to the best placement", when keyframes are known: a window whose activity is at most
+ * this share below the busiest window's, or at most STILL_SLACK below it, counts as busy too, and
+ * of those the cheapest to seek to wins. A burst of motion then loses at most a tenth of itself
+ * to a cheap seek.
  */
 const BUSY_SLACK = 0.1;
+/**
+ * Activity differences below this (a mean luma change of 0.5 % per half second, about 1.3 of
+ * 255 levels: compression noise in a still picture) tell nothing a viewer could see, so in a
+ * still scene every window is close to the best. The quality suite's bursts of motion (a box
+ * crossing a still scene) raise the activity by 0.05–0.07, ten times this. On the benchmark's
+ * 10-minute input this took the render's decoding before the clips' starts from 74 s to 28 s.
+ */
+const STILL_SLACK = 0.005;
 /**
  * The analysis skips B-frames, so the sample before a cut may show a frame up to a run of
  * B-frames (3 with x264's defaults, 0.12 s at 25 fps) older than its time: a scene's last sure
@@ -246,8 +256,9 @@ const roomOf = (unit: Unit | undefined, length: number | undefined): number =>
   unit ? unit.end - unit.start - (length ?? 0) : 0;
 
 /**
- * The busiest window of `length` inside the unit. Windows within a tenth of its activity count
- * as busy too, and of those the one that starts soonest after a keyframe wins: the render
+ * The busiest window of `length` inside the unit. Windows close to its activity (BUSY_SLACK,
+ * STILL_SLACK) count as busy too, and of those the one that starts soonest after a keyframe wins
+ * (at a keyframe inside the unit when one fits; else the earliest, nearest the one before): the render
  * decodes from the keyframe before each segment, so this is what makes a long input cheap to
  * summarise (x264 puts keyframes up to 10 s apart). Then the one nearest the unit's middle.
  */
@@ -271,7 +282,10 @@ function place(
   const middle = (unit.start + last) / 2;
   const pick = scored
     .filter(
-      (c) => c.score >= busiest - Math.max(EPSILON, keyframes.length ? BUSY_SLACK * busiest : 0),
+      (c) =>
+        c.score >=
+        busiest -
+          Math.max(EPSILON, keyframes.length ? Math.max(STILL_SLACK, BUSY_SLACK * busiest) : 0),
     )
     .reduce((a, b) => {
       if (Math.abs(a.seek - b.seek) > EPSILON) return b.seek < a.seek ? b : a;

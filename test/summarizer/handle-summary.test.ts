@@ -10,6 +10,7 @@ import type {
 } from '../../services/core/contracts/types.generated.ts';
 import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
+import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { summaryTargetSeconds } from '../../services/summarizer/select-segments.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
@@ -158,6 +159,22 @@ describe('summary handler with real ffmpeg', function () {
     expect([result.width, result.height]).to.deep.equal([640, 360]);
     expect(gifLoopCount(await readFile(path))).to.equal(0);
     expect(result.sizeBytes).to.equal((await stat(path)).size);
+    expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
+  });
+
+  it('gif: memory does not grow with its length and width (a long or wide one has a palette pass of its own)', async () => {
+    // 15 s at 12 fps of 960×540: 373 MB of frames, which one pass held until the palette was
+    // made (it needed over 900 MiB of data segment here; two passes less than 400).
+    await generateClip(join(files.dir, 'long.mp4'), { seconds: 60, width: 960, height: 540 });
+    const tight = createSummaryHandler(
+      testMediaJobDeps({
+        runFfmpeg: createFfmpegRunner(ffmpeg, { memoryLimitBytes: 600 * 1024 ** 2 }),
+      }),
+    );
+    const result = await tight(job({ format: 'gif' }, 'long.gif', 'long.mp4'), ctx);
+    const probed = await ffprobe(join(files.dir, 'long.gif'));
+    expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([960, 540]);
+    expect(total(result)).to.be.closeTo(summaryTargetSeconds(60), 1e-9);
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
   });
 

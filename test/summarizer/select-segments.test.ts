@@ -138,6 +138,43 @@ describe('segment selection', () => {
     expect(withBurst[1]?.endSeconds).to.be.at.least(27);
   });
 
+  it('in a still scene (activity differing by compression noise only), starts at the keyframe inside it', () => {
+    // Scene 1 (20–40 s) is still: its activity wobbles by less than STILL_SLACK, far more than a
+    // tenth of itself, with its busiest window at 24 s; the keyframe at 33.5 s is free to seek to.
+    const t = { ...timeline(60, [20, 40], [], 0.01), keyframes: [0, 10, 20.5, 33.5, 40, 50] };
+    const activity = t.activity.map((a, i) => (i * DT > 20 && i * DT < 40 ? 0.0005 : a));
+    activity[49] = 0.003;
+    activity[50] = 0.003;
+    const still = { ...t, activity };
+    const segments = selectSegments(still, { targetSeconds: 6 });
+    const scene = segments.find((s) => s.sceneIndex === 1);
+    expect(scene?.startSeconds, JSON.stringify(segments)).to.equal(33.5);
+    // Without keyframes, the busiest window wins, as before.
+    const { keyframes: _unused, ...withoutKeyframes } = still;
+    const plain = selectSegments(withoutKeyframes, { targetSeconds: 6 });
+    const best = plain.find((s) => s.sceneIndex === 1);
+    expect(best?.startSeconds).to.be.at.most(24);
+    expect(best?.endSeconds).to.be.at.least(25);
+  });
+
+  it('keeps the best placement when no keyframe lies inside the scene, or none leaves room for the segment', () => {
+    // Scene 1 runs 20–40 s with a burst at 30–31 s; keyframes at 8 s and at 39.5 s (too late to
+    // start a segment in the scene). The burst is kept; no window is "close" to it.
+    const t = {
+      ...timeline(60, [20, 40], [[30, 31]], 0.01),
+      keyframes: [0, 8, 39.5, 50],
+    };
+    const segments = selectSegments(t, { targetSeconds: 6 });
+    checkRules(segments, t, 6);
+    const scene = segments.find((s) => s.sceneIndex === 1);
+    expect(scene?.startSeconds, JSON.stringify(segments)).to.be.at.most(30);
+    expect(scene?.endSeconds).to.be.at.least(31);
+    // A still scene without a keyframe inside starts as early as it can: nearest the one before.
+    const still = { ...timeline(60, [20, 40], [], 0.01), keyframes: [0, 8, 50] };
+    const early = selectSegments(still, { targetSeconds: 6 }).find((s) => s.sceneIndex === 1);
+    expect(early?.startSeconds).to.equal(20);
+  });
+
   it('is deterministic: the same timeline gives the same segments', () => {
     const t = timeline(240, [13, 50, 51.5, 120, 200], [[60, 61]]);
     expect(selectSegments(t, { targetSeconds: 30 })).to.deep.equal(

@@ -15,8 +15,15 @@ export interface SpawnedService {
   kill(): Promise<void>;
 }
 
+/**
+ * Node's options for a service, as `npm start` (package.json) and the image (NODE_OPTIONS in the
+ * Dockerfile) run them: a 4 MiB young-generation semi-space instead of V8's 16 MiB, which the
+ * start-up's module loading otherwise grows to and keeps (README "Footprint").
+ */
+export const SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4'];
+
 export function spawnService(main: string, env: Record<string, string>): SpawnedService {
-  const child = spawn(process.execPath, [main], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, main], {
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,5 +1,5 @@
 import { ConfigError, type Config } from '../config.ts';
-import { createBucketLibrary } from '../storage/watermark-store.ts';
+import type { WatermarkBucketOptions } from '../storage/watermark-store.ts';
 import { createFolderLibrary, type WatermarkLibrary } from './watermark-library.ts';
 
 /**
@@ -20,7 +20,7 @@ export function openWatermarkLibrary(
       throw new ConfigError(
         'WATERMARK_S3_ACCESS_KEY_ID and WATERMARK_S3_SECRET_ACCESS_KEY go together: set both or neither',
       );
-    return createBucketLibrary({
+    return lazyBucketLibrary({
       bucket: config.watermarkBucket,
       region: config.watermarkS3Region,
       ...(endpoint !== undefined && { endpoint }),
@@ -29,4 +29,37 @@ export function openWatermarkLibrary(
   }
   const dir = config.watermarkImagesDir ?? fallbackDir;
   return dir === undefined ? undefined : createFolderLibrary(dir);
+}
+
+/**
+ * The bucket library with its module (and the AWS SDK, ≈ 30 MB of RSS) imported on first use,
+ * like the job stores (storage/lazy-store.ts): a process that never touches the library does not
+ * carry the SDK. A failed import is tried again next time.
+ */
+function lazyBucketLibrary(options: WatermarkBucketOptions): WatermarkLibrary & { close(): void } {
+  type BucketLibrary = WatermarkLibrary & { close(): void };
+  let loaded: BucketLibrary | undefined;
+  let loading: Promise<BucketLibrary> | undefined;
+  let closed = false;
+  const library = (): Promise<BucketLibrary> =>
+    (loading ??= import('../storage/watermark-store.ts').then(
+      ({ createBucketLibrary }) => {
+        if (closed) throw new Error('the watermark library is closed');
+        return (loaded = createBucketLibrary(options));
+      },
+      (error: unknown) => {
+        loading = undefined;
+        throw error;
+      },
+    ));
+  return {
+    put: async (...args) => (await library()).put(...args),
+    list: async (orgId) => (await library()).list(orgId),
+    remove: async (orgId, name) => (await library()).remove(orgId, name),
+    fetch: async (...args) => (await library()).fetch(...args),
+    close() {
+      closed = true;
+      loaded?.close();
+    },
+  };
 }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { EventBus } from '../../../services/core/bus/event-bus.ts';
 import type { EventCodec, JobEvent } from '../../../services/core/events/event-codec.ts';
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
+import { callbackFor } from '../../../services/core/callbacks/callback-request.ts';
 import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
 
 // The view's apply needs neither bus nor codec; start() is not called here.
@@ -127,5 +128,45 @@ describe('job status view: active jobs, cancels and submissions', () => {
     expect(v.get('j1', 'org-a')).to.include({ status: 'canceled' });
     expect(v.activeJobs('org-a')).to.equal(0);
     expect(v.submission('j1', 'org-b')).to.equal(undefined);
+  });
+});
+
+describe('job status view: the texts it keeps', () => {
+  it('gives back every field of a finished job that names its id many times, and only its own id', () => {
+    const id = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    const other = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+    const callbacks = { successUrl: `https://hooks.example.com/${id}?again=${id}` };
+    const result = {
+      outputUrl: `https://media.example.com/out/${id}.mp4`,
+      format: 'mp4',
+      width: 640,
+      height: 360,
+      durationSeconds: 10,
+      sizeBytes: 1_250_000,
+      videoCodec: 'h264',
+    };
+    const succeeded: JobEvent = {
+      ...event('media.job.succeeded', {
+        jobId: id,
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 1,
+        finishedAt: '2026-11-23T10:00:10.000Z',
+        callbacks,
+        result,
+      }),
+      id: `${id}:media.job.succeeded:1`,
+    };
+    const v = view();
+    v.applyRequested(request(id, 'org-a', { callbacks }), '2026-11-23T10:00:00Z');
+    v.applyRequested(request(other, 'org-a', { callbacks }), '2026-11-23T10:00:00Z');
+    v.apply(succeeded);
+    expect(v.get(id, 'org-a')).to.deep.include({ id, status: 'succeeded', result });
+    expect(v.get(id, 'org-a')?.callback?.webhookId).to.include(id);
+    expect(v.finalCallback(id, 'org-a')).to.deep.equal(callbackFor(succeeded));
+    expect(v.get(other, 'org-a')).to.include({ id: other, status: 'queued' });
+    expect(JSON.stringify([v.get(id, 'org-a'), v.finalCallback(id, 'org-a')])).to.not.include(
+      '\\u0001',
+    );
   });
 });

@@ -82,11 +82,34 @@ describe('tracing', () => {
       for (const headers of [
         {},
         { traceparent: '00-00000000000000000000000000000000-b7ad6b7169203331-01' },
+        { traceparent: '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01' },
+        { traceparent: 'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+        { traceparent: `${PARENT}-extra` },
+        { traceparent: PARENT.toUpperCase() },
         { traceparent: 'garbage' },
       ]) {
         const record = { topic: 't', key: 'k', value: Buffer.alloc(0), headers: { a: 'b' } };
         expect(withTraceHeaders(record, extractTraceContext(headers))).to.equal(record);
       }
+    });
+
+    it('follows W3C trace context: later versions may add fields, header lists, bad tracestate members dropped', () => {
+      const later = `01-${PARENT.slice(3)}-more`;
+      expect(traceHeaders(extractTraceContext({ traceparent: later }))).to.deep.equal({
+        traceparent: PARENT,
+      });
+      expect(
+        traceHeaders(
+          extractTraceContext({ traceparent: [PARENT, 'x'], tracestate: ['a=1', 'b=2'] }),
+        ),
+      ).to.deep.equal({ traceparent: PARENT, tracestate: 'a=1,b=2' });
+      expect(
+        traceHeaders(extractTraceContext({ traceparent: PARENT, tracestate: 'a=1,Bad Key=2' })),
+      ).to.deep.equal({ traceparent: PARENT, tracestate: 'a=1' });
+      const unsampled = PARENT.replace(/-01$/, '-00');
+      expect(traceHeaders(extractTraceContext({ traceparent: unsampled }))).to.deep.equal({
+        traceparent: unsampled,
+      });
     });
 
     it('off: a span of the no-op tracer passes its parent context on unchanged', async () => {
