@@ -220,6 +220,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(
       /terminal 3\/3 \(failed 0\); with a callback 3\/3; more than one callback: 0/,
     );
+    expect(ran.stdout).to.match(/machine CPU while draining \(\/proc\/stat\): \d+ % \(cpu0 \d+ %/);
   });
 
   /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */

@@ -312,19 +312,22 @@ const settings = {
     maximum: 3600_000,
     doc: 'ffmpeg without progress for this long is killed',
   }),
-  /** ffmpeg (CPU) slots of one worker process: jobs encoding at once. */
+  /**
+   * ffmpeg (CPU) slots of one worker process: jobs encoding at once. 0: one per core, each ffmpeg
+   * given every core (the runtime resolves it: create-runtime.ts `cpuPlan`).
+   */
   workerConcurrency: integer('WORKER_CONCURRENCY', {
-    default: 1,
-    minimum: 1,
+    default: 0,
+    minimum: 0,
     maximum: 64,
-    doc: 'ffmpeg (CPU) slots of one worker process: jobs encoding at once (ffmpeg threads = cores / this)',
+    doc: 'ffmpeg (CPU) slots of one worker process: jobs encoding at once. 0: one per core, each ffmpeg with threads for every core (a lone job uses them all, a backlog keeps them busy); N: N slots, ffmpeg threads = cores / N',
   }),
   /** Downloads and uploads one worker process runs at once, apart from the CPU slots. */
   transferConcurrency: integer('TRANSFER_CONCURRENCY', {
     default: 2,
     minimum: 1,
     maximum: 64,
-    doc: 'downloads and uploads one worker process runs at once, apart from the CPU slots; a worker takes up to WORKER_CONCURRENCY + this many jobs',
+    doc: 'downloads and uploads one worker process runs at once, apart from the CPU slots; a worker takes up to its CPU slots + this many jobs',
   }),
   /** Largest frame area, in pixels, of an input or an output (default 8K UHD). */
   maxPixels: integer('MAX_PIXELS', {

@@ -15,7 +15,7 @@ describe('config', () => {
       host: '127.0.0.1',
       port: 8080,
       allowPrivateNetworks: false,
-      workerConcurrency: 1,
+      workerConcurrency: 0,
     });
     expect(config.apiKeys.size).to.equal(0);
     expect(config.sealingKeys).to.have.length(0);
@@ -54,9 +54,9 @@ describe('config', () => {
       ConfigError,
       /PORT must be a whole number/,
     );
-    expect(() => loadConfig({ WORKER_CONCURRENCY: '0' })).to.throw(
+    expect(() => loadConfig({ WORKER_CONCURRENCY: '65' })).to.throw(
       ConfigError,
-      /WORKER_CONCURRENCY must be between 1 and 64/,
+      /WORKER_CONCURRENCY must be between 0 and 64/,
     );
     expect(() => loadConfig({ ALLOW_PRIVATE_NETWORKS: 'yes' })).to.throw(
       ConfigError,

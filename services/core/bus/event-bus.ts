@@ -82,6 +82,13 @@ export interface TailTopic {
 
 export interface TailOptions {
   topics: readonly TailTopic[];
+  /**
+   * What kind of reader this is (e.g. 'cancels'). On Kafka the readers of one kind share one
+   * consumer group, `<tail group>-<reader>` (the status view's, with none: `<prefix>media-tail`),
+   * so that workers starting and stopping do not make the ingresses' readers rejoin, and every
+   * member of a group reads the same topics (kafka-tail.ts). The embedded bus needs no group.
+   */
+  reader?: string;
   /** Handles one record; records of one partition come in order. A rejection is logged and skipped. */
   handler: (record: BusRecord) => Promise<void>;
 }

@@ -67,8 +67,9 @@ export interface KafkaBusOptions {
   /** After a subscription's close aborts running handlers, how long it waits for them to settle, ms (default 5000). */
   abortWaitMs?: number;
   /**
-   * The one consumer group shared by every `tail` reader (default `<topicPrefix>media-tail`);
-   * nothing is committed in it (kafka-tail.ts says why).
+   * The one consumer group shared by every `tail` reader (default `<topicPrefix>media-tail`;
+   * readers naming a kind, `TailOptions.reader`, add `-<reader>`); nothing is committed in it
+   * (kafka-tail.ts says why).
    */
   tailGroup?: string;
   /**
@@ -192,7 +193,9 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
         log,
         {
           topicPrefix: prefix,
-          group: options.tailGroup ?? `${prefix}media-tail`,
+          group:
+            (options.tailGroup ?? `${prefix}media-tail`) +
+            (tailOptions.reader ? `-${tailOptions.reader}` : ''),
           maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
           requestTimeoutMs: consumerSettings.requestTimeoutMs,
         },

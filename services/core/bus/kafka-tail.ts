@@ -22,6 +22,10 @@ export interface TailSettings {
  * committed, and each member seeks to its own positions after each join, so members never
  * share progress. The broker forwards assignments as they are, overlapping or not.
  *
+ * Every member of a group reads the same topics (the assignor hands out the group's topics to all
+ * of them): readers of other topics name another kind (`TailOptions.reader`), and so another
+ * group, which also keeps the workers' joins from pausing the ingresses' readers.
+ *
  * The cost: a member joining or leaving makes the others rejoin (a pause of a second or so in
  * their reading); a member killed without leaving holds the group's next join until its
  * session ends, so the session is short (10 s; the handler is quick and heartbeats per batch).

@@ -1,22 +1,26 @@
-import { randomUUID } from 'node:crypto';
 import { topics, type EventBus, type OutgoingRecord } from '../bus/event-bus.ts';
 import type { JobCancelRequested } from '../contracts/types.generated.ts';
 import type { EventCodec } from '../events/event-codec.ts';
 import type { Logger } from '../observability/logger.ts';
 
 /**
- * The cancels a worker process knows of. Every worker process reads every cancel (a consumer
- * group of its own, from the oldest retained record), because a cancel must reach whichever
- * process runs the job, and a process that takes the job's request later must still see it.
- * Cancels travel on a topic of their own rather than behind the request on the job's topic:
- * records of one job are handled in order there, so a cancel queued behind its running job
- * would only arrive once the job was done.
+ * The cancels a worker process knows of. Every worker process reads every cancel, because a
+ * cancel must reach whichever process runs the job, and a process that takes the job's request
+ * later must still see it. Cancels travel on a topic of their own rather than behind the request
+ * on the job's topic: records of one job are handled in order there, so a cancel queued behind
+ * its running job would only arrive once the job was done.
+ *
+ * They are read through `EventBus.tail` (the broadcast read the status view uses): nothing is
+ * committed and, on Kafka, every worker joins the one group `<prefix>media-tail-cancels` instead
+ * of a group of its own per start, which piled up on the broker (and in the embedded bus's
+ * groups table). A start reads the newest READ_AT_START cancels first, then every new one, and
+ * waits up to READY_WITHIN_MS for the old ones before the worker takes jobs.
  *
  * What is guaranteed: a cancel read before a worker takes the job's request ends the job
  * `canceled` without running it; one read while the job runs kills its ffmpeg (the job's
  * AbortSignal) and ends it `canceled`; one read after the outcome was published changes nothing
- * (the job keeps its outcome). Right after a worker starts, its reading of old cancels may lag
- * its first jobs: such a job starts and is stopped as soon as the cancel is read.
+ * (the job keeps its outcome). If reading the old cancels takes longer than READY_WITHIN_MS, a
+ * job may start before its cancel is read; it is stopped as soon as the cancel is.
  */
 export interface JobCancels {
   /** True when a cancel of this job by this organisation has been read. */
@@ -28,6 +32,19 @@ export interface JobCancels {
 
 /** Cancels remembered per process (about 100 bytes each); older ones are forgotten first. */
 const MAX_REMEMBERED = 100_000;
+
+/**
+ * How far back a starting worker reads: a cancel matters until its job ends, so the newest
+ * cancels must cover every job still queued or running when a worker starts. As many as the
+ * process remembers (reading further back would only be forgotten again): a worker started now
+ * misses a cancel only if more than 100,000 cancels were published after it while its job stayed
+ * queued. Cancels are small (a few hundred bytes a record), so even a full read at start is some
+ * tens of MB (not measured at that size); a topic with fewer cancels is read whole.
+ */
+export const READ_AT_START = MAX_REMEMBERED;
+
+/** How long a start waits for the old cancels before taking jobs (then the reading goes on). */
+const READY_WITHIN_MS = 15_000;
 
 export async function startJobCancels(deps: {
   bus: EventBus;
@@ -47,11 +64,10 @@ export async function startJobCancels(deps: {
     if (watcher?.orgId === data.orgId) watcher.stop();
   };
 
-  const subscription = await deps.bus.subscribe({
-    group: `job-cancels-${randomUUID()}`,
-    topics: [topics.jobCancels],
-    fromBeginning: true,
-    concurrency: 16,
+  const subscription = await deps.bus.tail({
+    topics: [{ topic: topics.jobCancels, last: READ_AT_START }],
+    reader: 'cancels',
+    readyWithinMs: READY_WITHIN_MS,
     handler: async (record) => {
       const decoded = deps.codec.decode(record);
       if (decoded.ok && decoded.event.type === 'media.job.cancel-requested')

@@ -39,8 +39,10 @@ export interface Runtime {
   resolveStore: StoreResolver;
   runFfmpeg: FfmpegRunner;
   probe: Prober;
-  /** Threads for one ffmpeg: the cores shared among the CPU slots of the process. */
+  /** Threads for one ffmpeg (cpuPlan). */
   ffmpegThreads: number;
+  /** CPU slots of the process: jobs encoding at once (cpuPlan). */
+  cpuSlots: number;
   /** Slots shared by all the media workers of the process (both in all-in-one mode). */
   slots: { cpu: Semaphore; transfer: Semaphore };
   /** Root of the job work directories: WORK_DIR, or `<os tmpdir>/media-service/<service>`. */
@@ -61,6 +63,27 @@ export interface RuntimeOptions {
   watermarkDir?: string;
 }
 
+/**
+ * The CPU slots and ffmpeg threads of a worker process. By default (WORKER_CONCURRENCY=0) one slot
+ * per core, and every ffmpeg gets threads for all the cores: a lone job encodes as fast as one
+ * ffmpeg can, and a backlog runs a job per core, so the parts of a job that one ffmpeg cannot
+ * spread over the cores (probing, its own start and muxing, verifying, a small input's encode)
+ * overlap with other jobs' instead of leaving cores idle. With one slot, a backlog of small jobs
+ * kept 2 cores about 45 % busy (bench/backlog.ts). Jobs sharing the cores time-slice them; memory
+ * is sized per slot (README, "Scaling"). WORKER_CONCURRENCY=N sets N slots of cores / N threads.
+ */
+export function cpuPlan(
+  workerConcurrency: number,
+  cores: number,
+): { cpuSlots: number; ffmpegThreads: number } {
+  if (workerConcurrency === 0)
+    return { cpuSlots: Math.max(1, cores), ffmpegThreads: Math.max(1, cores) };
+  return {
+    cpuSlots: workerConcurrency,
+    ffmpegThreads: Math.max(1, Math.floor(cores / workerConcurrency)),
+  };
+}
+
 export function createRuntime(config: Readonly<Config>, options: RuntimeOptions): Runtime {
   const log =
     options.log ?? createLogger({ level: config.logLevel, base: { service: options.service } });
@@ -71,6 +94,7 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
   });
   const httpStore = createHttpStore(http);
   const bus = options.bus ?? createBus(config, log, options.service);
+  const cpu = cpuPlan(config.workerConcurrency, availableParallelism());
   return {
     config,
     bus,
@@ -107,9 +131,9 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
       memoryLimitBytes: config.ffmpegMemoryLimitBytes,
     }),
     probe: createProber(config.ffprobePath, { memoryLimitBytes: config.ffmpegMemoryLimitBytes }),
-    ffmpegThreads: Math.max(1, Math.floor(availableParallelism() / config.workerConcurrency)),
+    ...cpu,
     slots: {
-      cpu: createSemaphore(config.workerConcurrency),
+      cpu: createSemaphore(cpu.cpuSlots),
       transfer: createSemaphore(config.transferConcurrency),
     },
     workRoot: config.workDir ?? join(tmpdir(), 'media-service', options.service),

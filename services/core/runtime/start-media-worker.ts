@@ -57,7 +57,7 @@ function prepareMediaWork(rt: Runtime): Promise<void> {
 
 /**
  * Subscribes a worker service (consumer group = service name) with the configured limits. The
- * bus hands it up to WORKER_CONCURRENCY + TRANSFER_CONCURRENCY jobs, so transfers can run
+ * bus hands it up to its CPU slots + TRANSFER_CONCURRENCY jobs, so transfers can run
  * while every CPU slot encodes; the slots inside the handler keep each kind of work bounded.
  */
 export async function startMediaWorker(
@@ -71,7 +71,7 @@ export async function startMediaWorker(
   return startJobWorker(rt, {
     kind,
     group,
-    concurrency: config.workerConcurrency + config.transferConcurrency,
+    concurrency: rt.cpuSlots + config.transferConcurrency,
     maxAttempts: config.maxJobAttempts,
     retryBackoffMs: config.retryBackoffMs,
     retryBackoffMaxMs: config.retryBackoffMaxMs,
