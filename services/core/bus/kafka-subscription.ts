@@ -5,6 +5,8 @@ import { createFairShare, NO_TENANT, type FairShare } from './fair-share.ts';
 import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
 import {
   admit,
+  finishedOffsets,
+  forgetCommitted,
   commitPoint,
   newTrack,
   readyItems,
@@ -56,6 +58,12 @@ interface State {
   tracks: Map<string, PartitionTrack>;
   /** Committed positions being read for newly assigned partitions. */
   loading: Map<string, Promise<PartitionTrack>>;
+  /**
+   * Offsets this member finished on partitions whose track it dropped (revoked, or the consumer
+   * crashed, e.g. while the broker was away) before a commit covered them: if the partition
+   * comes back, they are skipped instead of run again.
+   */
+  finishedElsewhere: Map<string, Set<bigint>>;
   running: Map<WindowItem, Running>;
   commits: Map<string, Promise<void>>;
   arrivals: number;
@@ -110,6 +118,7 @@ export async function startKafkaSubscription(
     fair: createFairShare(options.fairness),
     owned: new Set(),
     tracks: new Map(),
+    finishedElsewhere: new Map(),
     loading: new Map(),
     running: new Map(),
     commits: new Map(),
@@ -183,6 +192,8 @@ function watchGroup(s: State): void {
 
 function dropTrack(s: State, id: string, track: PartitionTrack, reason: string): void {
   s.tracks.delete(id);
+  const finished = finishedOffsets(track);
+  if (finished.size > 0) s.finishedElsewhere.set(id, finished);
   for (const item of track.items) s.running.get(item)?.controller.abort(new Error(reason));
 }
 
@@ -201,6 +212,9 @@ function trackOf(s: State, topic: string, partition: number): Promise<PartitionT
         partition,
         offset === undefined ? undefined : { offset, metadata: p?.metadata ?? '' },
       );
+      for (const o of s.finishedElsewhere.get(id) ?? [])
+        if (offset === undefined || o >= offset) track.doneBefore.add(o);
+      s.finishedElsewhere.delete(id);
       s.loading.delete(id);
       // A batch read before a rebalance took the partition away must leave no track behind.
       if (s.owned.has(id)) s.tracks.set(id, track);
@@ -336,6 +350,7 @@ function commit(s: State, track: PartitionTrack): Promise<void> {
         { topic: track.topic, partition: track.partition, offset: offset.toString(), metadata },
       ]);
       track.committed = point;
+      forgetCommitted(track);
       reportLag(s, track);
     } catch (error) {
       // Left uncommitted, the records come again (here or to another member); finished ones

@@ -30,7 +30,11 @@ export interface PartitionTrack {
   partition: number;
   /** Records of this partition in the window, by offset (finished ones until the head passes). */
   items: WindowItem[];
-  /** Offsets beyond the committed one that an earlier owner finished (from commit metadata). */
+  /**
+   * Offsets beyond the committed one that are finished but no longer in `items`: named in the
+   * commit metadata by an earlier owner, or finished here and passed by the head before a commit
+   * covering them succeeded (a failed commit must not make them run again when refetched).
+   */
   doneBefore: Set<bigint>;
   /** The last commit this member made or read: offset and metadata. */
   committed: { offset: bigint; metadata: string } | undefined;
@@ -108,13 +112,15 @@ export function readyItems(tracks: Iterable<PartitionTrack>, now: number): Windo
 export function commitPoint(
   track: PartitionTrack,
 ): { offset: bigint; metadata: string } | undefined {
-  while (track.items[0]?.state === 'done') track.items.shift();
+  while (track.items[0]?.state === 'done') {
+    const passed = track.items.shift();
+    if (passed) track.doneBefore.add(passed.offset);
+  }
   const head = track.items[0];
   const base = head ? head.offset : track.next;
   if (base === undefined) return undefined;
   const done = track.items.filter((i) => i.state === 'done').map((i) => i.offset);
   for (const o of track.doneBefore) if (o >= base && !done.includes(o)) done.push(o);
-  for (const o of [...track.doneBefore]) if (o < base) track.doneBefore.delete(o);
   let metadata = done.length > 0 ? encodeDone(base, done.sort(cmp)) : '';
   // Brokers cap metadata (offset.metadata.max.bytes, 4096 by default): past that, finished
   // records beyond the head would run again after a crash, as without the metadata.
@@ -122,6 +128,24 @@ export function commitPoint(
   const last = track.committed;
   if (last && last.offset === base && last.metadata === metadata) return undefined;
   return { offset: base, metadata };
+}
+
+/** After a successful commit: what it covers needs no remembering (`admit` says 'seen'). */
+export function forgetCommitted(track: PartitionTrack): void {
+  forgetBelow(track.doneBefore, track.committed?.offset);
+}
+
+/** Every offset of the partition known finished and not yet covered by a commit. */
+export function finishedOffsets(track: PartitionTrack): Set<bigint> {
+  const out = new Set(track.doneBefore);
+  for (const i of track.items) if (i.state === 'done') out.add(i.offset);
+  forgetBelow(out, track.committed?.offset);
+  return out;
+}
+
+function forgetBelow(offsets: Set<bigint>, offset: bigint | undefined): void {
+  if (offset === undefined) return;
+  for (const o of [...offsets]) if (o < offset) offsets.delete(o);
 }
 
 function cmp(a: bigint, b: bigint): number {

@@ -4,6 +4,8 @@ import {
   commitPoint,
   decodeDone,
   encodeDone,
+  finishedOffsets,
+  forgetCommitted,
   newTrack,
   readyItems,
   type PartitionTrack,
@@ -68,5 +70,22 @@ describe('Kafka window: commits up to the first unfinished record', () => {
     const u = newTrack('t', 1, undefined);
     item(u, 0, 'job-3');
     expect(readyItems([t, u], Date.now()).map((i) => i.key)).to.deep.equal(['job-2', 'job-3']);
+  });
+
+  it('a finished record the head passed stays finished until a commit covers it, even if the commit fails', () => {
+    const track = newTrack('t', 0, { offset: 10n, metadata: '' });
+    item(track, 10, 'a', 'done');
+    item(track, 11, 'b', 'running');
+    const point = commitPoint(track);
+    expect(point?.offset).to.equal(11n);
+    // The commit failed: kafkajs fetches from 10 again, and 10 must not run a second time.
+    expect(admit(track, 10n)).to.equal('finished');
+    // A member that drops the track (a crash, a revoke) keeps what it finished.
+    expect([...finishedOffsets(track)]).to.deep.equal([10n]);
+    // Once a commit covers it, the committed offset says enough.
+    track.committed = point;
+    forgetCommitted(track);
+    expect(track.doneBefore.size).to.equal(0);
+    expect(admit(track, 10n)).to.equal('seen');
   });
 });
