@@ -281,14 +281,8 @@ function pendingRecords(
       );
     },
     read(row) {
-      const found = whole.get(row.seq) as { value: Uint8Array; headers: string } | undefined;
-      if (!found) return undefined;
-      return {
-        topic: row.topic,
-        key: row.key,
-        value: Buffer.from(found.value),
-        headers: JSON.parse(found.headers) as Record<string, string>,
-      };
+      const found = whole.get(row.seq) as StoredBody | undefined;
+      return found && busRecord(row.topic, row.key, found);
     },
     ack(seq) {
       acking.add(seq);
@@ -305,6 +299,19 @@ function pendingRecords(
  */
 const FIRST_PAGE_ROWS = 4;
 const MAX_PAGE_ROWS = 256;
+
+/** A record's value and headers as stored. */
+interface StoredBody {
+  value: Uint8Array;
+  headers: string;
+}
+
+const busRecord = (topic: string, key: string, body: StoredBody): BusRecord => ({
+  topic,
+  key,
+  value: Buffer.from(body.value),
+  headers: JSON.parse(body.headers) as Record<string, string>,
+});
 
 /** Merges iterators that are each in sequence order into one in sequence order. */
 function* mergeBySeq(sources: Iterator<PendingRow>[]): Generator<PendingRow> {
@@ -347,11 +354,9 @@ function compactionStatements(db: DatabaseSync): Map<string, (key: string) => vo
   return statements;
 }
 
-interface TailRow {
+interface TailRow extends StoredBody {
   seq: number;
   key: string;
-  value: Uint8Array;
-  headers: string;
 }
 
 /**
@@ -385,12 +390,7 @@ function runEmbeddedTail(
         if (stopped) return;
         const rows = next.all(cursor.topic, cursor.after) as unknown as TailRow[];
         for (const row of rows) {
-          const record: BusRecord = {
-            topic: cursor.topic,
-            key: row.key,
-            value: Buffer.from(row.value),
-            headers: JSON.parse(row.headers) as Record<string, string>,
-          };
+          const record = busRecord(cursor.topic, row.key, row);
           // Like Kafka's tail: one record that cannot be handled is skipped, not retried.
           await opts.handler(record).catch(() => undefined);
           cursor.after = row.seq;
