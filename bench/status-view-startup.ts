@@ -8,6 +8,11 @@
 // Usage: KAFKA_BROKERS=host:port npm run bench:status-view -- [jobs=1000000] [progressTicks=2]
 // With STATUS_BENCH_KEEP=1 the history is kept, and its prefix printed; STATUS_BENCH_PREFIX=<it>
 // then measures another start over the same history without producing it again.
+// STATUS_BENCH_COMPACTED=1 writes only each job's final status record, as the log cleaner leaves
+// the status topic, so that a start reading the newest N records holds N jobs (without it, two
+// records a job: a not yet compacted topic). STATUS_BENCH_COMPARE=<root of another checkout>
+// also starts that checkout's ingress over the same history, alternating with this one's for
+// STATUS_BENCH_ROUNDS rounds (default 1), and prints both side by side.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -31,6 +36,9 @@ const idsFile = join(tmpdir(), `status-bench-${prefix}json`);
 const KEY = 'bench-status-key-0123456789';
 const ORG = 'org-bench';
 const PARTITIONS = 6;
+const compacted = process.env['STATUS_BENCH_COMPACTED'] === '1';
+const compare = process.env['STATUS_BENCH_COMPARE'];
+const rounds = Number(process.env['STATUS_BENCH_ROUNDS'] ?? 1);
 
 const kafka = new Kafka({ clientId: 'bench-status', brokers, logLevel: logLevel.NOTHING });
 const admin = kafka.admin();
@@ -140,7 +148,7 @@ async function produceHistory(): Promise<void> {
         }),
       ],
       [topics.jobStatus]: [
-        status({ status: 'queued' }, 1),
+        ...(compacted ? [] : [status({ status: 'queued' }, 1)]),
         status(
           {
             status: 'succeeded',
@@ -197,62 +205,100 @@ async function produceHistory(): Promise<void> {
       })),
     });
   console.log(
-    `history: ${jobs} jobs, ${records} records (${ticks} progress ticks a job) produced in ${produceSeconds.toFixed(1)} s`,
+    `history: ${jobs} jobs, ${records} records (${ticks} progress ticks a job, ${compacted ? 'one status record a job, as compacted' : 'two status records a job'}) produced in ${produceSeconds.toFixed(1)} s`,
   );
 
   await writeFile(idsFile, JSON.stringify(ids));
 }
 
-const port = await freePort();
-const started = performance.now();
-const ingress = spawnService(new URL('../services/ingress/main.ts', import.meta.url).pathname, {
-  KAFKA_BROKERS: brokers.join(','),
-  KAFKA_TOPIC_PREFIX: prefix,
-  API_KEYS: `${KEY}:${ORG}`,
-  CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-  PORT: String(port),
-  METRICS_PORT: '0',
-  LOG_LEVEL: 'info',
-});
-const newest = ids[ids.length - 1] ?? '';
-const get = async (id: string): Promise<number> =>
-  fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } }).then(
-    (r) => r.status,
-    () => 0,
-  );
-let servedSeconds = NaN;
-for (;;) {
-  if ((await get(newest)) === 200) {
-    servedSeconds = (performance.now() - started) / 1000;
-    break;
-  }
-  if (performance.now() - started > 300_000) throw new Error('no answer within 300 s');
-  await new Promise((r) => setTimeout(r, 100));
+interface Start {
+  servedSeconds: number;
+  loaded: unknown;
+  found: number;
+  oldest: number;
+  rss: number;
+  peak: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
 }
-const memory = async (): Promise<{ rss: number; peak: number }> => {
-  const status = await readFile(`/proc/${ingress.child.pid}/status`, 'utf8');
-  const kb = (name: string): number =>
-    Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
-};
-const found = (await Promise.all(ids.slice(1).map(get))).filter((s) => s === 200).length;
-const oldest = await get(ids[0] ?? '');
-const loaded = ingress.logs.find((l) => l['msg'] === 'job_status.loaded')?.['jobs'];
-await new Promise((r) => setTimeout(r, 2000));
-const mem = await memory();
-const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
-const metric = (name: string): number =>
-  Number(new RegExp(`^\\w*${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(metrics)?.[1] ?? NaN) /
-  2 ** 20;
-console.log(
-  [
-    `GET /jobs/:id of the newest job answered 200 ${servedSeconds.toFixed(1)} s after the ingress process was started`,
-    `jobs loaded into the view: ${String(loaded)}; the 10 newest found: ${found}/${ids.length - 1}; the oldest answers ${oldest}`,
-    `ingress memory: RSS ${mem.rss.toFixed(0)} MB, peak RSS ${mem.peak.toFixed(0)} MB; V8 heap used ${metric('nodejs_heap_size_used_bytes').toFixed(0)} MB of ${metric('nodejs_heap_size_total_bytes').toFixed(0)} MB, external ${metric('nodejs_external_memory_bytes').toFixed(0)} MB`,
-    `goals: served within 30 s ${servedSeconds <= 30 ? 'met' : 'NOT met'}; peak RSS under 300 MB ${mem.peak < 300 ? 'met' : 'NOT met'}`,
-  ].join('\n'),
-);
-await ingress.stop();
+
+/** Starts the ingress of the checkout at `root` over the history and measures it. */
+async function measureStart(root: string): Promise<Start> {
+  const port = await freePort();
+  const started = performance.now();
+  const ingress = spawnService(join(root, 'services/ingress/main.ts'), {
+    KAFKA_BROKERS: brokers.join(','),
+    KAFKA_TOPIC_PREFIX: prefix,
+    API_KEYS: `${KEY}:${ORG}`,
+    CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+    PORT: String(port),
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'info',
+  });
+  try {
+    const newest = ids[ids.length - 1] ?? '';
+    const get = async (id: string): Promise<number> =>
+      fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } }).then(
+        (r) => r.status,
+        () => 0,
+      );
+    let servedSeconds = NaN;
+    for (;;) {
+      if ((await get(newest)) === 200) {
+        servedSeconds = (performance.now() - started) / 1000;
+        break;
+      }
+      if (performance.now() - started > 300_000) throw new Error('no answer within 300 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const found = (await Promise.all(ids.slice(1).map(get))).filter((s) => s === 200).length;
+    const oldest = await get(ids[0] ?? '');
+    const loaded = ingress.logs.find((l) => l['msg'] === 'job_status.loaded')?.['jobs'];
+    await new Promise((r) => setTimeout(r, 2000));
+    const status = await readFile(`/proc/${ingress.child.pid}/status`, 'utf8');
+    const kb = (name: string): number =>
+      Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+    const metric = (name: string): number =>
+      Number(
+        new RegExp(`^\\w*${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(metrics)?.[1] ?? NaN,
+      ) /
+      2 ** 20;
+    return {
+      servedSeconds,
+      loaded,
+      found,
+      oldest,
+      rss: kb('VmRSS') / 1024,
+      peak: kb('VmHWM') / 1024,
+      heapUsed: metric('nodejs_heap_size_used_bytes'),
+      heapTotal: metric('nodejs_heap_size_total_bytes'),
+      external: metric('nodejs_external_memory_bytes'),
+    };
+  } finally {
+    await ingress.stop();
+  }
+}
+
+const here = new URL('..', import.meta.url).pathname;
+const roots = compare ? [here, compare] : [here];
+const results = new Map<string, Start[]>(roots.map((r) => [r, []]));
+for (let round = 0; round < rounds; round++)
+  for (const root of round % 2 === 0 ? roots : [...roots].reverse())
+    results.get(root)?.push(await measureStart(root));
+
+for (const [root, starts] of results)
+  for (const s of starts)
+    console.log(
+      [
+        ...(compare ? [`ingress of ${root}:`] : []),
+        `GET /jobs/:id of the newest job answered 200 ${s.servedSeconds.toFixed(1)} s after the ingress process was started`,
+        `jobs loaded into the view: ${String(s.loaded)}; the 10 newest found: ${s.found}/${ids.length - 1}; the oldest answers ${s.oldest}`,
+        `ingress memory: RSS ${s.rss.toFixed(0)} MB, peak RSS ${s.peak.toFixed(0)} MB; V8 heap used ${s.heapUsed.toFixed(0)} MB of ${s.heapTotal.toFixed(0)} MB, external ${s.external.toFixed(0)} MB`,
+        `goals: served within 30 s ${s.servedSeconds <= 30 ? 'met' : 'NOT met'}; peak RSS under 300 MB ${s.peak < 300 ? 'met' : 'NOT met'}`,
+      ].join('\n'),
+    );
 if (process.env['STATUS_BENCH_KEEP'] === '1')
   console.log(`history kept: STATUS_BENCH_PREFIX=${prefix} measures another start over it`);
 else
