@@ -10,6 +10,7 @@ import {
   readStatusRecord,
   type StatusEntry,
 } from './job-status-fold.ts';
+import { createJobStatusStore } from './job-status-store.ts';
 
 /** What an idempotent repeat of a submission is checked against (see idempotency.ts). */
 export interface Submission {
@@ -33,10 +34,11 @@ type Kind = 'transcode' | 'summary';
  *   Progress ticks are not written. Each state change is thus written once (again only after
  *   a crash between publish and commit: the same state, harmless under compaction).
  * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
- *   bounded map (about 1 KiB a finished job) and follows it, plus the progress ticks of the events
- *   topic from now on. Start-up reads about `maxJobs` records however long the history is.
- *   Older jobs are forgotten and answer 404. The active-job counts and the waiting gauge are
- *   kept on every change of the map (records read back, local folds, evictions alike).
+ *   bounded store (compressed, about 0.2 KiB a finished job: job-status-store.ts) and follows
+ *   it, plus the progress ticks of the events topic from now on. Start-up reads about `maxJobs`
+ *   records however long the history is. Older jobs are forgotten and answer 404. The
+ *   active-job counts and the waiting gauge are kept on every change of the store (records
+ *   read back, local folds, evictions alike).
  */
 export interface JobStatusView {
   /** The job as its organisation may see it; undefined when unknown or someone else's. */
@@ -69,9 +71,6 @@ export interface JobStatusViewOptions {
   writerGroup?: string;
 }
 
-/** Stands for the job's id in the texts the view keeps (see createJobStatusView). */
-const ID_MARK = '\u0001';
-
 /** Consumer group of the status writers (one member per ingress copy). */
 export const STATUS_WRITER_GROUP = 'status-writer';
 
@@ -80,14 +79,11 @@ export function createJobStatusView(
   options: JobStatusViewOptions,
 ): JobStatusView {
   const log = (deps.log ?? silentLogger).child({ component: 'job-status' });
-  // Each job as its JSON text, parsed when read, with the job id written as one ID_MARK: a
-  // finished job with a callback names its id five to seven times (webhook ids, the callback's
-  // body, often the output URL), a quarter of its 1.1 KiB. JSON text never holds a raw control
-  // character (JSON.stringify escapes them and JSON.parse, which checked every record read back,
-  // refuses them), so the mark cannot stand for anything else. Measured with the benchmark's
-  // finished jobs: 1.0 KiB of heap a job, against 1.2 KiB as plain text or as parsed objects.
-  const jobs = new Map<string, string>();
-  const textOf = (jobId: string): string | undefined => jobs.get(jobId)?.split(ID_MARK).join(jobId);
+  // Each job as its JSON text, parsed when read, kept compressed (job-status-store.ts: about
+  // 0.2 KiB of heap a finished job with a callback, against 1.2 KiB as plain text or as parsed
+  // objects), the newest-changed last.
+  const jobs = createJobStatusStore();
+  const textOf = (jobId: string): string | undefined => jobs.get(jobId);
   const read = (jobId: string): StatusEntry | undefined => {
     const text = textOf(jobId);
     return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
@@ -116,10 +112,7 @@ export function createJobStatusView(
 
   // Every change goes through here: the newest-changed job is last, the oldest is dropped.
   const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
-    jobs.delete(entry.id);
-    // split/join, not replaceAll: V8 leaves replaceAll's result as pieces of the original
-    // text, which keeps it all (1.9 KiB a job against 1.0 KiB, measured).
-    jobs.set(entry.id, text.split(entry.id).join(ID_MARK));
+    jobs.set(entry.id, text);
     forget(entry.id);
     if (ACTIVE.has(entry.status)) {
       const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
@@ -127,11 +120,11 @@ export function createJobStatusView(
       count(entry.orgId, 1);
     }
     if (jobs.size > options.maxJobs) {
-      const oldest = jobs.keys().next();
-      if (!oldest.done) {
-        jobs.delete(oldest.value);
-        unwritten.delete(oldest.value);
-        forget(oldest.value);
+      const oldest = jobs.oldest();
+      if (oldest !== undefined) {
+        jobs.delete(oldest);
+        unwritten.delete(oldest);
+        forget(oldest);
       }
     }
   };

@@ -1,0 +1,215 @@
+import { deflateRawSync, inflateRawSync, type ZlibOptions } from 'node:zlib';
+
+/**
+ * The texts the status view keeps, one a job (the job's state as JSON), in the order they were
+ * last set: the oldest first, which is the one the view forgets when it holds too many.
+ */
+export interface JobStatusStore {
+  /** The job's text as it was set; undefined when not held. */
+  get(jobId: string): string | undefined;
+  /** Sets the job's text, which makes it the newest. */
+  set(jobId: string, text: string): void;
+  delete(jobId: string): boolean;
+  readonly size: number;
+  /** The job set least recently; undefined when empty. */
+  oldest(): string | undefined;
+}
+
+/** Stands for the job's id in the stored texts (see createJobStatusStore). */
+export const ID_MARK = '\u0001';
+
+/**
+ * What the compressor finds in nearly every state a job goes through: the keys of a status
+ * entry (job-status-fold.ts) and of its callback, in the order the fold writes them, and the
+ * fixed strings (statuses, types, callback states). A preset dictionary lets a 1 KiB text refer
+ * to these from its first byte instead of spelling them out once each. The most common shape,
+ * a finished transcode with its callback, comes last: deflate codes nearer matches shorter.
+ * The store lives in one process's memory, so the dictionary may change from one version to
+ * the next: nothing compressed with it is ever written out.
+ */
+function buildDictionary(): Buffer {
+  const id = 'ID-PLACEHOLDER';
+  const time = '2026-01-01T00:00:00.000Z';
+  const result = {
+    outputUrl: `https://${id}.mp4`,
+    format: 'mp4',
+    videoCodec: 'h264',
+    width: 1280,
+    height: 720,
+    durationSeconds: 10,
+    sizeBytes: 1000000,
+    bitrateKbps: 1000,
+  };
+  const queued = {
+    id,
+    orgId: 'org',
+    type: 'summary/gif',
+    status: 'queued',
+    createdAt: time,
+    updatedAt: time,
+    queuedSince: time,
+    attempt: 1,
+    submittedAt: time,
+    requestDigest: 'sha256:',
+    cancelRequestedAt: time,
+    rev: 1000000000000000,
+  };
+  const failedId = `${id}:media.job.failed:1`;
+  const failed = {
+    id,
+    orgId: 'org',
+    type: 'summary/mp4',
+    status: 'failed',
+    createdAt: time,
+    updatedAt: time,
+    attempt: 1,
+    error: { code: 'input_unreachable', message: 'canceled' },
+    finalCallback: {
+      url: 'https://',
+      webhookId: failedId,
+      body: {
+        eventId: failedId,
+        jobId: id,
+        kind: 'summary',
+        status: 'failed',
+        attempt: 1,
+        finishedAt: time,
+        code: 'internal',
+        message: '',
+      },
+    },
+    callback: { state: 'retrying', webhookId: failedId, attempts: 1, lastError: '' },
+    progressPercent: 50,
+  };
+  const summary = {
+    result: {
+      ...result,
+      format: 'gif',
+      segments: [{ startSeconds: 0, durationSeconds: 1, endSeconds: 1, score: 0, sceneIndex: 0 }],
+    },
+    callback: { state: 'given_up', nextAttemptAt: time },
+  };
+  const succeededId = `${id}:media.job.succeeded:1`;
+  const succeeded = {
+    id,
+    orgId: 'org',
+    type: 'transcode',
+    status: 'succeeded',
+    createdAt: time,
+    updatedAt: time,
+    attempt: 1,
+    submittedAt: time,
+    progressPercent: 100,
+    result,
+    finalCallback: {
+      url: 'https://',
+      webhookId: succeededId,
+      body: {
+        eventId: succeededId,
+        jobId: id,
+        kind: 'transcode',
+        status: 'succeeded',
+        attempt: 1,
+        finishedAt: time,
+        result,
+      },
+    },
+    callback: { state: 'delivered', webhookId: succeededId, attempts: 1, lastStatus: 200 },
+    rev: 1000000000000000,
+  };
+  const text = [queued, failed, summary, { status: 'processing' }, succeeded]
+    .map((t) => JSON.stringify(t))
+    .join('');
+  return Buffer.from(text.split(id).join(ID_MARK));
+}
+
+const DICTIONARY = buildDictionary();
+// A window just above the dictionary and one text (zlib uses the dictionary's last window-size
+// bytes) and a small hash table, since each call sets a compressor up anew; small output chunks,
+// cut from Node's shared buffer pool, where the default 16 KiB chunk is an allocation of its own
+// a call, which piles up until a collection (100 MB of RSS over 100,000 texts, measured).
+const DEFLATE: ZlibOptions = {
+  dictionary: DICTIONARY,
+  windowBits: 12,
+  memLevel: 5,
+  chunkSize: 512,
+};
+const INFLATE: ZlibOptions = { dictionary: DICTIONARY, windowBits: 12, chunkSize: 2048 };
+
+/**
+ * The text with its job id written as ID_MARK. split/join, not replaceAll: V8 leaves
+ * replaceAll's result as pieces of the original text, which keeps it all alive.
+ */
+const mark = (jobId: string, text: string): string => text.split(jobId).join(ID_MARK);
+const unmark = (jobId: string, marked: string): string => marked.split(ID_MARK).join(jobId);
+
+/** A marked text as stored: raw deflate with the dictionary, kept as one byte a character. */
+function pack(marked: string): string {
+  return deflateRawSync(Buffer.from(marked), DEFLATE).toString('latin1');
+}
+
+/** A text as the store keeps it once compressed (exported for its test). */
+export const packText = (jobId: string, text: string): string => pack(mark(jobId, text));
+
+function unpack(packed: string): string {
+  return inflateRawSync(Buffer.from(packed, 'latin1'), INFLATE).toString('utf8');
+}
+
+/** Texts set most recently kept as they are (marked), not compressed (see createJobStatusStore). */
+export const RECENT_TEXTS = 2048;
+
+/**
+ * Each text is kept compressed, as a one-byte string: about 0.15 KiB of heap a finished job with
+ * a callback, against 1.0 KiB for the text with its id marked and 1.2 KiB for the plain text
+ * (README "Status view start-up" has the measurements and what else was tried).
+ *
+ * - The job id, written five to seven times in a finished job (webhook ids, the callback's body,
+ *   often the output URL), is replaced by ID_MARK before compressing: the id is the map's key
+ *   already, and a random id is what compresses worst. JSON text never holds a raw control
+ *   character (JSON.stringify escapes them, and JSON.parse, which checks every text the view
+ *   reads, refuses them), so the mark cannot stand for anything else.
+ * - Raw deflate with a preset dictionary (see buildDictionary): a text alone is too short for
+ *   deflate to find much in it.
+ * - The compressed bytes are kept as a Latin-1 string, one byte a character: a string is one heap
+ *   object with a 16-byte header, where a Buffer a job would add a typed array, an ArrayBuffer and
+ *   an off-heap allocation, or pin the 8 KiB pool slab it was cut from.
+ * - A compression costs tens of µs, most of it setting zlib up, and a job changes many times
+ *   while it runs (queued, processing, every progress tick, its end, its callback's states),
+ *   each change read first: so the `recent` texts set last stay uncompressed (marked), and a
+ *   text is compressed once, when it leaves them. A running job that keeps changing stays there.
+ * - Order: both maps keep insertion order, a set moves the job to the end of `recent`, and the
+ *   oldest recent text moves to the end of `packed`: every packed text is older than every
+ *   recent one, so the oldest job is the first of `packed` (or of `recent` when none is packed).
+ */
+export function createJobStatusStore(options: { recent?: number } = {}): JobStatusStore {
+  const recentMax = options.recent ?? RECENT_TEXTS;
+  const recent = new Map<string, string>();
+  const packed = new Map<string, string>();
+  return {
+    get(jobId) {
+      const marked = recent.get(jobId);
+      if (marked !== undefined) return unmark(jobId, marked);
+      const p = packed.get(jobId);
+      return p === undefined ? undefined : unmark(jobId, unpack(p));
+    },
+    set(jobId, text) {
+      packed.delete(jobId);
+      recent.delete(jobId);
+      recent.set(jobId, mark(jobId, text));
+      if (recent.size <= recentMax) return;
+      const [leaving, marked] = recent.entries().next().value as [string, string];
+      recent.delete(leaving);
+      packed.set(leaving, pack(marked));
+    },
+    delete(jobId) {
+      return recent.delete(jobId) || packed.delete(jobId);
+    },
+    get size() {
+      return recent.size + packed.size;
+    },
+    oldest() {
+      const first = packed.size > 0 ? packed.keys().next() : recent.keys().next();
+      return first.done ? undefined : first.value;
+    },
+  };
+}
