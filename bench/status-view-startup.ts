@@ -213,6 +213,8 @@ async function produceHistory(): Promise<void> {
 
 interface Start {
   servedSeconds: number;
+  /** CPU time (user + system) the ingress process had used when it first answered. */
+  cpuSeconds: number;
   loaded: unknown;
   found: number;
   oldest: number;
@@ -221,6 +223,13 @@ interface Start {
   heapUsed: number;
   heapTotal: number;
   external: number;
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+async function cpuOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Starts the ingress of the checkout at `root` over the history and measures it. */
@@ -252,6 +261,7 @@ async function measureStart(root: string): Promise<Start> {
       if (performance.now() - started > 300_000) throw new Error('no answer within 300 s');
       await new Promise((r) => setTimeout(r, 100));
     }
+    const cpuSeconds = await cpuOf(ingress.child.pid ?? 0);
     const found = (await Promise.all(ids.slice(1).map(get))).filter((s) => s === 200).length;
     const oldest = await get(ids[0] ?? '');
     const loaded = ingress.logs.find((l) => l['msg'] === 'job_status.loaded')?.['jobs'];
@@ -267,6 +277,7 @@ async function measureStart(root: string): Promise<Start> {
       2 ** 20;
     return {
       servedSeconds,
+      cpuSeconds,
       loaded,
       found,
       oldest,
@@ -293,7 +304,7 @@ for (const [root, starts] of results)
     console.log(
       [
         ...(compare ? [`ingress of ${root}:`] : []),
-        `GET /jobs/:id of the newest job answered 200 ${s.servedSeconds.toFixed(1)} s after the ingress process was started`,
+        `GET /jobs/:id of the newest job answered 200 ${s.servedSeconds.toFixed(1)} s after the ingress process was started (${s.cpuSeconds.toFixed(1)} s of CPU by then)`,
         `jobs loaded into the view: ${String(s.loaded)}; the 10 newest found: ${s.found}/${ids.length - 1}; the oldest answers ${s.oldest}`,
         `ingress memory: RSS ${s.rss.toFixed(0)} MB, peak RSS ${s.peak.toFixed(0)} MB; V8 heap used ${s.heapUsed.toFixed(0)} MB of ${s.heapTotal.toFixed(0)} MB, external ${s.external.toFixed(0)} MB`,
         `goals: served within 30 s ${s.servedSeconds <= 30 ? 'met' : 'NOT met'}; peak RSS under 300 MB ${s.peak < 300 ? 'met' : 'NOT met'}`,

@@ -143,9 +143,15 @@ const INFLATE: ZlibOptions = { dictionary: DICTIONARY, windowBits: 12, chunkSize
 const mark = (jobId: string, text: string): string => text.split(jobId).join(ID_MARK);
 const unmark = (jobId: string, marked: string): string => marked.split(ID_MARK).join(jobId);
 
+/** Where each text is written for compressing: no new Buffer (cut from Node's pool) a call. */
+let scratch = Buffer.allocUnsafeSlow(16 * 1024);
+
 /** A marked text as stored: raw deflate with the dictionary, kept as one byte a character. */
 function pack(marked: string): string {
-  return deflateRawSync(Buffer.from(marked), DEFLATE).toString('latin1');
+  const length = Buffer.byteLength(marked);
+  if (length > scratch.length) scratch = Buffer.allocUnsafeSlow(length * 2);
+  scratch.write(marked, 0);
+  return deflateRawSync(scratch.subarray(0, length), DEFLATE).toString('latin1');
 }
 
 /** A text as the store keeps it once compressed (exported for its test). */
@@ -156,7 +162,7 @@ function unpack(packed: string): string {
 }
 
 /** Texts set most recently kept as they are (marked), not compressed (see createJobStatusStore). */
-export const RECENT_TEXTS = 2048;
+export const RECENT_TEXTS = 256;
 
 /**
  * Each text is kept compressed, as a one-byte string: about 0.15 KiB of heap a finished job with
