@@ -1,9 +1,11 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../../../services/core/bus/event-bus.ts';
 import type { EventCodec, JobEvent } from '../../../services/core/events/event-codec.ts';
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { callbackFor } from '../../../services/core/callbacks/callback-request.ts';
 import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
+import { RECENT_TEXTS } from '../../../services/core/jobs/job-status-store.ts';
 
 // The view's apply needs neither bus nor codec; start() is not called here.
 const view = () =>
@@ -168,5 +170,57 @@ describe('job status view: the texts it keeps', () => {
     expect(JSON.stringify([v.get(id, 'org-a'), v.finalCallback(id, 'org-a')])).to.not.include(
       '\\u0001',
     );
+  });
+});
+
+describe('job status view: jobs kept compressed', () => {
+  it('reads back and changes jobs beyond the newest uncompressed ones, and still forgets the least recently changed', () => {
+    const v = createJobStatusView(
+      { bus: {} as EventBus, codec: {} as EventCodec },
+      { maxJobs: RECENT_TEXTS + 244 },
+    );
+    const ids = Array.from({ length: RECENT_TEXTS + 344 }, () => randomUUID());
+    for (const id of ids) v.applyRequested(request(id, 'org-a'), '2026-11-23T10:00:00Z');
+    // The first 100 were forgotten; the next ones are compressed, the newest RECENT_TEXTS not.
+    expect(v.get(ids[99] ?? '', 'org-a')).to.equal(undefined);
+    expect(v.activeJobs('org-a')).to.equal(RECENT_TEXTS + 244);
+    const [oldest, older] = [ids[100] ?? '', ids[150] ?? ''];
+    const result = {
+      outputUrl: `https://media.example.com/out/${older}.mp4`,
+      format: 'mp4' as const,
+      width: 640,
+      height: 360,
+      durationSeconds: 10,
+      sizeBytes: 1_250_000,
+    };
+    const succeeded: JobEvent = {
+      ...event('media.job.succeeded', {
+        jobId: older,
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 1,
+        finishedAt: '2026-11-23T10:00:10.000Z',
+        callbacks: { successUrl: 'https://hooks.example.com/done' },
+        result,
+      }),
+      id: `${older}:media.job.succeeded:1`,
+    };
+    expect(v.get(older, 'org-a')).to.include({ id: older, status: 'queued' });
+    v.apply(succeeded);
+    expect(v.activeJobs('org-a')).to.equal(RECENT_TEXTS + 243);
+    // A new job forgets the least recently changed one: the oldest, not the one just finished.
+    v.applyRequested(request(randomUUID(), 'org-a'), '2026-11-23T10:00:00Z');
+    expect(v.get(oldest, 'org-a')).to.equal(undefined);
+    expect(v.get(ids[101] ?? '', 'org-a')).to.deep.include({
+      id: ids[101],
+      status: 'queued',
+      queuedSince: '2026-11-23T10:00:00.000Z',
+    });
+    expect(v.get(older, 'org-a')).to.deep.include({ id: older, status: 'succeeded', result });
+    expect(v.finalCallback(older, 'org-a')).to.deep.equal(callbackFor(succeeded));
+    expect(v.activeJobs('org-a')).to.equal(RECENT_TEXTS + 243);
+    // Enough changes later the finished job is compressed too, and reads back the same.
+    for (let i = 0; i < RECENT_TEXTS; i++) v.apply(processing(ids[200 + i] ?? '', 'org-a', 1));
+    expect(v.get(older, 'org-a')).to.deep.include({ id: older, status: 'succeeded', result });
   });
 });
