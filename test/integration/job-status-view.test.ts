@@ -197,10 +197,9 @@ for (const kind of ['embedded', 'kafka'] as const) {
         'processing written',
       );
       const writes = copies.flatMap((c) => c.bus.statusWrites);
-      expect(writes.map((r) => JSON.parse(r.value.toString()).status).sort()).to.deep.equal([
-        'processing',
-        'queued',
-      ]);
+      expect(
+        writes.map((r) => (JSON.parse(r.value.toString()) as { status: string }).status).sort(),
+      ).to.deep.equal(['processing', 'queued']);
       // A retry (a request record with no stamp, attempt 2) is folded and written by the writer.
       await first.bus.publish([
         codec.encode(topics.transcodeRequests, 'media.job.requested', {
