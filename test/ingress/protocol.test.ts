@@ -129,7 +129,8 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     const bus = {
       ...inner,
       publish: async (records: Parameters<typeof inner.publish>[0]) => {
-        published += records.length;
+        // Job requests only: the job's status record goes in the same publish.
+        published += records.filter((r) => r.topic === topics.transcodeRequests).length;
         await inner.publish(records);
       },
     };
