@@ -133,7 +133,10 @@ const deps = {
         : // A GIF's palette pass; a one-pass GIF makes its palette inside the render.
           args.some((a) => a.includes('palettegen') && !a.includes('paletteuse'))
           ? 'palette'
-          : 'render',
+          : // The join of an MP4 rendered in parts (their renders side by side are one "render").
+            args.includes('concat')
+            ? 'join'
+            : 'render',
     baseDeps.runFfmpeg,
   ),
   probe: timedTool(() => 'probe', baseDeps.probe),

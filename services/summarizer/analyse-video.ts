@@ -1,7 +1,7 @@
 import type { MediaInfo } from '../core/media/probe-media.ts';
 import { inputArgs, type FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { detectCuts } from './detect-scenes.ts';
-import { MediaError } from '../core/errors.ts';
+import { runSideBySide } from '../core/media/run-side-by-side.ts';
 import {
   analysisParts,
   AUDIO_RATE,
@@ -122,7 +122,7 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
   });
   const audioPaths = parts.map((_, k) => (o.input.audio ? `${o.scratchPath}.${k}.pcm` : undefined));
   const keyframePaths = parts.map((_, k) => `${o.scratchPath}.${k}.keys`);
-  await runAll(
+  await runSideBySide(
     o.signal,
     parts.map((part, k) => (signal: AbortSignal) => {
       const audioPath = audioPaths[k];
@@ -155,34 +155,6 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
     cuts: detectCuts(changes),
     keyframes: await readKeyframes(parts, keyframePaths),
   };
-}
-
-/** Runs the tasks side by side; the first failure stops the others (no ffmpeg outlives its job). */
-async function runAll(
-  signal: AbortSignal,
-  tasks: ((signal: AbortSignal) => Promise<void>)[],
-): Promise<void> {
-  const controller = new AbortController();
-  const onAbort = (): void => controller.abort();
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    const settled = await Promise.allSettled(
-      tasks.map((task) =>
-        task(controller.signal).catch((error: unknown) => {
-          controller.abort();
-          throw error;
-        }),
-      ),
-    );
-    const failures = settled.flatMap((s) => (s.status === 'rejected' ? [s.reason as unknown] : []));
-    // The sibling stopped because of the first failure reports "interrupted": the cause comes first.
-    const cause =
-      failures.find((e) => !(e instanceof MediaError && e.code === 'interrupted')) ?? failures[0];
-    if (cause instanceof Error) throw cause;
-    if (cause !== undefined) throw new MediaError('internal', 'the analysis failed', { cause });
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
 }
 
 /** The parts' changes as one sequence; the change across each join is measured between the parts' edge frames. */

@@ -1,7 +1,8 @@
 import type { SummarySpec } from '../core/contracts/types.generated.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
-import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { join } from 'node:path';
+import { inputArgs, partsListInput } from '../core/media/run-ffmpeg.ts';
 import { decoderShortcuts } from './analyse-video.ts';
 import type { SummarySegment } from './select-segments.ts';
 
@@ -45,11 +46,30 @@ export interface SummaryRender {
   watermark?: PreparedWatermark;
   /** Where a GIF's palette (a 16×16 PNG) goes between two passes; required for long or wide GIFs. */
   palettePath?: string;
+  /**
+   * A directory for the parts of a render split across threads (the job's own); unset: one
+   * ffmpeg renders the whole summary.
+   */
+  partsDir?: string;
 }
 
+/** What a summary render runs. */
+export interface SummaryPlan {
+  /** The ffmpeg runs: those of one step side by side, the steps one after the other. */
+  steps: string[][][];
+  /** Files the runs read (the list of an MP4's parts), written before the first step. */
+  files: { path: string; content: string }[];
+  /** GIF parts joined frame by frame into the output after the last step (see joinGifs). */
+  gifParts?: string[];
+}
+
+/** Most parts a render is split into, however many threads it has. */
+export const MAX_RENDER_PARTS = 4;
+
 /**
- * The ffmpeg runs of a summary, in order: for an MP4 one; for a GIF one, or a palette pass
- * then the render when its frames are many or large (see gifPasses).
+ * The ffmpeg runs of a summary: for an MP4 one, or its parts side by side then their join; for
+ * a GIF one, or a palette pass then the render (in parts side by side) when its frames are many
+ * or large (see gifPasses).
  *
  * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (5× faster
  * than trimming one input, and each clip starts on its own decoded frame: no black or frozen
@@ -57,41 +77,122 @@ export interface SummaryRender {
  * the other, and a frame-threaded decoder per clip held frames for nothing. The MP4 render of
  * the benchmark's 30 clips of a 10-minute 720p input, three runs each on a loaded machine:
  * 10.3–12.7 CPU s against 11.1–14.3, and 527 MB resident against 800.
+ *
+ * So one render keeps about one core busy (decoding one clip after the other, then a GIF's
+ * `paletteuse` and encoder, both single-threaded): with `partsDir` and more than one thread,
+ * the clips are cut into one run of consecutive clips per thread (see renderParts), each on
+ * one thread, and the parts joined without a second encode. An MP4's parts are H.264 (each
+ * opening on a keyframe) with PCM audio in MOV files, joined by the concat demuxer with the
+ * video copied and the audio encoded to AAC once over the whole summary: AAC parts would each
+ * bring their own priming and a gap at each join. A GIF's parts use the summary's one palette
+ * and are joined frame by frame (joinGifs).
  * MP4s are bit-exact for the same input, settings and thread count.
  */
-export function buildSummaryArgs(o: SummaryRender): string[][] {
+export function buildSummaryArgs(o: SummaryRender): SummaryPlan {
   if (o.spec.format === 'gif') return gifPasses(o);
   const audio = o.hasAudio && !o.spec.removeAudio;
+  const parts = renderParts(o);
+  if (parts.length < 2 || !o.partsDir)
+    return {
+      steps: [
+        [
+          [
+            ...mp4Render(o, audio),
+            ...(audio ? ['-c:a', 'aac', '-b:a', '128k'] : []),
+            ...mp4Output(o.outputPath),
+          ],
+        ],
+      ],
+      files: [],
+    };
+  const dir = o.partsDir;
+  const list = join(dir, 'parts.txt');
+  const names = parts.map((_, k) => `part${k}.mov`);
+  return {
+    steps: [
+      parts.map((part, k) => [
+        ...mp4Render(part, audio),
+        ...(audio ? ['-c:a', 'pcm_s16le'] : []),
+        '-f',
+        'mov',
+        '-y',
+        join(dir, names[k] ?? ''),
+      ]),
+      [
+        [
+          ...partsListInput(list),
+          ...common(o),
+          '-map',
+          '0:v',
+          '-c:v',
+          'copy',
+          ...(audio ? ['-map', '0:a', '-c:a', 'aac', '-b:a', '128k'] : []),
+          ...mp4Output(o.outputPath),
+        ],
+      ],
+    ],
+    // Names relative to the list's directory: the concat demuxer's safe mode takes them.
+    files: [{ path: list, content: names.map((n) => `file '${n}'\n`).join('') }],
+  };
+}
+
+/** An MP4 render's inputs, graph and video encoder, up to its audio codec. */
+function mp4Render(o: SummaryRender, audio: boolean): string[] {
   // ultrafast with the deblocking filter back on: a preview of up to 30 s at source width must
   // cost a fraction of decoding the input. On 12 s of the benchmark's 720p clips (2 cores, CPU
   // seconds): ultrafast 1.6–1.9 s, 10.4 MB; with deblocking ≈ the same time (it keeps block
   // edges out of the picture); superfast 3.3–4.1 s, 7.8 MB; superfast without CABAC 2.7 s,
   // 8.9 MB. The MP4 job spent more on its encode than on its analysis (bench/summary-speed.ts).
   return [
-    [
-      ...inputsOf(o, []),
-      ...common(o),
-      '-filter_complex',
-      `${shownVideo(o, { audio })}[out]format=yuv420p[v]`,
-      '-map',
-      '[v]',
-      ...(audio ? ['-map', '[a]', '-c:a', 'aac', '-b:a', '128k'] : ['-an']),
-      '-c:v',
-      'libx264',
-      '-preset',
-      'ultrafast',
-      '-x264-params',
-      'deblock=0,0',
-      '-crf',
-      '23',
-      '-movflags',
-      '+faststart',
-      '-f',
-      'mp4',
-      '-y',
-      o.outputPath,
-    ],
+    ...inputsOf(o, []),
+    ...common(o),
+    '-filter_complex',
+    `${shownVideo(o, { audio })}[out]format=yuv420p[v]`,
+    '-map',
+    '[v]',
+    ...(audio ? ['-map', '[a]'] : ['-an']),
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-x264-params',
+    'deblock=0,0',
+    '-crf',
+    '23',
   ];
+}
+
+const mp4Output = (path: string): string[] => ['-movflags', '+faststart', '-f', 'mp4', '-y', path];
+
+/**
+ * The render split into one part per thread (at most MAX_RENDER_PARTS, at most one per clip),
+ * each a run of consecutive clips of about the same length, with the threads shared out; one
+ * part, the render itself, without `partsDir` or with one thread.
+ */
+export function renderParts(o: SummaryRender): SummaryRender[] {
+  const count = o.partsDir ? Math.min(o.threads, MAX_RENDER_PARTS, o.clips.length) : 1;
+  if (count < 2) return [o];
+  const total = o.clips.reduce((sum, c) => sum + c.durationSeconds, 0);
+  // Each part takes the next clips while their middle falls in its share of the length, at
+  // least one, and leaves at least one to each later part; the last takes the rest.
+  const groups: Clip[][] = [];
+  let i = 0;
+  let before = 0;
+  for (let k = 0; k < count; k++) {
+    const group: Clip[] = [];
+    const end = ((k + 1) / count) * total;
+    for (let clip = o.clips[i]; clip; clip = o.clips[i]) {
+      const last = k === count - 1;
+      const late = before + clip.durationSeconds / 2 > end;
+      if (group.length > 0 && !last && (late || o.clips.length - i <= count - k - 1)) break;
+      group.push(clip);
+      before += clip.durationSeconds;
+      i++;
+    }
+    groups.push(group);
+  }
+  const threads = Math.max(1, Math.floor(o.threads / count));
+  return groups.map((clips) => ({ ...o, clips, threads }));
 }
 
 /**
@@ -112,8 +213,7 @@ export const ONE_PASS_GIF_BYTES = 192 * 1024 * 1024;
  * 720p it cost what one pass spent on palettegen (24.2 CPU s in one pass, 5.2 + 18.8 in two),
  * but 480 wide 3.6–4.5 CPU s where one pass spent about 1, hence the threshold.
  */
-function gifPasses(o: SummaryRender): string[][] {
-  const palette = o.clips.length + (o.watermark?.inputs.length ?? 0);
+function gifPasses(o: SummaryRender): SummaryPlan {
   // The palette's statistics come from every other pixel of every other row (nearest
   // neighbour keeps the colours exact): palettegen hashes each pixel it sees and was the
   // costliest step of a GIF. On 12 s of the benchmark's clips: 2.8 → 1.7 CPU s for the
@@ -121,46 +221,65 @@ function gifPasses(o: SummaryRender): string[][] {
   const sample = 'scale=w=max(1\\,iw/2):h=max(1\\,ih/2):flags=neighbor';
   const use = 'paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]';
   // -loop 0: the GIF plays forever.
-  const output = ['-map', '[v]', '-loop', '0', '-f', 'gif', '-y', o.outputPath];
+  const output = (path: string): string[] => ['-map', '[v]', '-loop', '0', '-f', 'gif', '-y', path];
   const seconds = o.clips.reduce((sum, c) => sum + c.durationSeconds, 0);
   const held = Math.ceil(seconds * GIF_FPS) * o.size.width * o.size.height * 4;
   if (held <= ONE_PASS_GIF_BYTES)
-    return [
-      [
-        ...inputsOf(o, []),
-        ...common(o),
-        '-filter_complex',
-        `${shownVideo(o, { audio: false })}[out]split[p0][p1];[p0]${sample},palettegen=stats_mode=diff[pal];[p1][pal]${use}`,
-        ...output,
+    return {
+      steps: [
+        [
+          [
+            ...inputsOf(o, []),
+            ...common(o),
+            '-filter_complex',
+            `${shownVideo(o, { audio: false })}[out]split[p0][p1];[p0]${sample},palettegen=stats_mode=diff[pal];[p1][pal]${use}`,
+            ...output(o.outputPath),
+          ],
+        ],
       ],
+      files: [],
+    };
+  const palettePath = o.palettePath;
+  if (!palettePath) throw new Error('a long or wide GIF render needs a palette path');
+  const parts = renderParts(o);
+  const partPaths =
+    parts.length > 1 ? parts.map((_, k) => join(o.partsDir ?? '', `part${k}.gif`)) : undefined;
+  const render = (part: SummaryRender, path: string): string[] => {
+    const palette = part.clips.length + (part.watermark?.inputs.length ?? 0);
+    return [
+      ...inputsOf(part, []),
+      ...inputArgs(palettePath),
+      ...common(part),
+      '-filter_complex',
+      `${shownVideo(part, { audio: false })}[out][${palette}:v]${use}`,
+      ...output(path),
     ];
-  if (!o.palettePath) throw new Error('a long or wide GIF render needs a palette path');
-  return [
-    [
-      ...inputsOf(o, decoderShortcuts(o.videoCodec)),
-      ...common(o),
-      '-filter_complex',
-      `${shownVideo(o, { audio: false, fps: false })}[out]${sample},palettegen=stats_mode=diff[v]`,
-      '-map',
-      '[v]',
-      '-frames:v',
-      '1',
-      '-update',
-      '1',
-      '-f',
-      'image2',
-      '-y',
-      o.palettePath,
+  };
+  return {
+    steps: [
+      [
+        [
+          ...inputsOf(o, decoderShortcuts(o.videoCodec)),
+          ...common(o),
+          '-filter_complex',
+          `${shownVideo(o, { audio: false, fps: false })}[out]${sample},palettegen=stats_mode=diff[v]`,
+          '-map',
+          '[v]',
+          '-frames:v',
+          '1',
+          '-update',
+          '1',
+          '-f',
+          'image2',
+          '-y',
+          palettePath,
+        ],
+      ],
+      parts.map((part, k) => render(part, partPaths?.[k] ?? o.outputPath)),
     ],
-    [
-      ...inputsOf(o, []),
-      ...inputArgs(o.palettePath),
-      ...common(o),
-      '-filter_complex',
-      `${shownVideo(o, { audio: false })}[out][${palette}:v]${use}`,
-      ...output,
-    ],
-  ];
+    files: [],
+    ...(partPaths ? { gifParts: partPaths } : {}),
+  };
 }
 
 /** The clips' inputs (one decoder thread each, see buildSummaryArgs), then the watermark's. */

@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobRequested, JobResult, SummarySpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
@@ -15,10 +15,11 @@ import {
 import { outputSize, type OutputSize } from '../core/media/output-size.ts';
 import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
 import type { MediaInfo } from '../core/media/probe-media.ts';
-import { runEncode } from '../core/media/run-encode.ts';
+import { runEncodes } from '../core/media/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
 import { buildSummaryArgs, clipsOf } from './build-summary-args.ts';
+import { joinGifs } from './join-gifs.ts';
 import { selectSegments, summaryTargetSeconds, type SummarySegment } from './select-segments.ts';
 
 export type SummarizerDeps = MediaJobDeps;
@@ -102,11 +103,12 @@ async function summarise(
   const watermark = await jobWatermark(deps, job, ctx, paths.workDir, spec.watermark);
   const clips = clipsOf(segments);
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
-  const passes = buildSummaryArgs({
+  const plan = buildSummaryArgs({
     spec,
     inputPath: paths.inputPath,
     outputPath: paths.outputPath,
     palettePath: join(paths.workDir, 'palette.png'),
+    partsDir: paths.workDir,
     clips,
     size,
     hasAudio: Boolean(input.audio),
@@ -115,16 +117,24 @@ async function summarise(
     threads: deps.threads,
     ...(watermark ? { watermark } : {}),
   });
-  // A GIF's palette pass takes a fifth of its render time (bench/summary-speed.ts).
+  for (const file of plan.files) await writeFile(file.path, file.content, 'utf8');
+  // A GIF's palette pass takes a fifth of its render time (bench/summary-speed.ts); an MP4's
+  // join of its parts copies the video and encodes the audio, a few percent of the render.
   const spans =
-    passes.length > 1
-      ? [
-          { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: total },
-          { from: PALETTE_PERCENT, to: 95, expectedSeconds: total },
-        ]
+    plan.steps.length > 1
+      ? spec.format === 'gif'
+        ? [
+            { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: total },
+            { from: PALETTE_PERCENT, to: 95, expectedSeconds: total },
+          ]
+        : [
+            { from: ANALYSED_PERCENT, to: 90, expectedSeconds: total },
+            { from: 90, to: 95, expectedSeconds: total },
+          ]
       : [{ from: ANALYSED_PERCENT, to: 95, expectedSeconds: total }];
-  for (const [k, args] of passes.entries())
-    await runEncode(deps, ctx, args, spans[k] ?? { from: 95, to: 95, expectedSeconds: total });
+  for (const [k, runs] of plan.steps.entries())
+    await runEncodes(deps, ctx, runs, spans[k] ?? { from: 95, to: 95, expectedSeconds: total });
+  if (plan.gifParts) await joinGifs(plan.gifParts, paths.outputPath);
   const out = await verifyOutput(deps.probe, paths.outputPath, {
     format: spec.format,
     videoCodec: spec.format === 'gif' ? 'gif' : 'h264',

@@ -26,10 +26,13 @@ const render = (o: Partial<SummaryRender> = {}): SummaryRender => ({
 const beforeInputs = (args: readonly string[], option: string): number =>
   args.filter((a, i) => a === option && args.slice(i, i + 12).includes('-i')).length;
 
+/** The ffmpeg runs of a render on one ffmpeg (no parts directory), in order. */
+const passesOf = (o: SummaryRender): string[][] => buildSummaryArgs(o).steps.flat();
+
 describe('summary render arguments', () => {
   it('decodes each clip on one thread, MP4 and GIF alike', () => {
     for (const spec of [{ format: 'mp4' as const }, { format: 'gif' as const }]) {
-      const passes = buildSummaryArgs(render({ spec }));
+      const passes = passesOf(render({ spec }));
       for (const args of passes) {
         const clipThreads = args.filter(
           (a, i) => a === '-threads' && args[i + 1] === '1' && args.indexOf('-i', i) > i,
@@ -40,7 +43,7 @@ describe('summary render arguments', () => {
   });
 
   it('renders a small GIF in one pass: palette from its own frames, Bayer dither, loops forever', () => {
-    const passes = buildSummaryArgs(render());
+    const passes = passesOf(render());
     expect(passes).to.have.length(1);
     const args = passes[0] ?? [];
     const graph = args[args.indexOf('-filter_complex') + 1] ?? '';
@@ -58,7 +61,7 @@ describe('summary render arguments', () => {
     // 3.5 s at 12 fps of 1920×1080: 42 frames × 8.3 MB, over the budget.
     const wide = render({ size: { width: 1920, height: 1080 } });
     expect(42 * 1920 * 1080 * 4).to.be.above(ONE_PASS_GIF_BYTES);
-    const passes = buildSummaryArgs(wide);
+    const passes = passesOf(wide);
     expect(passes).to.have.length(2);
     const [palette = [], gif = []] = passes;
     // The palette pass decodes like the analysis and writes one 16×16 image.
@@ -84,7 +87,7 @@ describe('summary render arguments', () => {
       inputs: ['/work/logo.png'],
       filter: (k: number) => `[in][${k}:v]overlay[out]`,
     };
-    const [palette = [], gif = []] = buildSummaryArgs(
+    const [palette = [], gif = []] = passesOf(
       render({ size: { width: 1920, height: 1080 }, watermark }),
     );
     expect(palette[palette.indexOf('-filter_complex') + 1]).to.include('[in][2:v]overlay[out]');
@@ -94,9 +97,9 @@ describe('summary render arguments', () => {
 
   it('a palette pass of another codec skips what is safe for it; of an unknown one, nothing', () => {
     const wide = { size: { width: 1920, height: 1080 } };
-    const hevc = buildSummaryArgs(render({ ...wide, videoCodec: 'hevc' }))[0] ?? [];
+    const hevc = passesOf(render({ ...wide, videoCodec: 'hevc' }))[0] ?? [];
     expect(hevc[hevc.indexOf('-skip_frame') + 1]).to.equal('noref');
-    const vp9 = buildSummaryArgs(render({ ...wide, videoCodec: 'vp9' }))[0] ?? [];
+    const vp9 = passesOf(render({ ...wide, videoCodec: 'vp9' }))[0] ?? [];
     expect(vp9).to.not.include('-skip_frame');
   });
 });

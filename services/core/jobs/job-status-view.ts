@@ -38,7 +38,10 @@ type Kind = 'transcode' | 'summary';
  *   change into the job's state (job-status-fold.ts: status, cancel, Idempotency-Key digest,
  *   queuedSince) and publishes that whole state to the compacted status topic (key job id).
  *   Progress ticks are not written. Each state change is thus written once (again only after
- *   a crash between publish and commit: the same state, harmless under compaction).
+ *   a crash between publish and commit: the same state, harmless under compaction). A job an
+ *   ingress accepts is the exception: its queued state goes in the publish of its request
+ *   (`publishRequest`), both stamped with the state's rev (STATUS_REV), and the writer passes
+ *   over such a request without decoding it when it already holds that rev.
  * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
  *   bounded store (compressed, about 0.2 KiB a finished job: job-status-store.ts) and follows
  *   it, plus the progress ticks of the events topic from now on. Start-up reads about `maxJobs`

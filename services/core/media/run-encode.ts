@@ -2,6 +2,7 @@ import { ffmpegPass } from '../jobs/media-job.ts';
 import type { JobContext } from '../jobs/run-job-worker.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { FfmpegRunner } from './run-ffmpeg.ts';
+import { runSideBySide } from './run-side-by-side.ts';
 
 /** The part of a job's progress (percent) one ffmpeg run fills. */
 export interface ProgressSpan {
@@ -23,25 +24,46 @@ export function runEncode(
   args: readonly string[],
   span: ProgressSpan,
 ): Promise<void> {
+  return runEncodes(deps, ctx, [args], span);
+}
+
+/**
+ * Runs ffmpegs of one step of a job side by side (parts of one output, each writing its share
+ * of `span.expectedSeconds`): the first failure stops the others; progress is what they wrote
+ * together.
+ */
+export function runEncodes(
+  deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number; metrics?: Metrics },
+  ctx: JobContext,
+  runs: readonly (readonly string[])[],
+  span: ProgressSpan,
+): Promise<void> {
   const expected = span.expectedSeconds > 0 ? span.expectedSeconds : 1;
-  let written = 0;
+  const written = runs.map(() => 0);
+  const total = (): number => written.reduce((a, b) => a + b, 0);
   return ffmpegPass(
     deps,
     ctx,
     'encode',
     // What ffmpeg last reported writing; the expected length when it ended before a report.
-    () => written || span.expectedSeconds,
+    () => total() || span.expectedSeconds,
     () =>
-      deps.runFfmpeg(args, {
-        signal: ctx.signal,
-        stallTimeoutMs: deps.stallTimeoutMs,
-        onProgress: (p) => {
-          written = p.outTimeSeconds;
-          ctx.progress(
-            span.from + (span.to - span.from) * Math.min(1, p.outTimeSeconds / expected),
-            'encode',
-          );
-        },
-      }),
+      runSideBySide(
+        ctx.signal,
+        runs.map(
+          (args, k) => (signal) =>
+            deps.runFfmpeg(args, {
+              signal,
+              stallTimeoutMs: deps.stallTimeoutMs,
+              onProgress: (p) => {
+                written[k] = p.outTimeSeconds;
+                ctx.progress(
+                  span.from + (span.to - span.from) * Math.min(1, total() / expected),
+                  'encode',
+                );
+              },
+            }),
+        ),
+      ),
   );
 }

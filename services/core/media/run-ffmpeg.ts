@@ -165,3 +165,24 @@ export function inputArgs(path: string, before: readonly string[] = []): string[
     path,
   ];
 }
+
+/**
+ * `-f concat -i list` for a list of parts a job wrote itself (never a caller's file: the concat
+ * demuxer opens whatever a list names). Only the concat demuxer and the MOV demuxer for the
+ * parts (the allow-list reaches the files the list opens), only local files, and the demuxer's
+ * safe mode: names relative to the list, no absolute paths.
+ */
+export function partsListInput(listPath: string): string[] {
+  return [
+    '-format_whitelist',
+    'concat,mov',
+    '-protocol_whitelist',
+    'file',
+    '-f',
+    'concat',
+    '-safe',
+    '1',
+    '-i',
+    listPath,
+  ];
+}
