@@ -239,14 +239,7 @@ async function publishRequest(
       deps.tracer,
       `publish ${topic}`,
       trace,
-      // The job's status goes in the same publish (one transaction, one produce request).
-      (publishing) =>
-        deps.statusView.publishRequest(
-          withTraceHeaders(record, publishing),
-          job,
-          job.submittedAt,
-          (records) => deps.bus.publish(records),
-        ),
+      (publishing) => deps.bus.publish([withTraceHeaders(record, publishing)]),
       {
         kind: SpanKind.PRODUCER,
         attributes: { 'messaging.destination.name': topic, 'media.job.id': job.jobId },
@@ -265,6 +258,7 @@ async function publishRequest(
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
     );
   }
+  deps.statusView.applyRequested(job, job.submittedAt);
   deps.metrics.jobsSubmitted.inc({ kind: job.kind });
   deps.metrics.eventsPublished.inc({ type: 'media.job.requested' });
   deps.log.info('job.queued', {

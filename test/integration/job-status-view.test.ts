@@ -163,62 +163,6 @@ for (const kind of ['embedded', 'kafka'] as const) {
       }
     });
 
-    it('writes the status of a submission in the publish of its request, and no copy writes it again; a second copy sees it from the status topic', async () => {
-      const first = await ingress();
-      // Copies of the ingress share a bus on Kafka; the embedded bus has one process.
-      const copies = kind === 'kafka' ? [first, await ingress()] : [first];
-      const ack = await request(first.server).post('/transcode').send(validTranscode);
-      expect(ack.status).to.equal(200);
-      const id = String(ack.body.id);
-      // Before the acknowledgement: the status went with the request, not after it was read back.
-      expect(first.bus.statusWrites.map((r) => r.key)).to.deep.equal([id]);
-      const stamp = first.bus.statusWrites[0]?.headers?.['status-rev'];
-      expect(Number(stamp)).to.be.greaterThan(0);
-      await until(
-        () => copies.every((c) => c.statusView.get(id, 'org-a') !== undefined),
-        20_000,
-        'seen by every copy',
-      );
-      // Each copy's writer has read the request once the processing event behind it (same key)
-      // is folded; the queued state is not written a second time by either.
-      const job = { jobId: id, kind: 'transcode' as const, orgId: 'org-a', attempt: 1 };
-      await publish(first.bus, 'media.job.processing', {
-        ...job,
-        startedAt: new Date().toISOString(),
-      });
-      await until(
-        () => copies.every((c) => c.statusView.get(id, 'org-a')?.status === 'processing'),
-        20_000,
-        'processing seen by both copies',
-      );
-      await until(
-        () => copies.reduce((n, c) => n + c.bus.statusWrites.length, 0) >= 2,
-        20_000,
-        'processing written',
-      );
-      const writes = copies.flatMap((c) => c.bus.statusWrites);
-      expect(
-        writes.map((r) => (JSON.parse(r.value.toString()) as { status: string }).status).sort(),
-      ).to.deep.equal(['processing', 'queued']);
-      // A retry (a request record with no stamp, attempt 2) is folded and written by the writer.
-      await first.bus.publish([
-        codec.encode(topics.transcodeRequests, 'media.job.requested', {
-          ...job,
-          attempt: 2,
-          submittedAt: new Date().toISOString(),
-          input: { url: 'https://example.com/in.mp4' },
-          output: { url: 'https://example.com/out.mp4' },
-          transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
-        } as never),
-      ]);
-      await until(
-        () => copies.every((c) => c.statusView.get(id, 'org-a')?.attempt === 2),
-        20_000,
-        'the retry queued in both copies',
-      );
-      expect(first.statusView.get(id, 'org-a')?.status).to.equal('queued');
-    });
-
     it('brings back a cancel, an Idempotency-Key and the active-job counts from the status topic after a restart', async () => {
       const first = await ingress();
       const submit = (key?: string, body: object = validTranscode) => {

@@ -1,10 +1,4 @@
-import {
-  topics,
-  type BusRecord,
-  type EventBus,
-  type OutgoingRecord,
-  type Subscription,
-} from '../bus/event-bus.ts';
+import { topics, type BusRecord, type EventBus, type Subscription } from '../bus/event-bus.ts';
 import type { CallbackRequest } from '../callbacks/callback-request.ts';
 import type { EventCodec, JobEvent } from '../events/event-codec.ts';
 import type { JobRequested, JobStatus } from '../contracts/types.generated.ts';
@@ -38,10 +32,7 @@ type Kind = 'transcode' | 'summary';
  *   change into the job's state (job-status-fold.ts: status, cancel, Idempotency-Key digest,
  *   queuedSince) and publishes that whole state to the compacted status topic (key job id).
  *   Progress ticks are not written. Each state change is thus written once (again only after
- *   a crash between publish and commit: the same state, harmless under compaction). A job an
- *   ingress accepts is the exception: its queued state goes in the publish of its request
- *   (`publishRequest`), both stamped with the state's rev (STATUS_REV), and the writer passes
- *   over such a request without decoding it when it already holds that rev.
+ *   a crash between publish and commit: the same state, harmless under compaction).
  * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
  *   bounded store (compressed, about 0.2 KiB a finished job: job-status-store.ts) and follows
  *   it, plus the progress ticks of the events topic from now on. Start-up reads about `maxJobs`
@@ -64,18 +55,6 @@ export interface JobStatusView {
   apply(event: JobEvent): void;
   /** Applies a job request: seen on the bus, or just published by this ingress (`time`: when). */
   applyRequested(job: JobRequested, time: string): void;
-  /**
-   * Publishes a job request this ingress accepted (through `publish`) together with the job's
-   * status record, each stamped with the status's rev (STATUS_REV), then holds that state:
-   * neither the status writer (reading the request back) nor the tail (reading the status back)
-   * decodes them again. Rejects as `publish` does, and then holds nothing.
-   */
-  publishRequest(
-    request: OutgoingRecord,
-    job: JobRequested,
-    time: string,
-    publish: (records: OutgoingRecord[]) => Promise<void>,
-  ): Promise<void>;
   /** Loads the view (resolves once caught up, or after `readyWithinMs`), then starts the writer. */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -91,12 +70,6 @@ export interface JobStatusViewOptions {
   /** Consumer group of the status writers (default `status-writer`). */
   writerGroup?: string;
 }
-
-/**
- * Header of a status record, and of a request record published beside it, holding the status's
- * rev: a copy that already holds that rev of the job skips the record without parsing it.
- */
-export const STATUS_REV = 'status-rev';
 
 /** Consumer group of the status writers (one member per ingress copy). */
 export const STATUS_WRITER_GROUP = 'status-writer';
@@ -131,13 +104,6 @@ export function createJobStatusView(
     activeIds.delete(id);
     count(was.orgId, -1);
   };
-  /**
-   * Each kept job's rev, beside its text (same key string): records this copy wrote are
-   * recognised when they come back by the rev in their header, without parsing the text.
-   */
-  const revs = new Map<string, number>();
-  /** Requests this copy is publishing with their status (publishRequest), by job id. */
-  const publishing = new Map<string, { rev: number; settled: Promise<void> }>();
   const subscriptions: Subscription[] = [];
   /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
   const unwritten = new Set<string>();
@@ -147,7 +113,6 @@ export function createJobStatusView(
   // Every change goes through here: the newest-changed job is last, the oldest is dropped.
   const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
     jobs.set(entry.id, text);
-    revs.set(entry.id, entry.rev);
     forget(entry.id);
     if (ACTIVE.has(entry.status)) {
       const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
@@ -158,7 +123,6 @@ export function createJobStatusView(
       const oldest = jobs.oldest();
       if (oldest !== undefined) {
         jobs.delete(oldest);
-        revs.delete(oldest);
         unwritten.delete(oldest);
         forget(oldest);
       }
@@ -183,17 +147,7 @@ export function createJobStatusView(
     return entry;
   };
 
-  /** The rev in a record's STATUS_REV header, or undefined. */
-  const revOf = (record: BusRecord): number | undefined => {
-    const header = record.headers[STATUS_REV];
-    const rev = header === undefined ? NaN : Number(header);
-    return Number.isSafeInteger(rev) ? rev : undefined;
-  };
-
   const applyStatusRecord = (record: BusRecord): void => {
-    // This copy's own write read back (or one it has passed): nothing to parse.
-    const stamped = revOf(record);
-    if (stamped !== undefined && (revs.get(record.key) ?? -1) >= stamped) return;
     const entry = readStatusRecord(record.key, record.value);
     if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
     const current = read(entry.id);
@@ -219,15 +173,7 @@ export function createJobStatusView(
       if (text === undefined || !unwritten.has(jobId)) return;
       unwritten.delete(jobId);
       try {
-        const rev = String((JSON.parse(text) as StatusEntry).rev);
-        await deps.bus.publish([
-          {
-            topic: topics.jobStatus,
-            key: jobId,
-            value: Buffer.from(text),
-            headers: { [STATUS_REV]: rev },
-          },
-        ]);
+        await deps.bus.publish([{ topic: topics.jobStatus, key: jobId, value: Buffer.from(text) }]);
       } catch (error) {
         // Unless a newer state came meanwhile, this one is still to be written.
         if (textOf(jobId) === text) unwritten.add(jobId);
@@ -244,24 +190,13 @@ export function createJobStatusView(
 
   // A rejection hands the record back, so a state not written is tried again.
   const writeStateChange = async (record: BusRecord): Promise<void> => {
-    // A request an ingress published with its status, when this copy holds exactly that status:
-    // folding it again would change nothing. (With a newer state, or none yet, it is folded.)
-    const stamped = revOf(record);
-    if (stamped !== undefined) {
-      const own = publishing.get(record.key);
-      if (own?.rev === stamped) await own.settled;
-      if (revs.get(record.key) === stamped && !unwritten.has(record.key)) return;
-    }
     const decoded = deps.codec.decode(record);
     if (!decoded.ok) return;
     const event = decoded.event;
     if (event.type === 'media.job.progress' || event.type === 'media.callback.delivery') return;
-    const changed = applyEvent(event);
-    // A stamped request that changed nothing was written with its status by the ingress.
-    // Anything else is written also when it changed nothing here: the state may have been
-    // folded before and not written (a publish that failed, a request applied at submission by
-    // an ingress of an earlier version).
-    if (stamped !== undefined && !changed) return;
+    applyEvent(event);
+    // Also when the event changed nothing here: the state may have been folded before and not
+    // written (a request this copy applied at submission, a publish that failed).
     await publishStatus(event.data.jobId);
   };
 
@@ -327,37 +262,6 @@ export function createJobStatusView(
       const entry = revise(next, current);
       unwritten.add(entry.id);
       touch(entry);
-    },
-
-    async publishRequest(request, job, time, publish) {
-      const current = read(job.jobId);
-      const next = foldRequested(current, job, time);
-      if (!next) {
-        await publish([request]);
-        view.applyRequested(job, time);
-        return;
-      }
-      const entry = revise(next, current);
-      const text = JSON.stringify(entry);
-      const headers = { [STATUS_REV]: String(entry.rev) };
-      // The writer may read the request back before the publish resolves here (Kafka makes it
-      // visible to consumers about when it answers the producer): it waits for this.
-      let settle!: () => void;
-      const settled = new Promise<void>((resolve) => (settle = resolve));
-      publishing.set(entry.id, { rev: entry.rev, settled });
-      try {
-        await publish([
-          { ...request, headers: { ...request.headers, ...headers } },
-          { topic: topics.jobStatus, key: entry.id, value: Buffer.from(text), headers },
-        ]);
-        // Something newer may have come meanwhile (a worker's event): then the request is folded
-        // into it, and the writer publishes that when it reads the request.
-        if ((revs.get(entry.id) ?? -1) < entry.rev) touch(entry, text);
-        else view.applyRequested(job, time);
-      } finally {
-        if (publishing.get(entry.id)?.settled === settled) publishing.delete(entry.id);
-        settle();
-      }
     },
 
     apply(event) {
