@@ -14,29 +14,12 @@ import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { summaryTargetSeconds } from '../../services/summarizer/select-segments.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { ffprobe, generateClip } from '../support/generate-clip.ts';
+import { detect, ffprobe, generateClip } from '../support/generate-clip.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
 const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
-
-/** What an ffmpeg detection filter reports on a file (freezedetect, blackdetect), from its log. */
-async function detect(path: string, filter: string, key: string): Promise<string[]> {
-  const { stderr } = await run(ffmpeg, [
-    '-hide_banner',
-    '-nostats',
-    '-i',
-    path,
-    '-vf',
-    filter,
-    '-an',
-    '-f',
-    'null',
-    '-',
-  ]);
-  return stderr.split('\n').filter((l) => l.includes(key));
-}
 
 /** The loop count of a GIF's NETSCAPE2.0 extension (0 = forever), undefined without one. */
 function gifLoopCount(bytes: Buffer): number | undefined {

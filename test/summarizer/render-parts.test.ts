@@ -11,7 +11,7 @@ import {
   type SummaryRender,
 } from '../../services/summarizer/build-summary-args.ts';
 import { gifLayout, joinGifs } from '../../services/summarizer/join-gifs.ts';
-import { ffprobe } from '../support/generate-clip.ts';
+import { detect, ffprobe } from '../support/generate-clip.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 
 const run = promisify(execFile);
@@ -63,22 +63,8 @@ async function streams(
 
 /** Where freezedetect finds the picture still, from its log. */
 async function freezes(path: string): Promise<string[]> {
-  const { stderr } = await run(ffmpeg, [
-    '-hide_banner',
-    '-nostats',
-    '-i',
-    path,
-    '-vf',
-    'freezedetect=n=0.001:d=0.08',
-    '-an',
-    '-f',
-    'null',
-    '-',
-  ]);
-  return stderr
-    .split('\n')
-    .filter((l) => l.includes('freeze_'))
-    .map((l) => l.slice(l.indexOf(']') + 2));
+  const lines = await detect(path, 'freezedetect=n=0.001:d=0.08', 'freeze_');
+  return lines.map((l) => l.slice(l.indexOf(']') + 2));
 }
 
 const clips = [

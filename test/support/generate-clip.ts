@@ -49,6 +49,17 @@ export async function ffprobe(path: string): Promise<Probed> {
   return JSON.parse(stdout) as Probed;
 }
 
+/**
+ * The log lines an ffmpeg detection filter (freezedetect, blackdetect, …) writes about a file's
+ * video, those holding `key`; ffmpeg from TEST_FFMPEG (the test services' build) or PATH.
+ */
+export async function detect(path: string, filter: string, key: string): Promise<string[]> {
+  const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
+  const args = ['-hide_banner', '-nostats', '-i', path, '-vf', filter, '-an', '-f', 'null', '-'];
+  const { stderr } = await run(ffmpeg, args);
+  return stderr.split('\n').filter((l) => l.includes(key));
+}
+
 /** A still image of one colour made by ffmpeg: `.png`, `.jpg` or `.webp` (by the path's extension). */
 export async function generateImage(
   path: string,
