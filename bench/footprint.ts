@@ -6,12 +6,13 @@
 // The service runs with the Node options of `npm start` and the image (SERVICE_NODE_ARGS).
 // Usage: npm run bench:footprint -- [inputGiB=1.05]
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startTestServer } from '../test/support/file-server.ts';
 import { freePort, spawnService, type SpawnedService } from '../test/support/spawn-service.ts';
+import { memoryMiB } from './proc.ts';
 
 const run = promisify(execFile);
 const inputGiB = Number(process.argv[2] ?? 1.05);
@@ -19,11 +20,7 @@ const KEY = 'footprint-key-0123456789abcdef';
 const FRAME_BYTES = 640 * 360 * 1.5;
 const main = new URL('../services/all-in-one/main.ts', import.meta.url).pathname;
 
-async function rssMiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
-  return kb / 1024;
-}
+const rssMiB = async (pid: number): Promise<number> => (await memoryMiB(pid)).rss;
 
 /** Generated once and kept, like the summary benchmark's input. */
 async function rawInput(): Promise<string> {

@@ -8,7 +8,7 @@
 // BENCH_SERVICE_ROOT=<checkout> measures that checkout's services instead. With BENCH_CPU_PROF_DIR set, the service process writes a V8 CPU profile there (node --cpu-prof).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SERVICE_NODE_ARGS } from '../test/support/spawn-service.ts';
+import { cpuSeconds } from './proc.ts';
 
 interface CannonResult {
   '2xx': number;
@@ -136,14 +137,8 @@ async function fire(url: string, body: string, extra: Record<string, unknown> = 
   });
 }
 
-/** CPU time (user + system) the process used so far, ms, from /proc (Linux). */
-async function cpuMs(pid: number | undefined): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name, which is in parentheses and may hold spaces.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-}
-const CLOCK_TICKS = 100;
+/** CPU time (user + system) the process used so far, ms. */
+const cpuMs = async (pid: number | undefined): Promise<number> => (await cpuSeconds(pid)) * 1000;
 
 const median = (xs: number[]): number =>
   [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;

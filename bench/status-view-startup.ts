@@ -22,6 +22,7 @@ import { topics } from '../services/core/bus/event-bus.ts';
 import { COMPACTED_CONFIG } from '../services/core/bus/kafka-topics.ts';
 import { STATUS_WRITER_GROUP } from '../services/core/jobs/job-status-view.ts';
 import { freePort, spawnService } from '../test/support/spawn-service.ts';
+import { cpuSeconds, memoryMiB } from './proc.ts';
 
 const { Kafka, logLevel, CompressionTypes } = kafkajs;
 const jobs = Number(process.argv[2] ?? 1_000_000);
@@ -227,13 +228,6 @@ interface Start {
   external: number;
 }
 
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-async function cpuOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 /** Starts the ingress of the checkout at `root` over the history and measures it. */
 async function measureStart(root: string): Promise<Start> {
   const port = await freePort();
@@ -263,14 +257,12 @@ async function measureStart(root: string): Promise<Start> {
       if (performance.now() - started > 300_000) throw new Error('no answer within 300 s');
       await new Promise((r) => setTimeout(r, 100));
     }
-    const cpuSeconds = await cpuOf(ingress.child.pid ?? 0);
+    const cpu = await cpuSeconds(ingress.child.pid);
     const found = (await Promise.all(ids.slice(1).map(get))).filter((s) => s === 200).length;
     const oldest = await get(ids[0] ?? '');
     const loaded = ingress.logs.find((l) => l['msg'] === 'job_status.loaded')?.['jobs'];
     await new Promise((r) => setTimeout(r, 2000));
-    const status = await readFile(`/proc/${ingress.child.pid}/status`, 'utf8');
-    const kb = (name: string): number =>
-      Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+    const { rss, peak } = await memoryMiB(ingress.child.pid);
     const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
     const metric = (name: string): number =>
       Number(
@@ -278,16 +270,15 @@ async function measureStart(root: string): Promise<Start> {
       ) /
       2 ** 20;
     await new Promise((r) => setTimeout(r, 15_000));
-    const later = await readFile(`/proc/${ingress.child.pid}/status`, 'utf8');
-    const settled = Number(/VmRSS:\s+(\d+)/.exec(later)?.[1] ?? NaN) / 1024;
+    const settled = (await memoryMiB(ingress.child.pid)).rss;
     return {
       servedSeconds,
-      cpuSeconds,
+      cpuSeconds: cpu,
       loaded,
       found,
       oldest,
-      rss: kb('VmRSS') / 1024,
-      peak: kb('VmHWM') / 1024,
+      rss,
+      peak,
       settled,
       heapUsed: metric('nodejs_heap_size_used_bytes'),
       heapTotal: metric('nodejs_heap_size_total_bytes'),

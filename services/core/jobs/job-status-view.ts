@@ -83,9 +83,8 @@ export function createJobStatusView(
   // 0.2 KiB of heap a finished job with a callback, against 1.2 KiB as plain text or as parsed
   // objects), the newest-changed last.
   const jobs = createJobStatusStore();
-  const textOf = (jobId: string): string | undefined => jobs.get(jobId);
   const read = (jobId: string): StatusEntry | undefined => {
-    const text = textOf(jobId);
+    const text = jobs.get(jobId);
     return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
   };
   // The active (queued or processing) jobs beside the texts, and a count per organisation kept
@@ -169,14 +168,14 @@ export function createJobStatusView(
     const previous = writing.get(jobId) ?? Promise.resolve();
     const done = previous.then(async () => {
       // The newest state when its turn comes, so a later publish never carries an older state.
-      const text = textOf(jobId);
+      const text = jobs.get(jobId);
       if (text === undefined || !unwritten.has(jobId)) return;
       unwritten.delete(jobId);
       try {
         await deps.bus.publish([{ topic: topics.jobStatus, key: jobId, value: Buffer.from(text) }]);
       } catch (error) {
         // Unless a newer state came meanwhile, this one is still to be written.
-        if (textOf(jobId) === text) unwritten.add(jobId);
+        if (jobs.get(jobId) === text) unwritten.add(jobId);
         throw error;
       }
     });
