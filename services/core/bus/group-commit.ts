@@ -18,7 +18,8 @@ export interface GroupCommitOptions<T> {
   sizeOf?: (item: T) => number;
   /**
    * Writes a batch; resolving acknowledges every item of it, rejecting fails every caller that
-   * waits on it with that error. Batches are written one at a time, in arrival order.
+   * waits on it with that error. Batches are written one at a time, in arrival order; the items
+   * that arrive while a batch is being written wait and go together in the next.
    */
   write: (items: T[]) => Promise<void>;
 }
@@ -33,6 +34,8 @@ export interface GroupCommit<T> {
 interface Batch<T> {
   items: T[];
   bytes: number;
+  /** Takes no more items (reached maxItems or maxBytes, or drained). */
+  full: boolean;
   settled: Promise<void>;
   resolve: () => void;
   reject: (error: unknown) => void;
@@ -43,11 +46,13 @@ export function createGroupCommit<T>(options: GroupCommitOptions<T>): GroupCommi
   const maxItems = options.maxItems ?? 1000;
   const maxBytes = options.maxBytes ?? 512 * 1024;
   const sizeOf = options.sizeOf ?? (() => 0);
-  let open: Batch<T> | undefined;
+  // Batches not written yet, oldest first; only the last one takes new items. A batch waiting
+  // behind the write in flight keeps taking them until that write ends (or it is full): the
+  // records arriving meanwhile join one write instead of queueing in batches of their own.
+  const waiting: Batch<T>[] = [];
+  let writing = false;
   let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
-  // The write in flight: the next batch goes when it settles, so batches keep their order and
-  // the records arriving meanwhile join one write instead of queueing one each.
-  let writing: Promise<void> = Promise.resolve();
+  const idle: (() => void)[] = [];
 
   const newBatch = (): Batch<T> => {
     let resolve!: () => void;
@@ -56,48 +61,70 @@ export function createGroupCommit<T>(options: GroupCommitOptions<T>): GroupCommi
       resolve = res;
       reject = rej;
     });
-    return { items: [], bytes: 0, settled, resolve, reject };
+    return { items: [], bytes: 0, full: false, settled, resolve, reject };
   };
 
-  const seal = (): void => {
-    const batch = open;
-    if (!batch) return;
-    open = undefined;
-    if (timer !== undefined) {
-      if (lingerMs > 0) clearTimeout(timer as NodeJS.Timeout);
-      else clearImmediate(timer as NodeJS.Immediate);
-      timer = undefined;
+  const clearTimer = (): void => {
+    if (timer === undefined) return;
+    if (lingerMs > 0) clearTimeout(timer as NodeJS.Timeout);
+    else clearImmediate(timer as NodeJS.Immediate);
+    timer = undefined;
+  };
+
+  // Writes the oldest waiting batch, then the next, one at a time, in arrival order.
+  const writeNext = (): void => {
+    if (writing) return;
+    const batch = waiting.shift();
+    if (!batch) {
+      for (const wake of idle.splice(0)) wake();
+      return;
     }
-    writing = writing.then(async () => {
-      try {
-        await options.write(batch.items);
-        batch.resolve();
-      } catch (error) {
-        batch.reject(error);
-      }
+    if (waiting.length === 0) clearTimer();
+    writing = true;
+    let written: Promise<void>;
+    try {
+      written = options.write(batch.items);
+    } catch (error) {
+      written = Promise.reject(error);
+    }
+    written.then(batch.resolve, batch.reject).finally(() => {
+      writing = false;
+      writeNext();
     });
+  };
+
+  const schedule = (): void => {
+    if (timer !== undefined || writing) return;
+    const fire = (): void => {
+      timer = undefined;
+      writeNext();
+    };
+    timer = lingerMs > 0 ? setTimeout(fire, lingerMs) : setImmediate(fire);
   };
 
   return {
     add(items) {
       if (items.length === 0) return Promise.resolve();
-      let batch = open;
-      if (!batch) {
-        batch = open = newBatch();
-        timer = lingerMs > 0 ? setTimeout(seal, lingerMs) : setImmediate(seal);
-      }
+      let batch = waiting.at(-1);
+      if (!batch || batch.full) waiting.push((batch = newBatch()));
       for (const item of items) {
         batch.items.push(item);
         batch.bytes += sizeOf(item);
       }
       const { settled } = batch;
-      if (batch.items.length >= maxItems || batch.bytes >= maxBytes) seal();
+      if (batch.items.length >= maxItems || batch.bytes >= maxBytes) {
+        batch.full = true;
+        writeNext();
+      } else schedule();
       return settled;
     },
 
-    async drain() {
-      seal();
-      await writing;
+    drain() {
+      for (const batch of waiting) batch.full = true;
+      clearTimer();
+      writeNext();
+      if (!writing && waiting.length === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => idle.push(resolve));
     },
   };
 }

@@ -43,7 +43,7 @@ export interface KafkaBusOptions {
   requestTimeoutMs?: number;
   /** publish rejects with BusUnavailableError when the brokers have not acknowledged within this, ms (default 5000). */
   publishTimeoutMs?: number;
-  /** How long a publish waits for concurrent ones to share its produce request, ms (default 5). */
+  /** How long a publish waits for concurrent ones to share its produce request, ms (default 0: the sends of one event-loop turn, and those arriving while the previous request is out). */
   lingerMs?: number;
   /**
    * A consumer that sends no heartbeat for this long loses its partitions, ms (default 15000).

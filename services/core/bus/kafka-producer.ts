@@ -158,7 +158,11 @@ export interface PendingMessage {
 }
 
 export interface BatchingOptions {
-  /** How long the first message of a batch waits for others, ms (default 5). */
+  /**
+   * How long the first message of a batch waits for others, ms (default 0: until the end of the
+   * event-loop turn; while a request is out the next batch fills anyway, so a linger only adds
+   * its own time to every answer: 5 ms left the ingress idle half the time under load).
+   */
   lingerMs?: number;
   /** A batch goes at once past this many bytes of keys and values (default 512 KiB, under the broker's 1 MiB). */
   maxBytes?: number;
@@ -182,7 +186,7 @@ export function createBatchingSender(
   options: BatchingOptions = {},
 ): BatchingSender {
   const batches = createGroupCommit<PendingMessage>({
-    lingerMs: options.lingerMs ?? 5,
+    lingerMs: options.lingerMs ?? 0,
     maxBytes: options.maxBytes ?? 512 * 1024,
     sizeOf: (m) => byteLength(m.message.key) + byteLength(m.message.value),
     write: (messages) => {

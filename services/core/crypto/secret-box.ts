@@ -4,7 +4,7 @@ import {
   createCipheriv,
   createDecipheriv,
   createSecretKey,
-  randomBytes,
+  randomFillSync,
   type KeyObject,
 } from 'node:crypto';
 import type { SealedSecret } from '../contracts/types.generated.ts';
@@ -24,12 +24,29 @@ function keyObjectOf(key: Buffer): KeyObject {
   return object;
 }
 
+// IVs are cut from a pool of random bytes filled 4 KiB at a time: one call into the random
+// source a seal took about 6 % of the ingress's time under load (bench:ingress profile). Each
+// IV is 12 fresh bytes of the CSPRNG all the same, used once and copied out of the pool.
+const IV_BYTES = 12;
+const ivPool = Buffer.alloc(IV_BYTES * 341);
+let ivOffset = ivPool.length;
+function freshIv(): Buffer {
+  if (ivOffset + IV_BYTES > ivPool.length) {
+    randomFillSync(ivPool);
+    ivOffset = 0;
+  }
+  const iv = Buffer.from(ivPool.subarray(ivOffset, ivOffset + IV_BYTES));
+  ivPool.fill(0, ivOffset, ivOffset + IV_BYTES);
+  ivOffset += IV_BYTES;
+  return iv;
+}
+
 /**
  * AES-256-GCM over the JSON of a secret. The job id is bound as additional data, so a sealed
  * credential copied into another job's event does not open.
  */
 export function seal(value: unknown, key: SealingKey, jobId: string): SealedSecret {
-  const iv = randomBytes(12);
+  const iv = freshIv();
   const cipher = createCipheriv('aes-256-gcm', keyObjectOf(key.key), iv);
   cipher.setAAD(Buffer.from(jobId));
   const ciphertext = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);

@@ -121,19 +121,34 @@ export function createAddressPolicy(options: AddressPolicyOptions): AddressPolic
       return 'a loopback, private or reserved address';
     return undefined;
   };
+  const hostRefusal = (hostname: string): string | undefined => {
+    const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+    if (isIP(bare)) return refusal(bare);
+    const name = bare.toLowerCase().replace(/\.$/, '');
+    if (METADATA_HOSTNAMES.has(name)) return 'a cloud metadata host name';
+    if ((name === 'localhost' || name.endsWith('.localhost')) && !options.allowPrivateNetworks)
+      return 'a name of this machine';
+    return undefined;
+  };
+  // The answer for a host is fixed by the options: the hosts seen last are remembered, since
+  // one caller's submissions name the same few hosts again and again (the address parsing is
+  // about a twentieth of a submission's cost). Bounded, and emptied whole when full.
+  const answers = new Map<string, string | null>();
   return {
     refusal,
     hostRefusal(hostname) {
-      const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-      if (isIP(bare)) return refusal(bare);
-      const name = bare.toLowerCase().replace(/\.$/, '');
-      if (METADATA_HOSTNAMES.has(name)) return 'a cloud metadata host name';
-      if ((name === 'localhost' || name.endsWith('.localhost')) && !options.allowPrivateNetworks)
-        return 'a name of this machine';
-      return undefined;
+      const known = answers.get(hostname);
+      if (known !== undefined) return known ?? undefined;
+      const answer = hostRefusal(hostname);
+      if (answers.size >= HOST_ANSWERS_KEPT) answers.clear();
+      answers.set(hostname, answer ?? null);
+      return answer;
     },
   };
 }
+
+/** Host names whose answer a policy remembers. */
+const HOST_ANSWERS_KEPT = 4096;
 
 /** Validates an allow-list entry (an address or a CIDR range) for the configuration. */
 export function isAddressOrRange(entry: string): boolean {
