@@ -111,7 +111,7 @@ export function createJobStatusView(
 
   // Every change goes through here: the newest-changed job is last, the oldest is dropped.
   const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
-    jobs.set(entry.id, text);
+    jobs.set(entry.id, text, ACTIVE.has(entry.status));
     forget(entry.id);
     if (ACTIVE.has(entry.status)) {
       const kind = entry.type === 'transcode' ? 'transcode' : 'summary';

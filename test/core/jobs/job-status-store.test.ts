@@ -114,6 +114,28 @@ describe('job status store', () => {
     });
   }
 
+  it('keeps a queued or running job whole, and compresses it once it is set as ended', () => {
+    const store = createJobStatusStore({ recent: 2 });
+    const queued = (id: string): string => JSON.stringify({ id, status: 'queued', note: id });
+    for (const id of ['a', 'b', 'c', 'd']) store.set(id, queued(id), true);
+    store.set('e', finished('e'));
+    store.set('f', finished('f'));
+    store.set('g', finished('g'));
+    // a-d left the recent two whole; e left them compressed; f and g are the recent two.
+    expect(store.compressed).to.equal(1);
+    for (const id of ['a', 'b', 'c', 'd']) expect(store.get(id)).to.equal(queued(id));
+    store.set('a', finished('a'));
+    store.set('h', finished('h'));
+    store.set('i', finished('i'));
+    expect(store.compressed, 'e, f, g and a compressed').to.equal(4);
+    expect(store.get('a')).to.equal(finished('a'));
+    expect(store.delete('e')).to.equal(true);
+    expect(store.delete('b')).to.equal(true);
+    expect(store.compressed).to.equal(3);
+    expect(store.oldest()).to.equal('c');
+    expect(store.size).to.equal(7);
+  });
+
   it('keeps a finished job with a callback in under a fifth of its text, one byte a character', () => {
     const id = randomUUID();
     const text = finished(id);
