@@ -81,12 +81,8 @@ export function createGroupCommit<T>(options: GroupCommitOptions<T>): GroupCommi
     }
     if (waiting.length === 0) clearTimer();
     writing = true;
-    let written: Promise<void>;
-    try {
-      written = options.write(batch.items);
-    } catch (error) {
-      written = Promise.reject(error);
-    }
+    // Through an async function, so a write that throws instead of rejecting fails its batch too.
+    const written = (async () => options.write(batch.items))();
     written.then(batch.resolve, batch.reject).finally(() => {
       writing = false;
       writeNext();

@@ -147,9 +147,13 @@ export function createJobStatusView(
   };
 
   const applyStatusRecord = (record: BusRecord): void => {
-    const entry = readStatusRecord(record.key, record.value);
+    const held = jobs.get(record.key);
+    const text = record.value.toString('utf8');
+    // The state this copy holds already, most often its own write read back: nothing to parse.
+    if (held === text) return;
+    const entry = readStatusRecord(record.key, text);
     if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
-    const current = read(entry.id);
+    const current = held === undefined ? undefined : (JSON.parse(held) as StatusEntry);
     if (current && current.rev >= entry.rev) return;
     unwritten.delete(entry.id);
     // Progress ticks are not in the status topic; keep the newest one seen of the same run.
@@ -161,7 +165,7 @@ export function createJobStatusView(
       current.progressPercent > (entry.progressPercent ?? 0)
     )
       touch({ ...entry, progressPercent: current.progressPercent });
-    else touch(entry, record.value.toString('utf8'));
+    else touch(entry, text);
   };
 
   const publishStatus = (jobId: string): Promise<void> => {

@@ -40,6 +40,43 @@ describe('group commit', () => {
     ]);
   });
 
+  it('adds of several turns made while a write is out all go in the one write after it', async () => {
+    const writes: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const commits = createGroupCommit<number>({
+      write: async (items) => {
+        writes.push(items);
+        if (writes.length === 1) await gate;
+      },
+    });
+    const first = commits.add([1]);
+    await new Promise((r) => setImmediate(r));
+    const later: Promise<void>[] = [];
+    for (const n of [2, 3, 4]) {
+      later.push(commits.add([n]));
+      // Each in its own event-loop turn: a batch sealed per turn would make three writes.
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(writes).to.deep.equal([[1]]);
+    release();
+    await Promise.all([first, ...later]);
+    expect(writes).to.deep.equal([[1], [2, 3, 4]]);
+  });
+
+  it('drain writes what waits and resolves once every write has settled', async () => {
+    const writes: number[][] = [];
+    const commits = createGroupCommit<number>({
+      lingerMs: 60_000,
+      write: async (items) => void writes.push(items),
+    });
+    const added = commits.add([1, 2]);
+    await commits.drain();
+    expect(writes).to.deep.equal([[1, 2]]);
+    await added;
+    await commits.drain();
+  });
+
   it('a failed write fails every caller in it, and the next batch still goes', async () => {
     let calls = 0;
     const commits = createGroupCommit<number>({

@@ -12,6 +12,17 @@ describe('secret box (AES-256-GCM)', () => {
     expect(open(sealed, [k1, k2], 'job-1')).to.deep.equal(creds);
   });
 
+  it('gives every seal an IV of its own, across refills of the IV pool', () => {
+    const ivs = new Set<string>();
+    for (let i = 0; i < 1500; i++) {
+      const sealed = seal(creds, k1, `job-${i}`);
+      expect(Buffer.from(sealed.iv, 'base64')).to.have.length(12);
+      ivs.add(sealed.iv);
+      if (i % 250 === 0) expect(open(sealed, [k1], `job-${i}`)).to.deep.equal(creds);
+    }
+    expect(ivs.size).to.equal(1500);
+  });
+
   it('does not open for another job, a tampered text, or an unknown key id', () => {
     const sealed = seal(creds, k1, 'job-1');
     expect(() => open(sealed, [k1], 'job-2')).to.throw();

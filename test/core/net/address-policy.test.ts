@@ -124,6 +124,17 @@ describe('address policy (SSRF guard)', () => {
       expect(open.hostRefusal('[fe80::1]')).to.match(/link-local/);
       expect(open.hostRefusal('localhost')).to.equal(undefined);
     });
+    it('answers a host the same when asked again, past the hosts it remembers', () => {
+      const closed = createAddressPolicy({ allowPrivateNetworks: false });
+      const asked = ['10.0.0.7', 'localhost', 'media.example.com', '[::1]', '169.254.169.254'];
+      const first = asked.map((h) => closed.hostRefusal(h));
+      expect(first[0]).to.match(/private/);
+      expect(first[1]).to.match(/name of this machine/);
+      expect(first[2]).to.equal(undefined);
+      for (let i = 0; i < 10_000; i++) closed.hostRefusal(`host-${i}.example.com`);
+      for (let round = 0; round < 2; round++)
+        expect(asked.map((h) => closed.hostRefusal(h))).to.deep.equal(first);
+    });
     it('an explicit allow-list opens exactly what it names', () => {
       const listed = createAddressPolicy({
         allowPrivateNetworks: false,

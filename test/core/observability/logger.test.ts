@@ -1,7 +1,26 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { createLogger, redact } from '../../../services/core/observability/logger.ts';
 
 describe('logger', () => {
+  it('writes to stdout asynchronously, and still every line when the process exits at once', () => {
+    const logger = new URL('../../../services/core/observability/logger.ts', import.meta.url).href;
+    const script = `
+      import { createLogger } from ${JSON.stringify(logger)};
+      const log = createLogger({ level: 'info' });
+      for (let i = 0; i < 2000; i++) log.info('line', { i });
+      log.error('last.words', { reason: 'exiting' });
+      process.exit(3);`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(run.status).to.equal(3);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).to.have.length(2001);
+    expect(JSON.parse(lines[1999] ?? '{}')).to.include({ msg: 'line', i: 1999 });
+    expect(JSON.parse(lines[2000] ?? '{}')).to.include({ msg: 'last.words', level: 'error' });
+  });
+
   it('writes one JSON line per record with constant message and fields', () => {
     const lines: string[] = [];
     const log = createLogger({
