@@ -145,7 +145,7 @@ describe('summary handler with real ffmpeg', function () {
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
   });
 
-  it('gif: memory does not grow with its length and width (a long or wide one has a palette pass of its own)', async () => {
+  it('gif: memory does not grow with its length and width (its palette comes from the samples, not from its frames)', async () => {
     // 15 s at 12 fps of 960×540: 373 MB of frames, which one pass held until the palette was
     // made (it needed over 900 MiB of data segment here; two passes less than 400).
     await generateClip(join(files.dir, 'long.mp4'), { seconds: 60, width: 960, height: 540 });
