@@ -117,10 +117,10 @@ export async function collectPaletteSamples(
 }
 
 /**
- * The palette pass: `palettegen` over the collected samples (stats_mode=full: samples half a
- * second apart tell nothing a frame-to-frame difference would; `diff` came out 0.1 dB worse and up to
- * 3 % larger). A watermark is drawn on the samples scaled to the output's size first, so its
- * colours are in the palette.
+ * The palette step: `palettegen` over the collected samples (stats_mode=full: samples half a
+ * second apart tell nothing a frame-to-frame difference would; `diff` came out 0.1 dB worse and
+ * up to 3 % larger). A watermark is drawn on the samples scaled to the output's size first, so
+ * its colours are in the palette.
  */
 export function paletteFromSamplesArgs(o: {
   samplesPath: string;
