@@ -128,11 +128,11 @@ const deps = {
   ...baseDeps,
   runFfmpeg: timedTool(
     ([args]) =>
-      args.includes('rawvideo')
-        ? 'analysis'
-        : // A GIF's palette pass; a one-pass GIF makes its palette inside the render.
-          args.some((a) => a.includes('palettegen') && !a.includes('paletteuse'))
-          ? 'palette'
+      // A GIF's palette, from the analysis's samples.
+      args.some((a) => a.includes('palettegen'))
+        ? 'palette'
+        : args.includes('rawvideo')
+          ? 'analysis'
           : // The join of an MP4 rendered in parts (their renders side by side are one "render").
             args.includes('concat')
             ? 'join'

@@ -18,6 +18,7 @@ import {
   type FrameChange,
   type FrameChangeReader,
 } from './frame-features.ts';
+import { maxSampleFrames, paletteSampleSize, type PaletteSamples } from './palette-samples.ts';
 import type { Timeline } from './select-segments.ts';
 
 /** How much loudness (0 to 1, relative to the loudest moment) counts against motion (0 to 1). */
@@ -37,6 +38,13 @@ export interface AnalysisOptions {
   signal: AbortSignal;
   /** Share of the input analysed, 0 to 1. */
   onProgress?: (fraction: number) => void;
+  /** Also keep small frames for a GIF's palette (see palette-samples.ts). */
+  paletteSamples?: boolean;
+}
+
+/** The timeline, and where the palette samples are when they were asked for. */
+export interface Analysis extends Timeline {
+  paletteSamples?: PaletteSamples;
 }
 
 /**
@@ -66,6 +74,8 @@ export function analysisArgs(o: {
   audioPath?: string;
   /** Where the keyframes' times go (a framecrc listing). */
   keyframesPath: string;
+  /** Where the palette samples go (GIF jobs, see palette-samples.ts), their size and most frames. */
+  samples?: { path: string; width: number; height: number; maxFrames: number };
   threads: number;
 }): string[] {
   const start = o.part?.startSeconds ?? 0;
@@ -78,13 +88,18 @@ export function analysisArgs(o: {
     ...(seconds !== undefined ? ['-t', String(seconds + start - from)] : []),
   ];
   const fps = `fps=${SAMPLES_PER_SECOND}:round=up${start > 0 ? ':start_time=0' : ''}`;
+  const small = `scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area[s]`;
+  // The palette samples are the same frames, nearest neighbour: their colours stay exact.
+  const sampled = o.samples
+    ? `${fps},split[f][p];[f]${small};[p]scale=${o.samples.width}:${o.samples.height}:flags=neighbor[ps]`
+    : `${fps},${small}`;
   return [
     '-threads',
     String(o.threads),
     ...decoderShortcuts(o.codec),
     ...inputArgs(o.inputPath, seek),
     '-filter_complex',
-    `[0:v:0]split[a][k];[a]${fps},scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area[s];[k]select=key,scale=8:8[kf]`,
+    `[0:v:0]split[a][k];[a]${sampled};[k]select=key,scale=8:8[kf]`,
     '-map',
     '[s]',
     '-f',
@@ -104,13 +119,35 @@ export function analysisArgs(o: {
     ...(o.audioPath
       ? ['-map', '0:a:0', '-ac', '1', '-ar', String(AUDIO_RATE), '-f', 's16le', '-y', o.audioPath]
       : []),
+    ...(o.samples
+      ? [
+          '-map',
+          '[ps]',
+          '-frames:v',
+          String(o.samples.maxFrames),
+          '-f',
+          'rawvideo',
+          '-pix_fmt',
+          'rgb24',
+          '-y',
+          o.samples.path,
+        ]
+      : []),
   ];
 }
 
 /** The input's timeline: per-sample activity (motion, plus loudness where there is audio) and its cuts. */
-export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Promise<Timeline> {
+export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Promise<Analysis> {
   const duration = o.input.durationSeconds;
   const parts = analysisParts(duration, o.threads);
+  const samples: PaletteSamples | undefined =
+    o.paletteSamples && o.input.video
+      ? {
+          ...paletteSampleSize(o.input.video, duration),
+          paths: parts.map((_, k) => `${o.scratchPath}.${k}.rgb`),
+          parts,
+        }
+      : undefined;
   const done = parts.map(() => 0);
   const readers = parts.map((part, k) => {
     // Whole samples of its own: [start, start + seconds), after the lead sample of a later part.
@@ -133,6 +170,16 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
         threads: parts.length > 1 ? 1 : o.threads,
         ...(audioPath ? { audioPath } : {}),
         keyframesPath: keyframePaths[k] ?? '',
+        ...(samples
+          ? {
+              samples: {
+                path: samples.paths[k] ?? '',
+                width: samples.width,
+                height: samples.height,
+                maxFrames: maxSampleFrames(samples, parts.length),
+              },
+            }
+          : {}),
       });
       return deps.runFfmpeg(args, {
         signal,
@@ -154,6 +201,7 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
     activity,
     cuts: detectCuts(changes),
     keyframes: await readKeyframes(parts, keyframePaths),
+    ...(samples ? { paletteSamples: samples } : {}),
   };
 }
 

@@ -3,7 +3,7 @@ import type { OutputSize } from '../core/media/output-size.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import { join } from 'node:path';
 import { inputArgs, partsListInput } from '../core/media/run-ffmpeg.ts';
-import { decoderShortcuts } from './analyse-video.ts';
+import { paletteFromSamplesArgs } from './palette-samples.ts';
 import type { SummarySegment } from './select-segments.ts';
 
 /** Frames per second of a GIF: smooth enough for a preview, a fraction of the bytes of 25. */
@@ -40,12 +40,12 @@ export interface SummaryRender {
    * probing (22 one-second clips of a 10-minute 720p input: 4.1 s → 2.6 s). Default false.
    */
   describedByHeader?: boolean;
-  /** The input's video codec (from the probe): the GIF palette pass skips frames by it. */
-  videoCodec?: string;
   threads: number;
   watermark?: PreparedWatermark;
-  /** Where a GIF's palette (a 16×16 PNG) goes between two passes; required for long or wide GIFs. */
+  /** Where a GIF's palette (a 16×16 PNG) goes between its two steps; required for a GIF. */
   palettePath?: string;
+  /** A GIF's palette samples (rgb24 frames, see collectPaletteSamples); required for a GIF. */
+  paletteSamples?: { path: string; width: number; height: number };
   /**
    * A directory for the parts of a render split across threads (the job's own); unset: one
    * ffmpeg renders the whole summary.
@@ -68,8 +68,8 @@ export const MAX_RENDER_PARTS = 4;
 
 /**
  * The ffmpeg runs of a summary: for an MP4 one, or its parts side by side then their join; for
- * a GIF one, or a palette pass then the render (in parts side by side) when its frames are many
- * or large (see gifPasses).
+ * a GIF its palette from the analysis's samples, then the render, in parts side by side when
+ * it has them (see gifPasses).
  *
  * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (5× faster
  * than trimming one input, and each clip starts on its own decoded frame: no black or frozen
@@ -144,7 +144,7 @@ function mp4Render(o: SummaryRender, audio: boolean): string[] {
   // edges out of the picture); superfast 3.3–4.1 s, 7.8 MB; superfast without CABAC 2.7 s,
   // 8.9 MB. The MP4 job spent more on its encode than on its analysis (bench/summary-speed.ts).
   return [
-    ...inputsOf(o, []),
+    ...inputsOf(o),
     ...common(o),
     '-filter_complex',
     `${shownVideo(o, { audio })}[out]format=yuv420p[v]`,
@@ -196,83 +196,52 @@ export function renderParts(o: SummaryRender): SummaryRender[] {
 }
 
 /**
- * Bytes of frames a one-pass GIF render may hold (its length × 12 fps × width × height × 4):
- * up to this, one pass; beyond it, two. A 30 s GIF 480 wide (16:9) holds 178 MiB.
- */
-export const ONE_PASS_GIF_BYTES = 192 * 1024 * 1024;
-
-/**
- * A GIF gets a palette from its own frames (stats_mode=diff, bayer dither: the best size for the
- * quality among single-palette options; error diffusion crawls between frames). In one pass,
- * paletteuse holds every frame of the summary until palettegen has seen the last: 30 s at
- * 12 fps of a 720p input is 360 frames × 3.7 MB, and that render peaked at 2.1 GB resident and
- * failed under the default FFMPEG_MEMORY_LIMIT_BYTES (2 GiB). So a GIF whose frames would take
- * more than ONE_PASS_GIF_BYTES gets its palette in a pass of its own, and the render then holds
- * a few frames: 535 MB there, whatever the length. That palette pass decodes like the analysis
- * (no B-frames, no deblocking: the colours survive, see analyse-video.ts) and is not free: at
- * 720p it cost what one pass spent on palettegen (24.2 CPU s in one pass, 5.2 + 18.8 in two),
- * but 480 wide 3.6–4.5 CPU s where one pass spent about 1, hence the threshold.
+ * A GIF: its palette from the analysis's samples of the chosen segments (a fraction of a second,
+ * see palette-samples.ts), then the render on that palette, in parts side by side like an MP4's
+ * (see renderParts), joined frame by frame (joinGifs). The render holds a few frames whatever
+ * the GIF's length and width (one pass with `palettegen` inside held every frame until the
+ * last: 2.1 GB for 30 s of 720p). Bayer dither: the best size for the quality among
+ * single-palette options, and the cheapest that dithers (README, "GIF dithering"); error
+ * diffusion crawls between frames.
  */
 function gifPasses(o: SummaryRender): SummaryPlan {
-  // The palette's statistics come from every other pixel of every other row (nearest
-  // neighbour keeps the colours exact): palettegen hashes each pixel it sees and was the
-  // costliest step of a GIF. On 12 s of the benchmark's clips: 2.8 → 1.7 CPU s for the
-  // whole render, the same size (+0.4 %) and PSNR against the scaled source (25.3 dB both).
-  const sample = 'scale=w=max(1\\,iw/2):h=max(1\\,ih/2):flags=neighbor';
+  const { palettePath, paletteSamples } = o;
+  if (!palettePath || !paletteSamples)
+    throw new Error('a GIF render needs its palette samples and a palette path');
   const use = 'paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle[v]';
-  // -loop 0: the GIF plays forever.
-  const output = (path: string): string[] => ['-map', '[v]', '-loop', '0', '-f', 'gif', '-y', path];
-  const seconds = o.clips.reduce((sum, c) => sum + c.durationSeconds, 0);
-  const held = Math.ceil(seconds * GIF_FPS) * o.size.width * o.size.height * 4;
-  if (held <= ONE_PASS_GIF_BYTES)
-    return {
-      steps: [
-        [
-          [
-            ...inputsOf(o, []),
-            ...common(o),
-            '-filter_complex',
-            `${shownVideo(o, { audio: false })}[out]split[p0][p1];[p0]${sample},palettegen=stats_mode=diff[pal];[p1][pal]${use}`,
-            ...output(o.outputPath),
-          ],
-        ],
-      ],
-      files: [],
-    };
-  const palettePath = o.palettePath;
-  if (!palettePath) throw new Error('a long or wide GIF render needs a palette path');
   const parts = renderParts(o);
   const partPaths =
     parts.length > 1 ? parts.map((_, k) => join(o.partsDir ?? '', `part${k}.gif`)) : undefined;
   const render = (part: SummaryRender, path: string): string[] => {
     const palette = part.clips.length + (part.watermark?.inputs.length ?? 0);
     return [
-      ...inputsOf(part, []),
+      ...inputsOf(part),
       ...inputArgs(palettePath),
       ...common(part),
       '-filter_complex',
       `${shownVideo(part, { audio: false })}[out][${palette}:v]${use}`,
-      ...output(path),
+      // -loop 0: the GIF plays forever.
+      '-map',
+      '[v]',
+      '-loop',
+      '0',
+      '-f',
+      'gif',
+      '-y',
+      path,
     ];
   };
   return {
     steps: [
       [
         [
-          ...inputsOf(o, decoderShortcuts(o.videoCodec)),
-          ...common(o),
-          '-filter_complex',
-          `${shownVideo(o, { audio: false, fps: false })}[out]${sample},palettegen=stats_mode=diff[v]`,
-          '-map',
-          '[v]',
-          '-frames:v',
-          '1',
-          '-update',
-          '1',
-          '-f',
-          'image2',
-          '-y',
-          palettePath,
+          ...paletteFromSamplesArgs({
+            samplesPath: paletteSamples.path,
+            sampleSize: paletteSamples,
+            size: o.size,
+            ...(o.watermark ? { watermark: o.watermark } : {}),
+            palettePath,
+          }),
         ],
       ],
       parts.map((part, k) => render(part, partPaths?.[k] ?? o.outputPath)),
@@ -283,14 +252,13 @@ function gifPasses(o: SummaryRender): SummaryPlan {
 }
 
 /** The clips' inputs (one decoder thread each, see buildSummaryArgs), then the watermark's. */
-function inputsOf(o: SummaryRender, decoder: readonly string[]): string[] {
+function inputsOf(o: SummaryRender): string[] {
   const probing = o.describedByHeader ? ['-analyzeduration', '0', '-probesize', '32768'] : [];
   return [
     ...o.clips.flatMap((c) =>
       inputArgs(o.inputPath, [
         '-threads',
         '1',
-        ...decoder,
         ...probing,
         '-ss',
         String(c.startSeconds),
@@ -317,13 +285,13 @@ const common = (o: SummaryRender): string[] => [
  * The clips joined, scaled and watermarked, ending in the label `[out]` (and the joined audio in
  * `[a]` when asked). A GIF drops frames before it scales them: half the scaling work at 25 fps.
  */
-function shownVideo(o: SummaryRender, w: { audio: boolean; fps?: boolean }): string {
+function shownVideo(o: SummaryRender, w: { audio: boolean }): string {
   const n = o.clips.length;
   // A seek between two frames gives the clip's first frame a small positive time; the output
   // would fill the gap by showing that frame twice (a frozen frame at the join).
   const starts = o.clips.map((_, i) => `[${i}:v]setpts=PTS-STARTPTS[c${i}];`).join('');
   const parts = o.clips.map((_, i) => `[c${i}]${w.audio ? `[${i}:a]` : ''}`).join('');
-  const fps = o.spec.format === 'gif' && w.fps !== false ? `fps=${GIF_FPS},` : '';
+  const fps = o.spec.format === 'gif' ? `fps=${GIF_FPS},` : '';
   const scale = `${fps}scale=${o.size.width}:${o.size.height}:flags=lanczos,setsar=1`;
   const watermark = o.watermark ? `[in];${o.watermark.filter(n)};` : '[out];';
   return `${starts}${parts}concat=n=${n}:v=1:a=${w.audio ? 1 : 0}[cv]${w.audio ? '[a]' : ''};[cv]${scale}${watermark}`;

@@ -20,14 +20,15 @@ import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.t
 import { analyseVideo } from './analyse-video.ts';
 import { buildSummaryArgs, clipsOf } from './build-summary-args.ts';
 import { joinGifs } from './join-gifs.ts';
+import { collectPaletteSamples } from './palette-samples.ts';
 import { selectSegments, summaryTargetSeconds, type SummarySegment } from './select-segments.ts';
 
 export type SummarizerDeps = MediaJobDeps;
 
 /** Percent of the job reached when the analysis ends and the render starts. */
 const ANALYSED_PERCENT = 35;
-/** Percent reached when a GIF's palette pass ends. */
-const PALETTE_PERCENT = 45;
+/** Percent reached when a GIF's palette is made. */
+const PALETTE_PERCENT = 36;
 
 /**
  * fetch input (transfer slot) → probe, analyse, select, render (gif or mp4), verify (CPU slot)
@@ -95,11 +96,15 @@ async function summarise(
         threads: deps.threads,
         signal: ctx.signal,
         onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
+        paletteSamples: spec.format === 'gif',
       }),
   );
   const segments = selectSegments(timeline, {
     targetSeconds: summaryTargetSeconds(input.durationSeconds),
   });
+  const samplesPath = join(paths.workDir, 'palette-samples.rgb');
+  const samples = timeline.paletteSamples;
+  if (samples) await collectPaletteSamples(samples, segments, samplesPath);
   const watermark = await jobWatermark(deps, job, ctx, paths.workDir, spec.watermark);
   const clips = clipsOf(segments);
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
@@ -113,18 +118,22 @@ async function summarise(
     size,
     hasAudio: Boolean(input.audio),
     describedByHeader: input.formatName.split(',').includes('mp4'),
-    ...(input.video.codec ? { videoCodec: input.video.codec } : {}),
+    ...(samples
+      ? {
+          paletteSamples: { path: samplesPath, width: samples.width, height: samples.height },
+        }
+      : {}),
     threads: deps.threads,
     ...(watermark ? { watermark } : {}),
   });
   for (const file of plan.files) await writeFile(file.path, file.content, 'utf8');
-  // A GIF's palette pass takes a fifth of its render time (bench/summary-speed.ts); an MP4's
-  // join of its parts copies the video and encodes the audio, a few percent of the render.
+  // A GIF's palette from samples takes a fraction of a second; an MP4's join of its parts
+  // copies the video and encodes the audio, a few percent of the render.
   const spans =
     plan.steps.length > 1
       ? spec.format === 'gif'
         ? [
-            { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: total },
+            { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: 0 },
             { from: PALETTE_PERCENT, to: 95, expectedSeconds: total },
           ]
         : [

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MediaError } from '../../services/core/errors.ts';
@@ -7,6 +7,7 @@ import { createProber, type MediaInfo } from '../../services/core/media/probe-me
 import { createFfmpegRunner, type FfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { analyseVideo, analysisArgs } from '../../services/summarizer/analyse-video.ts';
 import { analysisParts } from '../../services/summarizer/analysis-parts.ts';
+import { collectPaletteSamples } from '../../services/summarizer/palette-samples.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
@@ -55,7 +56,12 @@ describe('video analysis', function () {
   });
 
   it('stretches analysed side by side give the cuts and activity of one pass', async () => {
-    const options = { inputPath: path, input, signal: new AbortController().signal };
+    const options = {
+      inputPath: path,
+      input,
+      signal: new AbortController().signal,
+      paletteSamples: true,
+    };
     const one = await analyseVideo(
       { runFfmpeg, stallTimeoutMs: 30_000 },
       { ...options, scratchPath: join(dir, 'a1'), threads: 1 },
@@ -69,6 +75,23 @@ describe('video analysis', function () {
     expect(one.cuts).to.have.length(2 * UNEVEN_SCENES.length - 1);
     const worst = Math.max(...one.activity.map((a, i) => Math.abs(a - (two.activity[i] ?? 0))));
     expect(worst).to.be.below(0.05);
+    // The palette samples of the whole input, from one pass and from two stretches: the same
+    // frames on the same grid (one sample off would differ by a scene at every cut).
+    const whole = [{ startSeconds: 0, endSeconds: input.durationSeconds }];
+    const [a, b] = [one, two].map((x) => x.paletteSamples);
+    if (!a || !b) throw new Error('no palette samples');
+    expect([a.width, a.height, b.paths.length]).to.deep.equal([160, 90, 2]);
+    const count = await collectPaletteSamples(a, whole, join(dir, 's1.rgb'));
+    expect(await collectPaletteSamples(b, whole, join(dir, 's2.rgb'))).to.equal(count);
+    expect(count).to.equal(one.activity.length);
+    const [s1, s2] = [await readFile(join(dir, 's1.rgb')), await readFile(join(dir, 's2.rgb'))];
+    const frame = 160 * 90 * 3;
+    for (let i = 0; i < count; i++) {
+      let sum = 0;
+      for (let j = i * frame; j < (i + 1) * frame; j++)
+        sum += Math.abs((s1[j] ?? 0) - (s2[j] ?? 0));
+      expect(sum / frame, `sample ${i}`).to.be.below(1);
+    }
   });
 
   it('a failing stretch stops its sibling and fails the analysis with its own error', async () => {

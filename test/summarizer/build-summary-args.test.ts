@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import {
   buildSummaryArgs,
-  ONE_PASS_GIF_BYTES,
   type SummaryRender,
 } from '../../services/summarizer/build-summary-args.ts';
 
@@ -10,6 +9,7 @@ const render = (o: Partial<SummaryRender> = {}): SummaryRender => ({
   inputPath: '/work/input',
   outputPath: '/work/summary.gif',
   palettePath: '/work/palette.png',
+  paletteSamples: { path: '/work/samples.rgb', width: 160, height: 90 },
   clips: [
     { startSeconds: 2, durationSeconds: 1.5 },
     { startSeconds: 10, durationSeconds: 2 },
@@ -17,14 +17,9 @@ const render = (o: Partial<SummaryRender> = {}): SummaryRender => ({
   size: { width: 320, height: 180 },
   hasAudio: true,
   describedByHeader: true,
-  videoCodec: 'h264',
   threads: 2,
   ...o,
 });
-
-/** How many of a pass's inputs carry `option` (it appears within the 12 arguments before an `-i`). */
-const beforeInputs = (args: readonly string[], option: string): number =>
-  args.filter((a, i) => a === option && args.slice(i, i + 12).includes('-i')).length;
 
 /** The ffmpeg runs of a render on one ffmpeg (no parts directory), in order. */
 const passesOf = (o: SummaryRender): string[][] => buildSummaryArgs(o).steps.flat();
@@ -32,7 +27,9 @@ const passesOf = (o: SummaryRender): string[][] => buildSummaryArgs(o).steps.fla
 describe('summary render arguments', () => {
   it('decodes each clip on one thread, MP4 and GIF alike', () => {
     for (const spec of [{ format: 'mp4' as const }, { format: 'gif' as const }]) {
-      const passes = passesOf(render({ spec }));
+      // The GIF's palette step reads samples, not clips.
+      const passes = passesOf(render({ spec })).filter((a) => !a.join(' ').includes('palettegen'));
+      expect(passes).to.have.length(1);
       for (const args of passes) {
         const clipThreads = args.filter(
           (a, i) => a === '-threads' && args[i + 1] === '1' && args.indexOf('-i', i) > i,
@@ -42,64 +39,58 @@ describe('summary render arguments', () => {
     }
   });
 
-  it('renders a small GIF in one pass: palette from its own frames, Bayer dither, loops forever', () => {
+  it('makes a GIF palette from the samples (watermark-free: as they are), then renders on it; loops forever', () => {
     const passes = passesOf(render());
-    expect(passes).to.have.length(1);
-    const args = passes[0] ?? [];
-    const graph = args[args.indexOf('-filter_complex') + 1] ?? '';
-    expect(graph).to.match(
-      /split\[p0\]\[p1\];\[p0\].*palettegen=stats_mode=diff\[pal\];\[p1\]\[pal\]paletteuse=dither=bayer/,
-    );
-    expect(args.slice(args.indexOf('-loop'), args.indexOf('-loop') + 2)).to.deep.equal([
-      '-loop',
-      '0',
-    ]);
-    expect(args).to.not.include('/work/palette.png');
-  });
-
-  it('gives a GIF whose frames would exceed the one-pass budget a palette pass of its own', () => {
-    // 3.5 s at 12 fps of 1920×1080: 42 frames × 8.3 MB, over the budget.
-    const wide = render({ size: { width: 1920, height: 1080 } });
-    expect(42 * 1920 * 1080 * 4).to.be.above(ONE_PASS_GIF_BYTES);
-    const passes = passesOf(wide);
     expect(passes).to.have.length(2);
     const [palette = [], gif = []] = passes;
-    // The palette pass decodes like the analysis and writes one 16×16 image.
-    expect(beforeInputs(palette, '-skip_frame')).to.equal(2);
-    expect(palette[palette.indexOf('-skip_frame') + 1]).to.equal('bidir');
-    expect(palette.at(-1)).to.equal('/work/palette.png');
-    expect(palette[palette.indexOf('-filter_complex') + 1]).to.match(
-      /palettegen=stats_mode=diff\[v\]$/,
+    // The palette step reads only the raw samples, at their size, and writes one image.
+    expect(palette.filter((a) => a === '-i')).to.have.length(1);
+    expect(palette.slice(palette.indexOf('-f'), palette.indexOf('-f') + 2)).to.deep.equal([
+      '-f',
+      'rawvideo',
+    ]);
+    expect(palette[palette.indexOf('-video_size') + 1]).to.equal('160x90');
+    expect(palette[palette.indexOf('-i') + 1]).to.equal('/work/samples.rgb');
+    expect(palette[palette.indexOf('-format_whitelist') + 1]).to.equal('rawvideo');
+    expect(palette[palette.indexOf('-filter_complex') + 1]).to.equal(
+      '[0:v]palettegen=stats_mode=full[v]',
     );
-    // The render reads the palette as its third input and holds no frames for it.
+    expect(palette.at(-1)).to.equal('/work/palette.png');
+    // The render reads the palette after the clips and holds no frames for it.
     const graph = gif[gif.indexOf('-filter_complex') + 1] ?? '';
     expect(gif[gif.indexOf('/work/palette.png') - 1]).to.equal('-i');
-    expect(graph).to.match(/\[out\]\[2:v\]paletteuse=dither=bayer/);
+    expect(graph).to.match(
+      /fps=12,scale=320:180:flags=lanczos.*\[out\]\[2:v\]paletteuse=dither=bayer/,
+    );
     expect(graph).to.not.include('palettegen');
-    expect(beforeInputs(gif, '-skip_frame')).to.equal(0);
+    expect(gif).to.not.include('-skip_frame');
+    expect(gif.slice(gif.indexOf('-loop'), gif.indexOf('-loop') + 2)).to.deep.equal(['-loop', '0']);
     expect(gif.at(-1)).to.equal('/work/summary.gif');
-    const { palettePath: _unused, ...withoutPalette } = wide;
+    const { paletteSamples: _samples, ...withoutSamples } = render();
+    expect(() => buildSummaryArgs(withoutSamples)).to.throw(/palette samples/);
+    const { palettePath: _palette, ...withoutPalette } = render();
     expect(() => buildSummaryArgs(withoutPalette)).to.throw(/palette path/);
   });
 
-  it('a two-pass GIF with an image watermark reads the palette after the watermark image', () => {
+  it('a GIF with an image watermark draws it on the samples at the output size before palettegen', () => {
     const watermark = {
       inputs: ['/work/logo.png'],
       filter: (k: number) => `[in][${k}:v]overlay[out]`,
     };
-    const [palette = [], gif = []] = passesOf(
-      render({ size: { width: 1920, height: 1080 }, watermark }),
+    const [palette = [], gif = []] = passesOf(render({ watermark }));
+    expect(palette[palette.indexOf('/work/logo.png') - 1]).to.equal('-i');
+    expect(palette[palette.indexOf('-filter_complex') + 1]).to.equal(
+      '[0:v]scale=320:180:flags=neighbor,setsar=1[in];[in][1:v]overlay[out];[out]palettegen=stats_mode=full[v]',
     );
-    expect(palette[palette.indexOf('-filter_complex') + 1]).to.include('[in][2:v]overlay[out]');
     const graph = gif[gif.indexOf('-filter_complex') + 1] ?? '';
     expect(graph).to.include('[in][2:v]overlay[out];[out][3:v]paletteuse');
   });
 
-  it('a palette pass of another codec skips what is safe for it; of an unknown one, nothing', () => {
-    const wide = { size: { width: 1920, height: 1080 } };
-    const hevc = passesOf(render({ ...wide, videoCodec: 'hevc' }))[0] ?? [];
-    expect(hevc[hevc.indexOf('-skip_frame') + 1]).to.equal('noref');
-    const vp9 = passesOf(render({ ...wide, videoCodec: 'vp9' }))[0] ?? [];
-    expect(vp9).to.not.include('-skip_frame');
+  it('a GIF in parts: each part reads the one palette; the parts are joined after', () => {
+    const plan = buildSummaryArgs(render({ partsDir: '/work' }));
+    expect(plan.steps.map((s) => s.length)).to.deep.equal([1, 2]);
+    for (const part of plan.steps[1] ?? [])
+      expect(part[part.indexOf('/work/palette.png') - 1]).to.equal('-i');
+    expect(plan.gifParts).to.deep.equal(['/work/part0.gif', '/work/part1.gif']);
   });
 });

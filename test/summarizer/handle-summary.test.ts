@@ -14,7 +14,7 @@ import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { summaryTargetSeconds } from '../../services/summarizer/select-segments.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { detect, ffprobe, generateClip } from '../support/generate-clip.ts';
+import { detect, ffprobe, generateClip, generateImage } from '../support/generate-clip.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
@@ -145,7 +145,7 @@ describe('summary handler with real ffmpeg', function () {
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
   });
 
-  it('gif: memory does not grow with its length and width (a long or wide one has a palette pass of its own)', async () => {
+  it('gif: memory does not grow with its length and width (its palette comes from the samples, not from its frames)', async () => {
     // 15 s at 12 fps of 960×540: 373 MB of frames, which one pass held until the palette was
     // made (it needed over 900 MiB of data segment here; two passes less than 400).
     await generateClip(join(files.dir, 'long.mp4'), { seconds: 60, width: 960, height: 540 });
@@ -159,6 +159,42 @@ describe('summary handler with real ffmpeg', function () {
     expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([960, 540]);
     expect(total(result)).to.be.closeTo(summaryTargetSeconds(60), 1e-9);
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
+  });
+
+  it("gif: the watermark's colours are in the palette (drawn on the samples before palettegen)", async () => {
+    // A grey input: without the watermark drawn on its samples the palette would be greys only.
+    await run(ffmpeg, [
+      ...['-v', 'error', '-f', 'lavfi', '-i', 'color=c=gray:s=320x180:d=8:r=25'],
+      ...['-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-y', join(files.dir, 'grey.mp4')],
+    ]);
+    await generateImage(join(files.dir, 'red.png'), { width: 40, height: 20, color: '0xff0000' });
+    await handler(
+      job(
+        {
+          format: 'gif',
+          watermark: {
+            imageUrl: `${files.url}/files/red.png`,
+            width: 40,
+            height: 20,
+            opacity: 1,
+          },
+        },
+        'red.gif',
+        'grey.mp4',
+      ),
+      ctx,
+    );
+    const bytes = await readFile(join(files.dir, 'red.gif'));
+    // The global colour table follows the 13-byte header when flag 0x80 of byte 10 is set.
+    const packed = bytes[10] ?? 0;
+    expect(packed & 0x80).to.equal(0x80);
+    const colours = 2 ** ((packed & 7) + 1);
+    const table = [...Array(colours).keys()].map((i) => [
+      ...bytes.subarray(13 + 3 * i, 16 + 3 * i),
+    ]);
+    // (Not green: palettegen keeps 0x00ff00 for transparency.)
+    const reds = table.filter(([r = 0, g = 0, b = 0]) => r > 200 && g < 60 && b < 60);
+    expect(reds, JSON.stringify(table)).to.not.be.empty;
   });
 
   it('gif with a width and an image watermark', async () => {

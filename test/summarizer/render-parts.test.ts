@@ -61,6 +61,14 @@ async function streams(
   ).streams;
 }
 
+/** ffmpeg's log of a two-input filter graph run over two files (e.g. psnr, ssim). */
+async function detectBetween(a: string, b: string, graph: string): Promise<string> {
+  const { stderr } = await run(ffmpeg, [
+    ...['-hide_banner', '-nostats', '-i', a, '-i', b, '-lavfi', graph, '-f', 'null', '-'],
+  ]);
+  return stderr;
+}
+
 /** Where freezedetect finds the picture still, from its log. */
 async function freezes(path: string): Promise<string[]> {
   const lines = await detect(path, 'freezedetect=n=0.001:d=0.08', 'freeze_');
@@ -88,7 +96,6 @@ describe('summary render in parts side by side', function () {
     size: { width: 320, height: 180 },
     hasAudio: true,
     describedByHeader: true,
-    videoCodec: 'h264',
     threads: 2,
     ...o,
   });
@@ -178,16 +185,28 @@ describe('summary render in parts side by side', function () {
   });
 
   it('gif: parts with the one palette, joined frame by frame, show exactly the frames of one render', async () => {
-    // Wide enough for two passes (a palette pass, then the render in parts).
     const size = { width: 1280, height: 720 };
     const partsDir = join(dir, 'gif-parts');
     await mkdir(partsDir);
-    const o = base({ spec: { format: 'gif' }, size, partsDir, outputPath: join(dir, 'parts.gif') });
+    // Palette samples as the analysis keeps them (2 per second, 160×90 rgb24), here of the whole input.
+    const samples = join(dir, 'samples.rgb');
+    await run(ffmpeg, [
+      ...['-v', 'error', '-i', input, '-vf', 'fps=2,scale=160:90:flags=neighbor'],
+      ...['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-y', samples],
+    ]);
+    const gif = (o: Partial<SummaryRender>): SummaryRender =>
+      base({
+        spec: { format: 'gif' },
+        size,
+        paletteSamples: { path: samples, width: 160, height: 90 },
+        ...o,
+      });
+    const o = gif({ partsDir, outputPath: join(dir, 'parts.gif') });
     const plan = buildSummaryArgs(o);
     expect(plan.steps.map((s) => s.length)).to.deep.equal([1, 2]);
     expect(plan.gifParts).to.deep.equal([join(partsDir, 'part0.gif'), join(partsDir, 'part1.gif')]);
     await render(o);
-    await render(base({ spec: { format: 'gif' }, size, outputPath: join(dir, 'whole.gif') }));
+    await render(gif({ outputPath: join(dir, 'whole.gif') }));
     const joined = await frames(join(dir, 'parts.gif'));
     expect(joined).to.have.length(8 * 12);
     expect(joined).to.deep.equal(await frames(join(dir, 'whole.gif')));
@@ -196,6 +215,57 @@ describe('summary render in parts side by side', function () {
     expect(bytes.toString('latin1').split('NETSCAPE2.0')).to.have.length(2);
     expect(bytes.readUInt16LE(bytes.indexOf('NETSCAPE2.0') + 13)).to.equal(0);
     expect(gifLayout(bytes).trailer).to.equal(bytes.length - 1);
+  });
+
+  it('gif: the palette from samples keeps the GIF close to its source; one from unfitting samples does not', async () => {
+    const size = { width: 320, height: 180 };
+    const samples = join(dir, 'samples-320.rgb');
+    await run(ffmpeg, [
+      ...['-v', 'error', '-i', input, '-vf', 'fps=2,scale=160:90:flags=neighbor'],
+      ...['-f', 'rawvideo', '-pix_fmt', 'rgb24', '-y', samples],
+    ]);
+    // Unfitting: one grey frame of the same size.
+    const grey = join(dir, 'grey.rgb');
+    await writeFile(grey, Buffer.alloc(160 * 90 * 3, 128));
+    const gifOf = async (path: string, name: string): Promise<string> => {
+      const outputPath = join(dir, name);
+      await render(
+        base({
+          spec: { format: 'gif' },
+          size,
+          paletteSamples: { path, width: 160, height: 90 },
+          palettePath: join(dir, `${name}.png`),
+          outputPath,
+        }),
+      );
+      return outputPath;
+    };
+    // The same frames without a palette: the clips at 12 fps, scaled alike, kept lossless.
+    const reference = join(dir, 'reference.mkv');
+    await run(ffmpeg, [
+      '-v',
+      'error',
+      ...clips.flatMap((c) => [
+        ...['-ss', String(c.startSeconds), '-t', String(c.durationSeconds), '-i', input],
+      ]),
+      '-filter_complex',
+      `${clips.map((_, i) => `[${i}:v]setpts=PTS-STARTPTS[c${i}];`).join('')}${clips.map((_, i) => `[c${i}]`).join('')}concat=n=${clips.length}:v=1:a=0,fps=12,scale=320:180:flags=lanczos,format=rgb24[v]`,
+      ...['-map', '[v]', '-c:v', 'ffv1', '-y', reference],
+    ]);
+    const psnr = async (gif: string): Promise<number> => {
+      const frame = 'settb=1/12,setpts=N,format=rgb24';
+      const lines = await detectBetween(
+        gif,
+        reference,
+        `[0:v]${frame}[a];[1:v]${frame}[b];[a][b]psnr`,
+      );
+      return Number(/average:([\d.]+)/.exec(lines)?.[1]);
+    };
+    const fitting = await psnr(await gifOf(samples, 'fitting.gif'));
+    const unfitting = await psnr(await gifOf(grey, 'unfitting.gif'));
+    // 35.5 dB against 8.0 when measured.
+    expect(fitting).to.be.above(30);
+    expect(unfitting).to.be.below(fitting - 10);
   });
 
   it('gif join refuses parts whose palettes differ', async () => {
