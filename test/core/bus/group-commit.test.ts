@@ -13,17 +13,27 @@ const settle = (p: Promise<unknown>): Promise<string> =>
     (e: unknown) => (e as Error).message,
   );
 
+/** A group commit whose first write waits until `release` is called; every write is recorded. */
+function heldFirstWrite(): {
+  commits: ReturnType<typeof createGroupCommit<number>>;
+  writes: number[][];
+  release: () => void;
+} {
+  const writes: number[][] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const commits = createGroupCommit<number>({
+    write: async (items) => {
+      writes.push(items);
+      if (writes.length === 1) await gate;
+    },
+  });
+  return { commits, writes, release };
+}
+
 describe('group commit', () => {
   it('concurrent adds share one write, and each resolves only after it', async () => {
-    const writes: number[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const commits = createGroupCommit<number>({
-      write: async (items) => {
-        writes.push(items);
-        await gate;
-      },
-    });
+    const { commits, writes, release } = heldFirstWrite();
     let resolved = 0;
     const adds = [1, 2, 3].map((n) => commits.add([n]).then(() => (resolved += 1)));
     await new Promise((r) => setImmediate(r));
@@ -41,15 +51,7 @@ describe('group commit', () => {
   });
 
   it('adds of several turns made while a write is out all go in the one write after it', async () => {
-    const writes: number[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const commits = createGroupCommit<number>({
-      write: async (items) => {
-        writes.push(items);
-        if (writes.length === 1) await gate;
-      },
-    });
+    const { commits, writes, release } = heldFirstWrite();
     const first = commits.add([1]);
     await new Promise((r) => setImmediate(r));
     const later: Promise<void>[] = [];
