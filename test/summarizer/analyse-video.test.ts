@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { MediaError } from '../../services/core/errors.ts';
 import { createProber, type MediaInfo } from '../../services/core/media/probe-media.ts';
 import { createFfmpegRunner, type FfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
@@ -92,6 +94,46 @@ describe('video analysis', function () {
         sum += Math.abs((s1[j] ?? 0) - (s2[j] ?? 0));
       expect(sum / frame, `sample ${i}`).to.be.below(1);
     }
+  });
+
+  it('finds cuts between flat pictures that x264 codes in a few bytes, with no keyframe at them', async () => {
+    // x264 codes a cut to a flat picture as weighted prediction (the previous picture with a
+    // brightness and colour offset): no keyframe, and packets as small as a still frame's. So no
+    // rule on packet sizes could tell these GOPs from still ones; the analysis decodes them
+    // (README, "Skipping still GOPs in the analysis").
+    const flat = join(dir, 'flat.mp4');
+    await generateScenes(
+      flat,
+      ['color=c=navy', 'color=c=darkgreen', 'color=c=gray'].map((source) => ({
+        source,
+        seconds: 3,
+      })),
+      { width: 160, height: 90, preset: 'veryfast' },
+    );
+    const { stdout } = await promisify(execFile)(process.env['TEST_FFPROBE'] ?? 'ffprobe', [
+      ...['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'packet=size,flags'],
+      ...['-of', 'csv=p=0', flat],
+    ]);
+    const packets = stdout
+      .trim()
+      .split('\n')
+      .map((line) => ({ size: Number(line.split(',')[0]), key: line.includes('K') }));
+    expect(packets.filter((p) => p.key)).to.have.length(1);
+    expect(Math.max(...packets.filter((p) => !p.key).map((p) => p.size))).to.be.below(100);
+    const timeline = await analyseVideo(
+      { runFfmpeg, stallTimeoutMs: 30_000 },
+      {
+        inputPath: flat,
+        input: await probe(flat),
+        scratchPath: join(dir, 'flat'),
+        threads: 1,
+        signal: new AbortController().signal,
+      },
+    );
+    const cutSeconds = timeline.cuts.map((c) => c * timeline.sampleSeconds);
+    expect(cutSeconds).to.have.length(2);
+    for (const [i, cut] of [3, 6].entries())
+      expect(cutSeconds[i], `cut at ${cut}`).to.be.within(cut - 0.25, cut + 0.75);
   });
 
   it('a failing stretch stops its sibling and fails the analysis with its own error', async () => {
