@@ -53,6 +53,18 @@ function redactUrl(text: string): string {
 /** Most bytes of log lines waiting to be written; past it lines are dropped, not memory grown. */
 export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 
+let stdoutDestination: ReturnType<typeof pino.destination> | undefined;
+/**
+ * One buffered writer of standard output for the whole process, however many loggers it makes:
+ * two writers of their own could each write a part of a long batch and cut each other's lines.
+ */
+const stdout = (): ReturnType<typeof pino.destination> =>
+  (stdoutDestination ??= pino.destination({
+    dest: 1,
+    sync: false,
+    maxLength: LOG_BUFFER_MAX_BYTES,
+  }));
+
 /**
  * pino underneath: one JSON line per record (`level` as its name, `time` in ISO 8601, then the
  * bindings and fields, then `msg`). Fields are redacted before pino sees them, and only for
@@ -74,7 +86,7 @@ export function createLogger(options: {
   const write = options.write;
   const destination = write
     ? { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) }
-    : pino.destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES });
+    : stdout();
   const root = pino(
     {
       level: options.level,

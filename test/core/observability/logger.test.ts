@@ -8,7 +8,8 @@ describe('logger', () => {
     const script = `
       import { createLogger } from ${JSON.stringify(logger)};
       const log = createLogger({ level: 'info' });
-      for (let i = 0; i < 2000; i++) log.info('line', { i });
+      const other = createLogger({ level: 'info' });
+      for (let i = 0; i < 2000; i++) (i % 2 ? other : log).info('line', { i });
       log.error('last.words', { reason: 'exiting' });
       process.exit(3);`;
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
@@ -17,6 +18,10 @@ describe('logger', () => {
     expect(run.status).to.equal(3);
     const lines = run.stdout.trim().split('\n');
     expect(lines).to.have.length(2001);
+    // Two loggers, one writer: every line whole and in the order logged.
+    expect(lines.slice(0, 2000).map((l) => (JSON.parse(l) as { i: number }).i)).to.deep.equal(
+      Array.from({ length: 2000 }, (_, i) => i),
+    );
     expect(JSON.parse(lines[1999] ?? '{}')).to.include({ msg: 'line', i: 1999 });
     expect(JSON.parse(lines[2000] ?? '{}')).to.include({ msg: 'last.words', level: 'error' });
   });
