@@ -55,7 +55,7 @@ export interface Analysis extends Timeline {
  * median of 0 and a 95th percentile of 1.2 % in luma: colours and motion survive. HEVC encoders
  * lean on B-frames as references, so only non-reference frames go there.
  */
-export function decoderShortcuts(codec: string | undefined): string[] {
+function decoderShortcuts(codec: string | undefined): string[] {
   if (codec === 'h264') return ['-skip_loop_filter', 'all', '-skip_frame', 'bidir'];
   if (codec === 'hevc') return ['-skip_loop_filter', 'all', '-skip_frame', 'noref'];
   return [];

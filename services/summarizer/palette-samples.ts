@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { MediaError } from '../core/errors.ts';
-import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { inputArgs, rawFramesInput } from '../core/media/run-ffmpeg.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import { SAMPLES_PER_SECOND, type AnalysisPart } from './analysis-parts.ts';
@@ -133,7 +133,7 @@ export function paletteFromSamplesArgs(o: {
     ? `scale=${o.size.width}:${o.size.height}:flags=neighbor,setsar=1[in];${o.watermark.filter(1)};[out]`
     : '';
   return [
-    ...rawFramesInput(o.samplesPath, o.sampleSize),
+    ...rawFramesInput(o.samplesPath, o.sampleSize, SAMPLES_PER_SECOND),
     ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
     '-threads',
     '1',
@@ -149,25 +149,5 @@ export function paletteFromSamplesArgs(o: {
     'image2',
     '-y',
     o.palettePath,
-  ];
-}
-
-/** A raw rgb24 file the job wrote itself, as an input: only the rawvideo demuxer, only local files. */
-function rawFramesInput(path: string, size: { width: number; height: number }): string[] {
-  return [
-    '-format_whitelist',
-    'rawvideo',
-    '-protocol_whitelist',
-    'file',
-    '-f',
-    'rawvideo',
-    '-pix_fmt',
-    'rgb24',
-    '-video_size',
-    `${size.width}x${size.height}`,
-    '-framerate',
-    String(SAMPLES_PER_SECOND),
-    '-i',
-    path,
   ];
 }

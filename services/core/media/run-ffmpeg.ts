@@ -186,3 +186,30 @@ export function partsListInput(listPath: string): string[] {
     listPath,
   ];
 }
+
+/**
+ * A raw rgb24 file a job wrote itself (never a caller's), as an input: only the rawvideo
+ * demuxer, only local files, at the size and rate it was written with.
+ */
+export function rawFramesInput(
+  path: string,
+  size: { width: number; height: number },
+  framesPerSecond: number,
+): string[] {
+  return [
+    '-format_whitelist',
+    'rawvideo',
+    '-protocol_whitelist',
+    'file',
+    '-f',
+    'rawvideo',
+    '-pix_fmt',
+    'rgb24',
+    '-video_size',
+    `${size.width}x${size.height}`,
+    '-framerate',
+    String(framesPerSecond),
+    '-i',
+    path,
+  ];
+}
