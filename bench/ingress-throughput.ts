@@ -1,6 +1,7 @@
 // Side-by-side benchmark, one run: accepted submissions per second of the ingress against a bare
-// Koa app that reads the same JSON body and answers an acknowledgement, both driven by autocannon
-// (32 connections), alternating which goes first. Then p99 latency of each at half the ingress's
+// Koa app that reads the same JSON body and answers an acknowledgement, and against the floor
+// (durable-floor.ts: the bare app plus the durable write to the same bus, nothing else), all
+// driven by autocannon (32 connections), each round starting with the next of the three. Then p99 latency of each at half the ingress's
 // maximum rate, and the CPU time each process used per accepted request (from /proc: on a
 // machine shared with other work it says more than the rates). Modes: `embedded` (the all-in-one process on its SQLite bus, workers running) and
 // `kafka` (the ingress alone on the real broker of TEST_KAFKA_BROKERS, acks=all).
@@ -12,11 +13,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SERVICE_NODE_ARGS } from '../test/support/spawn-service.ts';
-import { cpuSeconds } from './proc.ts';
+import { cpuSeconds, machineBusySeconds } from './proc.ts';
 
 interface CannonResult {
   '2xx': number;
@@ -64,9 +65,13 @@ async function startProcess(
   const port = await freePort();
   const profileDir = process.env['BENCH_CPU_PROF_DIR'];
   const profile =
-    profileDir && name !== 'bare Koa' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    profileDir && name !== 'bare Koa' && name !== 'floor'
+      ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+      : [];
   // BENCH_SERVICE_ROOT: another checkout whose services to measure (a before/after comparison).
-  const cwd = name === 'bare Koa' ? root : (process.env['BENCH_SERVICE_ROOT'] ?? root);
+  // The bare app and the floor are this checkout's.
+  const ours = name === 'bare Koa' || name === 'floor';
+  const cwd = ours ? root : (process.env['BENCH_SERVICE_ROOT'] ?? root);
   // The services run with Node's options as deployed; the bare app with Node's defaults.
   const nodeArgs = name === 'bare Koa' ? [] : SERVICE_NODE_ARGS;
   const child = spawn(process.execPath, [...profile, ...nodeArgs, ...args], {
@@ -176,44 +181,71 @@ async function startService(mode: string, dataDir: string): Promise<Target> {
   );
 }
 
+/** The floor beside the service (durable-floor.ts): the bare app plus the durable write alone. */
+async function startFloor(mode: string, dataDir: string): Promise<Target> {
+  const bus =
+    mode === 'embedded'
+      ? { DATA_DIR: join(dataDir, 'floor'), KAFKA_BROKERS: '' }
+      : {
+          KAFKA_BROKERS: process.env['TEST_KAFKA_BROKERS'] ?? '',
+          KAFKA_TOPIC_PREFIX: `bench-floor-${randomUUID().slice(0, 8)}.`,
+          SCHEMA_REGISTRY_URL: '',
+        };
+  return startProcess('floor', ['bench/durable-floor.ts'], bus, 'floor.listening');
+}
+
 async function benchMode(mode: string): Promise<string[]> {
   const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-ingress-'));
   const holding = await startHoldingServer();
   const body = requestBody(`${holding.url}/input.mp4`);
   const bare = await startProcess('bare Koa', ['bench/bare-koa.ts'], {}, 'bare.listening');
+  const floor = await startFloor(mode, dataDir);
   const service = await startService(mode, dataDir);
+  const targets = [bare, floor, service];
   try {
-    // A short warm-up of each, so that neither pays for its JIT in the measured runs.
-    for (const t of [bare, service]) await fire(t.url, body, { duration: 2 });
-    const rates = { bare: [] as number[], service: [] as number[] };
-    const cpu = { bare: [] as number[], service: [] as number[] };
+    // A short warm-up of each, so that none pays for its JIT in the measured runs.
+    for (const t of targets) await fire(t.url, body, { duration: 2 });
+    const rates = new Map<Target, number[]>(targets.map((t) => [t, []]));
+    const cpu = new Map<Target, number[]>(targets.map((t) => [t, []]));
+    const machine = new Map<Target, number[]>(targets.map((t) => [t, []]));
     let refused = 0;
     for (let round = 0; round < rounds; round += 1) {
-      const order = round % 2 === 0 ? [bare, service] : [service, bare];
+      // Each round starts with the next target, so none always runs on a warmer machine.
+      const order = targets.map((_, k) => targets[(k + round) % targets.length] as Target);
       for (const t of order) {
         const cpuBefore = await cpuMs(t.child.pid);
+        const machineBefore = await machineBusySeconds();
         const r = await fire(t.url, body);
         const used = (await cpuMs(t.child.pid)) - cpuBefore;
-        (t === bare ? rates.bare : rates.service).push(r['2xx'] / r.duration);
-        (t === bare ? cpu.bare : cpu.service).push(used / r['2xx']);
+        const machineUsed = ((await machineBusySeconds()) - machineBefore) * 1000;
+        rates.get(t)?.push(r['2xx'] / r.duration);
+        cpu.get(t)?.push(used / r['2xx']);
+        machine.get(t)?.push(machineUsed / r['2xx']);
         if (t === service) refused += r.non2xx + r.errors + r.timeouts;
       }
     }
-    const bareRate = median(rates.bare);
-    const serviceRate = median(rates.service);
+    const rate = (t: Target): number => median(rates.get(t) ?? []);
+    const cpuPer = (t: Target): number => median(cpu.get(t) ?? []);
+    const machinePer = (t: Target): number => median(machine.get(t) ?? []);
+    const bareRate = rate(bare);
+    const serviceRate = rate(service);
+    // What the whole machine may spend on a request for the ingress to reach half the bare rate.
+    const budget = (availableParallelism() * 1000) / (bareRate / 2);
     const half = Math.floor(serviceRate / 2);
-    const p99 = { bare: NaN, service: NaN };
+    const p99 = new Map<Target, number>();
     for (const t of [service, bare]) {
       const r = await fire(t.url, body, { overallRate: half });
-      p99[t === bare ? 'bare' : 'service'] = r.latency.p99;
+      p99.set(t, r.latency.p99);
     }
+    const list = (t: Target): string => (rates.get(t) ?? []).map((x) => x.toFixed(0)).join(', ');
     return [
-      `| ${mode.padEnd(8)} | ${bareRate.toFixed(0).padStart(9)} | ${serviceRate.toFixed(0).padStart(12)} | ${(serviceRate / bareRate).toFixed(2).padStart(5)} | ${String(half).padStart(9)} | ${p99.service.toFixed(1).padStart(17)} | ${p99.bare.toFixed(1).padStart(14)} | ${String(refused).padStart(8)} |`,
-      `  ${mode} rounds (req/s): bare ${rates.bare.map((x) => x.toFixed(0)).join(', ')}; ingress ${rates.service.map((x) => x.toFixed(0)).join(', ')}`,
-      `  ${mode} CPU per accepted request (ms, median): bare ${median(cpu.bare).toFixed(3)}, ingress ${median(cpu.service).toFixed(3)}; bare / ingress ${(median(cpu.bare) / median(cpu.service)).toFixed(2)}`,
+      `| ${mode.padEnd(8)} | ${bareRate.toFixed(0).padStart(10)} | ${rate(floor).toFixed(0).padStart(7)} | ${(rate(floor) / bareRate).toFixed(2).padStart(11)} | ${serviceRate.toFixed(0).padStart(9)} | ${(serviceRate / bareRate).toFixed(2).padStart(5)} | ${String(half).padStart(9)} | ${(p99.get(service) ?? NaN).toFixed(1).padStart(16)} | ${(p99.get(bare) ?? NaN).toFixed(1).padStart(13)} | ${String(refused).padStart(7)} |`,
+      `  ${mode} rounds (req/s): bare ${list(bare)}; floor ${list(floor)}; ingress ${list(service)}`,
+      `  ${mode} CPU per accepted request (ms, median): bare ${cpuPer(bare).toFixed(3)}, floor ${cpuPer(floor).toFixed(3)}, ingress ${cpuPer(service).toFixed(3)}; bare / ingress ${(cpuPer(bare) / cpuPer(service)).toFixed(2)}`,
+      `  ${mode} machine CPU per accepted request, every process (ms, median): bare ${machinePer(bare).toFixed(3)}, floor ${machinePer(floor).toFixed(3)}, ingress ${machinePer(service).toFixed(3)}; at most ${budget.toFixed(3)} for half the bare rate on ${availableParallelism()} cores`,
     ];
   } finally {
-    await Promise.all([bare.stop(), service.stop()]);
+    await Promise.all(targets.map((t) => t.stop()));
     holding.server.closeAllConnections();
     holding.server.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -226,10 +258,10 @@ console.log(
   `\n${CONNECTIONS} connections, ${seconds} s per run, ${rounds} rounds (median), alternating order\n`,
 );
 console.log(
-  '| mode     | bare Koa/s | ingress/s    | ratio | half rate | ingress p99 (ms)  | bare p99 (ms)  | non-2xx  |',
+  '| mode     | bare Koa/s | floor/s | floor ratio | ingress/s | ratio | half rate | ingress p99 (ms) | bare p99 (ms) | non-2xx |',
 );
 console.log(
-  '| -------- | ---------- | ------------ | ----- | --------- | ----------------- | -------------- | -------- |',
+  '| -------- | ---------- | ------- | ----------- | --------- | ----- | --------- | ---------------- | ------------- | ------- |',
 );
 for (const line of out.filter((l) => l.startsWith('|'))) console.log(line);
 for (const line of out.filter((l) => !l.startsWith('|'))) console.log(line);

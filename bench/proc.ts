@@ -19,3 +19,16 @@ export async function memoryMiB(pid: number | undefined): Promise<{ rss: number;
     Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
+
+/**
+ * CPU time every process of the machine has used so far (all cores: user, nice, system, irq,
+ * softirq, steal of /proc/stat's `cpu` line), in seconds: what a run cost the machine, the load
+ * generator and a broker included.
+ */
+export async function machineBusySeconds(): Promise<number> {
+  const stat = await readFile('/proc/stat', 'utf8');
+  const ticks = (stat.split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  // user, nice, system, (idle, iowait), irq, softirq, steal
+  const busy = [0, 1, 2, 5, 6, 7].reduce((sum, i) => sum + (ticks[i] ?? 0), 0);
+  return busy / CLOCK_TICKS;
+}

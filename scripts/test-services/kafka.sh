@@ -30,7 +30,11 @@ KAFKA_LIB="$KAFKA_HOME/lib"
 KAFKA_TOOLS_HOME="$MEDIA_TEST_CACHE/kafka-tools-$KAFKA_VERSION"
 KAFKA_READY_TIMEOUT="${KAFKA_READY_TIMEOUT:-180}"
 KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
+# C1 only and the serial collector: the broker is up in seconds and small. KAFKA_JVM_OPTS
+# replaces them (e.g. "-Xms512m -Xmx512m -Djava.awt.headless=true" for a benchmark against a
+# broker with its full JIT).
 JVM_OPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true)
+if [[ -n "${KAFKA_JVM_OPTS:-}" ]]; then read -r -a JVM_OPTS <<<"$KAFKA_JVM_OPTS"; fi
 
 state_paths() {
   KDIR="$TEST_SERVICES_STATE_DIR/kafka"
