@@ -4,6 +4,8 @@
 // x264 veryfast with B-frames) is generated once and cached under the OS temp dir.
 // Besides wall-clock times it reports CPU seconds (this process and the ffmpeg/ffprobe it ran,
 // from /proc): on a machine shared with other work, wall times swing with the load, CPU much less.
+// After the rounds it runs the last MP4 job's render parts again, as run and with every clip from
+// its keyframe, and prints what the job would take without the decoding before its clips.
 // Usage: npm run bench:summary -- [rounds=1] [minutes=10] [formats=mp4,gif] (a format may name a
 // width: gif@480)
 import { execFile } from 'node:child_process';
