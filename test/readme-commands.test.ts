@@ -172,14 +172,21 @@ describe('README commands, run as written with the machine’s own node on PATH'
     );
     expect(ran.stdout).to.match(/\| gif@160 summary job \(\d+ segments, [\d.]+ s, 160×\d+,/);
     expect(ran.stdout).to.match(/round 1 gif@160: .*render [\d.]+\/[\d.]+/);
+    expect(ran.stdout).to.match(
+      /MP4 render parts again: as the job ran them [\d.]+ s \([\d.]+ CPU s\); every clip from the keyframe at or before its start [\d.]+ s \([\d.]+ CPU s\)\. The MP4 job with no decoding before its clips would take about [\d.]+ of the full decode\./,
+    );
   });
 
   it('npm run bench:ingress -- 1 1 embedded (short arguments)', async () => {
     const ran = await run(['run', 'bench:ingress', '--', '1', '1', 'embedded'], {}, 180_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
-    expect(ran.stdout).to.match(/\| embedded +\| +\d+ \| +\d+ \| +[\d.]+ \|/);
+    // bare/s | floor/s | floor ratio | ingress/s | ratio
+    expect(ran.stdout).to.match(/\| embedded +\| +\d+ \| +\d+ \| +[\d.]+ \| +\d+ \| +[\d.]+ \|/);
     expect(ran.stdout).to.match(
-      /CPU per accepted request \(ms, median\): bare [\d.]+, ingress [\d.]+/,
+      /CPU per accepted request \(ms, median\): bare [\d.]+, floor [\d.]+, ingress [\d.]+/,
+    );
+    expect(ran.stdout).to.match(
+      /machine CPU per accepted request, every process \(ms, median\): bare [\d.]+, floor [\d.]+, ingress [\d.]+; at most [\d.]+ for half the bare rate on \d+ cores/,
     );
   });
 
