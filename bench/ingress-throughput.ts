@@ -1,12 +1,16 @@
 // Side-by-side benchmark, one run: accepted submissions per second of the ingress against a bare
 // Koa app that reads the same JSON body and answers an acknowledgement, and against the floor
 // (durable-floor.ts: the bare app plus the durable write to the same bus, nothing else), all
-// driven by autocannon (32 connections), each round starting with the next of the three. Then p99 latency of each at half the ingress's
-// maximum rate, and the CPU time each process used per accepted request (from /proc: on a
-// machine shared with other work it says more than the rates). Modes: `embedded` (the all-in-one process on its SQLite bus, workers running) and
-// `kafka` (the ingress alone on the real broker of TEST_KAFKA_BROKERS, acks=all).
+// driven by autocannon (32 connections), each round starting with the next of the three. Then
+// p99 latency of the ingress and the bare app at half the ingress's maximum rate; the CPU time
+// each process used per accepted request (from /proc: on a machine shared with other work it says
+// more than the rates); and the CPU the whole machine used per accepted request (autocannon and
+// any broker included) beside the most it may use for the ingress to reach half the bare rate.
+// Modes: `embedded` (the all-in-one process on its SQLite bus, workers running) and `kafka` (the
+// ingress alone on the real broker of TEST_KAFKA_BROKERS, acks=all).
 // Usage: npm run bench:ingress -- [seconds=8] [rounds=2] [modes=embedded,kafka]
-// BENCH_SERVICE_ROOT=<checkout> measures that checkout's services instead. With BENCH_CPU_PROF_DIR set, the service process writes a V8 CPU profile there (node --cpu-prof).
+// BENCH_SERVICE_ROOT=<checkout> measures that checkout's services instead. With BENCH_CPU_PROF_DIR
+// set, the service process writes a V8 CPU profile there (node --cpu-prof).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -255,7 +259,7 @@ async function benchMode(mode: string): Promise<string[]> {
 const out: string[] = [];
 for (const mode of modes) out.push(...(await benchMode(mode)));
 console.log(
-  `\n${CONNECTIONS} connections, ${seconds} s per run, ${rounds} rounds (median), alternating order\n`,
+  `\n${CONNECTIONS} connections, ${seconds} s per run, ${rounds} rounds (median), each round starting with the next target\n`,
 );
 console.log(
   '| mode     | bare Koa/s | floor/s | floor ratio | ingress/s | ratio | half rate | ingress p99 (ms) | bare p99 (ms) | non-2xx |',
