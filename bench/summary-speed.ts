@@ -128,9 +128,9 @@ const baseDeps = testMediaJobDeps({
 });
 /** The render runs (arguments) of the last MP4 job, for the bound below. */
 let mp4Renders: string[][] = [];
+// An MP4 render part is the one run that writes a .mov (the join writes the .mp4).
 const recordRender = (args: readonly string[]): void => {
-  const rendering = !args.includes('rawvideo') && !args.includes('concat');
-  if (rendering && args.at(-1)?.endsWith('.mov')) mp4Renders.push([...args]);
+  if (args.at(-1)?.endsWith('.mov')) mp4Renders.push([...args]);
 };
 const deps = {
   ...baseDeps,

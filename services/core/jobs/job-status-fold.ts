@@ -182,10 +182,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * A status topic record read back, checked for the fields the view relies on (the topic is
  * internal, written by the status writer; anything else is skipped).
  */
-export function readStatusRecord(key: string, value: Buffer | string): StatusEntry | undefined {
+export function readStatusRecord(key: string, text: string): StatusEntry | undefined {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
