@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import type { JobRequested, JobResult } from '../services/core/contracts/types.generated.ts';
 import type { JobContext } from '../services/core/jobs/run-job-worker.ts';
 import { silentLogger } from '../services/core/observability/logger.ts';
+import { readInput } from '../services/core/media/read-input.ts';
 import { analyseVideo } from '../services/summarizer/analyse-video.ts';
 import { createSummaryHandler } from '../services/summarizer/handle-summary.ts';
 import { startTestServer } from '../test/support/file-server.ts';
@@ -231,12 +232,11 @@ const invocationTimes = (): string =>
   invocations.map((i) => `${i.what} ${i.wall.toFixed(1)}/${i.cpu.toFixed(1)}`).join(', ');
 
 const analysisOnly = async (): Promise<Cost> => {
-  const info = await deps.probe(input);
   const dir = join(tmpdir(), `media-bench-${process.pid}`);
   await mkdir(dir, { recursive: true });
+  const info = await readInput(deps, ctx.signal, { inputPath: input, workDir: dir });
   const [cost] = await timed(() =>
     analyseVideo(deps, {
-      inputPath: input,
       input: info,
       scratchPath: join(dir, 'a.pcm'),
       threads: 2,

@@ -14,6 +14,7 @@ import { buildTranscodeArgs } from '../services/transcoder/build-transcode-args.
 import type { TranscodeSpec } from '../services/core/contracts/types.generated.ts';
 import { startTestServer } from '../test/support/file-server.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
+import { readTestInput } from '../test/support/job-input.ts';
 
 const run = promisify(execFile);
 const rounds = Number(process.argv[2] ?? 3);
@@ -62,10 +63,9 @@ async function viaService(spec: TranscodeSpec, name: string): Promise<number> {
 async function bare(spec: TranscodeSpec, out: string): Promise<number> {
   const args = buildTranscodeArgs({
     spec,
-    inputPath: input,
+    input: await readTestInput(input),
     outputPath: out,
     size: { width: 1280, height: 720 },
-    hasAudio: true,
     threads: 2,
   });
   const started = performance.now();

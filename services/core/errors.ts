@@ -121,6 +121,12 @@ export const errorCatalog = {
     summary:
       'The input is not a video container ffprobe accepts (allow-list) or has no video stream.',
   },
+  input_corrupt: {
+    status: 422,
+    retryable: false,
+    summary:
+      'The input is truncated or damaged: it decodes for less than its header declares, or not at all.',
+  },
   watermark_unavailable: {
     status: 422,
     retryable: false,

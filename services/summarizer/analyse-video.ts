@@ -1,4 +1,5 @@
-import type { MediaInfo } from '../core/media/probe-media.ts';
+import { colourFilters } from '../core/media/picture-filters.ts';
+import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs, type FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { detectCuts } from './detect-scenes.ts';
 import { runSideBySide } from '../core/media/run-side-by-side.ts';
@@ -30,8 +31,7 @@ export interface AnalysisDeps {
 }
 
 export interface AnalysisOptions {
-  inputPath: string;
-  input: MediaInfo;
+  input: JobInput;
   /** Prefix of the analysis's own files (audio samples, keyframe list) in the job's directory. */
   scratchPath: string;
   threads: number;
@@ -45,6 +45,8 @@ export interface AnalysisOptions {
 /** The timeline, and where the palette samples are when they were asked for. */
 export interface Analysis extends Timeline {
   paletteSamples?: PaletteSamples;
+  /** Seconds of the input the analysis decoded (less than its length when the file is cut off). */
+  decodedSeconds: number;
 }
 
 /**
@@ -70,6 +72,12 @@ function decoderShortcuts(codec: string | undefined): string[] {
 export function analysisArgs(o: {
   inputPath: string;
   codec: string | undefined;
+  /** The video stream's index in the file. */
+  videoIndex: number;
+  /** The audio stream's index, when `audioPath` is set. */
+  audioIndex?: number;
+  /** Filters that give the palette samples the output's colours (an HDR input's tone map). */
+  sampleColour?: string;
   part?: AnalysisPart;
   audioPath?: string;
   /** Where the keyframes' times go (a framecrc listing). */
@@ -91,7 +99,7 @@ export function analysisArgs(o: {
   const small = `scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area[s]`;
   // The palette samples are the same frames, nearest neighbour: their colours stay exact.
   const sampled = o.samples
-    ? `${fps},split[f][p];[f]${small};[p]scale=${o.samples.width}:${o.samples.height}:flags=neighbor[ps]`
+    ? `${fps},split[f][p];[f]${small};[p]${o.sampleColour ? `${o.sampleColour},` : ''}scale=${o.samples.width}:${o.samples.height}:flags=neighbor[ps]`
     : `${fps},${small}`;
   return [
     '-threads',
@@ -99,7 +107,7 @@ export function analysisArgs(o: {
     ...decoderShortcuts(o.codec),
     ...inputArgs(o.inputPath, seek),
     '-filter_complex',
-    `[0:v:0]split[a][k];[a]${sampled};[k]select=key,scale=8:8[kf]`,
+    `[0:${o.videoIndex}]split[a][k];[a]${sampled};[k]select=key,scale=8:8[kf]`,
     '-map',
     '[s]',
     '-f',
@@ -117,7 +125,18 @@ export function analysisArgs(o: {
     '-y',
     o.keyframesPath,
     ...(o.audioPath
-      ? ['-map', '0:a:0', '-ac', '1', '-ar', String(AUDIO_RATE), '-f', 's16le', '-y', o.audioPath]
+      ? [
+          '-map',
+          `0:${o.audioIndex ?? 'a:0'}`,
+          '-ac',
+          '1',
+          '-ar',
+          String(AUDIO_RATE),
+          '-f',
+          's16le',
+          '-y',
+          o.audioPath,
+        ]
       : []),
     ...(o.samples
       ? [
@@ -138,16 +157,15 @@ export function analysisArgs(o: {
 
 /** The input's timeline: per-sample activity (motion, plus loudness where there is audio) and its cuts. */
 export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Promise<Analysis> {
-  const duration = o.input.durationSeconds;
+  const duration = o.input.info.durationSeconds;
   const parts = analysisParts(duration, o.threads);
-  const samples: PaletteSamples | undefined =
-    o.paletteSamples && o.input.video
-      ? {
-          ...paletteSampleSize(o.input.video, duration),
-          paths: parts.map((_, k) => `${o.scratchPath}.${k}.rgb`),
-          parts,
-        }
-      : undefined;
+  const samples: PaletteSamples | undefined = o.paletteSamples
+    ? {
+        ...paletteSampleSize(o.input.video.display, duration),
+        paths: parts.map((_, k) => `${o.scratchPath}.${k}.rgb`),
+        parts,
+      }
+    : undefined;
   const done = parts.map(() => 0);
   const readers = parts.map((part, k) => {
     // Whole samples of its own: [start, start + seconds), after the lead sample of a later part.
@@ -157,15 +175,20 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
       ...(samples === undefined ? {} : { limit: samples }),
     });
   });
-  const audioPaths = parts.map((_, k) => (o.input.audio ? `${o.scratchPath}.${k}.pcm` : undefined));
+  const audio = o.input.info.audio;
+  const sampleColour = colourFilters(o.input);
+  const audioPaths = parts.map((_, k) => (audio ? `${o.scratchPath}.${k}.pcm` : undefined));
   const keyframePaths = parts.map((_, k) => `${o.scratchPath}.${k}.keys`);
   await runSideBySide(
     o.signal,
     parts.map((part, k) => (signal: AbortSignal) => {
       const audioPath = audioPaths[k];
       const args = analysisArgs({
-        inputPath: o.inputPath,
-        codec: o.input.video?.codec,
+        inputPath: o.input.path,
+        codec: o.input.video.codec,
+        videoIndex: o.input.video.index,
+        ...(audio ? { audioIndex: audio.index } : {}),
+        ...(sampleColour ? { sampleColour } : {}),
         part,
         threads: parts.length > 1 ? 1 : o.threads,
         ...(audioPath ? { audioPath } : {}),
@@ -193,7 +216,7 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
     }),
   );
   const changes = joinParts(parts, readers);
-  const loudness = o.input.audio ? await readLoudness(parts, audioPaths, changes.length) : [];
+  const loudness = audio ? await readLoudness(parts, audioPaths, changes.length) : [];
   const activity = changes.map((c, i) => c.motion + AUDIO_WEIGHT * (loudness[i] ?? 0));
   return {
     durationSeconds: duration,
@@ -202,6 +225,13 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
     cuts: detectCuts(changes),
     keyframes: await readKeyframes(parts, keyframePaths),
     ...(samples ? { paletteSamples: samples } : {}),
+    decodedSeconds: Math.max(
+      0,
+      ...parts.map((part, k) => {
+        const taken = readers[k]?.changes.length ?? 0;
+        return taken > 0 ? part.startSeconds + taken / SAMPLES_PER_SECOND : 0;
+      }),
+    ),
   };
 }
 

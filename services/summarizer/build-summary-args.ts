@@ -2,6 +2,13 @@ import type { SummarySpec } from '../core/contracts/types.generated.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import { join } from 'node:path';
+import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
+import type { AudioInfo } from '../core/media/media-info.ts';
+import {
+  BT709_OUTPUT_ARGS,
+  pictureFilters,
+  type PicturePlan,
+} from '../core/media/picture-filters.ts';
 import { inputArgs, partsListInput } from '../core/media/run-ffmpeg.ts';
 import { paletteFromSamplesArgs } from './palette-samples.ts';
 import type { SummarySegment } from './select-segments.ts';
@@ -34,7 +41,10 @@ export interface SummaryRender {
   outputPath: string;
   clips: readonly Clip[];
   size: OutputSize;
-  hasAudio: boolean;
+  /** The input's video and what its pictures need (deinterlacing, tone mapping). */
+  picture: PicturePlan;
+  /** The input's audio stream, when it has one. */
+  audio?: AudioInfo;
   /**
    * The input is MP4/MOV: its header describes every stream, so each clip's input skips stream
    * probing (22 one-second clips of a 10-minute 720p input: 4.1 s → 2.6 s). Default false.
@@ -90,7 +100,7 @@ export const MAX_RENDER_PARTS = 4;
  */
 export function buildSummaryArgs(o: SummaryRender): SummaryPlan {
   if (o.spec.format === 'gif') return gifPasses(o);
-  const audio = o.hasAudio && !o.spec.removeAudio;
+  const audio = o.audio !== undefined && !o.spec.removeAudio;
   const parts = renderParts(o);
   if (parts.length < 2 || !o.partsDir)
     return {
@@ -98,7 +108,7 @@ export function buildSummaryArgs(o: SummaryRender): SummaryPlan {
         [
           [
             ...mp4Render(o, audio),
-            ...(audio ? ['-c:a', 'aac', '-b:a', '128k'] : []),
+            ...(o.audio && audio ? audioEncoderArgs(o.audio, 'aac') : []),
             ...mp4Output(o.outputPath),
           ],
         ],
@@ -126,7 +136,7 @@ export function buildSummaryArgs(o: SummaryRender): SummaryPlan {
           '0:v',
           '-c:v',
           'copy',
-          ...(audio ? ['-map', '0:a', '-c:a', 'aac', '-b:a', '128k'] : []),
+          ...(o.audio && audio ? ['-map', '0:a', ...audioEncoderArgs(o.audio, 'aac')] : []),
           ...mp4Output(o.outputPath),
         ],
       ],
@@ -159,6 +169,7 @@ function mp4Render(o: SummaryRender, audio: boolean): string[] {
     'deblock=0,0',
     '-crf',
     '23',
+    ...BT709_OUTPUT_ARGS,
   ];
 }
 
@@ -282,19 +293,26 @@ const common = (o: SummaryRender): string[] => [
 ];
 
 /**
- * The clips joined, scaled and watermarked, ending in the label `[out]` (and the joined audio in
- * `[a]` when asked). A GIF drops frames before it scales them: half the scaling work at 25 fps.
+ * The clips, each made into the output's pictures (deinterlaced, a GIF's frames dropped, tone
+ * mapped, scaled: see pictureFilters), joined and watermarked, ending in the label `[out]` (and
+ * the joined audio in `[a]` when asked). A GIF drops frames before it scales them: half the
+ * scaling work at 25 fps.
  */
 function shownVideo(o: SummaryRender, w: { audio: boolean }): string {
   const n = o.clips.length;
+  const video = o.picture.video.index;
+  const rate = o.spec.format === 'gif' ? `fps=${GIF_FPS}` : undefined;
+  const picture = pictureFilters(o.picture, o.size, 'lanczos', rate);
   // A seek between two frames gives the clip's first frame a small positive time; the output
   // would fill the gap by showing that frame twice (a frozen frame at the join).
-  const starts = o.clips.map((_, i) => `[${i}:v]setpts=PTS-STARTPTS[c${i}];`).join('');
-  const parts = o.clips.map((_, i) => `[c${i}]${w.audio ? `[${i}:a]` : ''}`).join('');
-  const fps = o.spec.format === 'gif' ? `fps=${GIF_FPS},` : '';
-  const scale = `${fps}scale=${o.size.width}:${o.size.height}:flags=lanczos,setsar=1`;
+  const starts = o.clips
+    .map((_, i) => `[${i}:${video}]setpts=PTS-STARTPTS,${picture}[c${i}];`)
+    .join('');
+  const audio = w.audio && o.audio ? o.audio : undefined;
+  const parts = o.clips.map((_, i) => `[c${i}]${audio ? `[${i}:${audio.index}]` : ''}`).join('');
+  const joinedAudio = audio ? `[ca];[ca]${audioFormatFilter(audio, 'aac')}[a]` : '';
   const watermark = o.watermark ? `[in];${o.watermark.filter(n)};` : '[out];';
-  return `${starts}${parts}concat=n=${n}:v=1:a=${w.audio ? 1 : 0}[cv]${w.audio ? '[a]' : ''};[cv]${scale}${watermark}`;
+  return `${starts}${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}[cv]${joinedAudio};[cv]null${watermark}`;
 }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000;

@@ -1,6 +1,11 @@
 import { stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobRequested, JobResult, SummarySpec } from '../core/contracts/types.generated.ts';
+import type {
+  JobRequested,
+  JobResult,
+  MediaDescription,
+  SummarySpec,
+} from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
 import {
@@ -13,8 +18,9 @@ import {
   type MediaJobDeps,
 } from '../core/jobs/media-job.ts';
 import { outputSize, type OutputSize } from '../core/media/output-size.ts';
-import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
-import type { MediaInfo } from '../core/media/probe-media.ts';
+import { describeInput, describeOutput } from '../core/media/describe-media.ts';
+import { checkOutputPixels } from '../core/media/pixel-budget.ts';
+import { checkDecodedLength, readInput } from '../core/media/read-input.ts';
 import { runEncodes } from '../core/media/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
@@ -42,7 +48,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
       const inputPath = join(workDir, 'input');
       const outputPath = join(workDir, `summary.${spec.format}`);
       await fetchInput(deps, job, ctx, inputPath);
-      const { out, segments } = await withCpuSlot(deps, ctx, () =>
+      const { out, segments, input } = await withCpuSlot(deps, ctx, () =>
         summarise(deps, ctx, job, spec, { workDir, inputPath, outputPath }),
       );
       await deliverOutput(
@@ -61,6 +67,8 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
         durationSeconds: Math.round(out.durationSeconds * 1000) / 1000,
         sizeBytes: (await stat(outputPath)).size,
         segments,
+        input,
+        output: describeOutput(out),
       };
       return result;
     });
@@ -73,24 +81,22 @@ async function summarise(
   job: JobRequested,
   spec: SummarySpec,
   paths: { workDir: string; inputPath: string; outputPath: string },
-): Promise<{ out: VerifiedOutput; segments: SummarySegment[] }> {
-  const input = await deps.probe(paths.inputPath);
-  if (!input.video || input.durationSeconds <= 0)
+): Promise<{ out: VerifiedOutput; segments: SummarySegment[]; input: MediaDescription }> {
+  const input = await readInput(deps, ctx.signal, paths);
+  if (input.info.durationSeconds <= 0)
     throw new MediaError(
       'input_unsupported',
       'the input has no video stream with a known duration',
     );
-  checkInputPixels(input.video, deps.maxPixels);
-  const size = summarySize(spec, input.video);
+  const size = summarySize(spec, input.video.display);
   checkOutputPixels(size, deps.maxPixels);
   const timeline = await ffmpegPass(
     deps,
     ctx,
     'analyse',
-    () => input.durationSeconds,
+    () => input.info.durationSeconds,
     () =>
       analyseVideo(deps, {
-        inputPath: paths.inputPath,
         input,
         scratchPath: join(paths.workDir, 'analysis'),
         threads: deps.threads,
@@ -99,8 +105,9 @@ async function summarise(
         paletteSamples: spec.format === 'gif',
       }),
   );
+  checkDecodedLength(input.info, timeline.decodedSeconds);
   const segments = selectSegments(timeline, {
-    targetSeconds: summaryTargetSeconds(input.durationSeconds),
+    targetSeconds: summaryTargetSeconds(input.info.durationSeconds),
   });
   const samplesPath = join(paths.workDir, 'palette-samples.rgb');
   const samples = timeline.paletteSamples;
@@ -110,14 +117,15 @@ async function summarise(
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
   const plan = buildSummaryArgs({
     spec,
-    inputPath: paths.inputPath,
+    inputPath: input.path,
     outputPath: paths.outputPath,
     palettePath: join(paths.workDir, 'palette.png'),
     partsDir: paths.workDir,
     clips,
     size,
-    hasAudio: Boolean(input.audio),
-    describedByHeader: input.formatName.split(',').includes('mp4'),
+    picture: input,
+    ...(input.info.audio ? { audio: input.info.audio } : {}),
+    describedByHeader: input.info.formatName.split(',').includes('mp4'),
     ...(samples
       ? {
           paletteSamples: { path: samplesPath, width: samples.width, height: samples.height },
@@ -150,12 +158,15 @@ async function summarise(
     ...size,
     durationSeconds: total,
     toleranceSeconds: Math.max(0.5, total * 0.1),
-    ...(spec.format === 'mp4' && (spec.removeAudio || !input.audio) ? { audio: false } : {}),
+    ...(spec.format === 'mp4' && (spec.removeAudio || !input.info.audio) ? { audio: false } : {}),
   });
-  return { out, segments };
+  return { out, segments, input: describeInput(input, timeline.decodedSeconds) };
 }
 
-/** `width` as given, else the input's (spec/api.md §4), made even; the aspect ratio kept. */
-function summarySize(spec: SummarySpec, input: NonNullable<MediaInfo['video']>): OutputSize {
+/**
+ * `width` as given, else the input's displayed width (spec/api.md §4), made even; the displayed
+ * aspect ratio kept.
+ */
+function summarySize(spec: SummarySpec, input: OutputSize): OutputSize {
   return outputSize({ width: spec.width ?? input.width }, input);
 }

@@ -1,6 +1,9 @@
 import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
+import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
+import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
+import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 
 export { outputSize, type OutputSize } from '../core/media/output-size.ts';
@@ -69,34 +72,38 @@ function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
 /** ffmpeg arguments (after the global ones) for one transcode; a pure function of its inputs. */
 export function buildTranscodeArgs(options: {
   spec: TranscodeSpec;
-  inputPath: string;
+  input: JobInput;
   outputPath: string;
   size: OutputSize;
-  hasAudio: boolean;
   threads: number;
   watermark?: PreparedWatermark;
 }): string[] {
-  const { spec, size } = options;
+  const { spec, size, input } = options;
   const kbps = Number(spec.bitrateKbps);
-  const scale = `scale=${size.width}:${size.height}:flags=bicubic,setsar=1`;
+  const picture = `[0:${input.video.index}]${pictureFilters(input, size, 'bicubic')}`;
   const graph = options.watermark
-    ? `[0:v]${scale}[in];${options.watermark.filter(1)};[out]format=yuv420p[v]`
-    : `[0:v]${scale},format=yuv420p[v]`;
-  const audio = !options.hasAudio
-    ? ['-an']
-    : spec.container === 'webm'
-      ? ['-c:a', 'libopus', '-b:a', '96k']
-      : ['-c:a', 'aac', '-b:a', '128k'];
+    ? `${picture}[in];${options.watermark.filter(1)};[out]format=yuv420p[v]`
+    : `${picture},format=yuv420p[v]`;
+  const audio = input.info.audio;
+  const encoder = spec.container === 'webm' ? 'opus' : 'aac';
   return [
-    ...inputArgs(options.inputPath),
+    ...inputArgs(input.path),
     ...(options.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
     '-filter_complex',
     graph,
     '-map',
     '[v]',
-    ...(options.hasAudio ? ['-map', '0:a:0'] : []),
+    ...(audio
+      ? [
+          '-map',
+          `0:${audio.index}`,
+          '-af',
+          audioFormatFilter(audio, encoder),
+          ...audioEncoderArgs(audio, encoder),
+        ]
+      : ['-an']),
     ...videoCodecArgs(spec, kbps),
-    ...audio,
+    ...BT709_OUTPUT_ARGS,
     '-threads',
     String(options.threads),
     '-map_metadata',

@@ -2,9 +2,10 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
-import type { MediaInfo, Prober } from '../core/media/probe-media.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { JobHandler } from '../core/jobs/run-job-worker.ts';
+import { describeInput, describeOutput } from '../core/media/describe-media.ts';
+import type { Prober } from '../core/media/probe-media.ts';
+import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
 import {
   deliverOutput,
   fetchInput,
@@ -13,7 +14,7 @@ import {
   withCpuSlot,
   type MediaJobDeps,
 } from '../core/jobs/media-job.ts';
-import { checkInputPixels, checkOutputPixels } from '../core/media/pixel-budget.ts';
+import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { runEncode } from '../core/media/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
@@ -30,8 +31,8 @@ const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp8: 'vp8', vp9: 'vp9' } as co
 const CONTENT_TYPE = { mp4: 'video/mp4', webm: 'video/webm' } as const;
 
 /**
- * fetch input (transfer slot) → probe, ffmpeg, verify (CPU slot) → upload (transfer slot).
- * Same job id → same output.
+ * fetch input (transfer slot) → read the input, ffmpeg, verify (CPU slot) → upload (transfer
+ * slot). Same job id → same output.
  */
 export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
   return async (job, ctx) => {
@@ -42,24 +43,27 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       const outputPath = join(workDir, `output.${spec.container}`);
       await fetchInput(deps, job, ctx, inputPath);
       const result = await withCpuSlot(deps, ctx, async () => {
-        const input = await deps.probe(inputPath);
-        if (!input.video)
-          throw new MediaError('input_unsupported', 'the input has no video stream');
-        checkInputPixels(input.video, deps.maxPixels);
-        const size = outputSize(spec, input.video);
+        const input = await readInput(deps, ctx.signal, { inputPath, workDir });
+        const size = outputSize(spec, input.video.display);
         checkOutputPixels(size, deps.maxPixels);
         const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
-        await encode(deps, ctx, {
+        const args = buildTranscodeArgs({
           spec,
-          inputPath,
+          input,
           outputPath: encodedPath,
           size,
-          input,
-          watermark,
+          threads: deps.threads,
+          ...(watermark ? { watermark } : {}),
         });
+        const decoded = await runEncode(deps, ctx, args, {
+          from: 5,
+          to: 95,
+          expectedSeconds: input.info.durationSeconds,
+        });
+        checkDecodedLength(input.info, decoded);
         if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
-        return verify(deps.probe, outputPath, spec, size, input, job.output.url);
+        return verify(deps.probe, outputPath, { spec, size, input, decoded }, job.output.url);
       });
       await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
       return result;
@@ -67,54 +71,36 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
   };
 }
 
-async function encode(
-  deps: TranscoderDeps,
-  ctx: JobContext,
-  o: {
-    spec: TranscodeSpec;
-    inputPath: string;
-    outputPath: string;
-    size: OutputSize;
-    input: MediaInfo;
-    watermark: PreparedWatermark | undefined;
-  },
-): Promise<void> {
-  const args = buildTranscodeArgs({
-    spec: o.spec,
-    inputPath: o.inputPath,
-    outputPath: o.outputPath,
-    size: o.size,
-    hasAudio: Boolean(o.input.audio),
-    threads: deps.threads,
-    ...(o.watermark ? { watermark: o.watermark } : {}),
-  });
-  await runEncode(deps, ctx, args, { from: 5, to: 95, expectedSeconds: o.input.durationSeconds });
-}
-
+/**
+ * The output against what was asked, its length against what ffmpeg decoded from the input (a
+ * header's length can be wrong: timestamps that restart, no length at all).
+ */
 async function verify(
   probe: Prober,
   path: string,
-  spec: TranscodeSpec,
-  size: OutputSize,
-  input: MediaInfo,
+  o: { spec: TranscodeSpec; size: OutputSize; input: JobInput; decoded: number },
   outputUrl: string,
 ): Promise<JobResult> {
+  const expectedSeconds = o.decoded || o.input.info.durationSeconds;
   const out = await verifyOutput(probe, path, {
-    format: spec.container,
-    videoCodec: VIDEO_CODEC[spec.encoder],
-    ...size,
-    durationSeconds: input.durationSeconds,
-    toleranceSeconds: Math.max(0.5, input.durationSeconds * 0.05),
+    format: o.spec.container,
+    videoCodec: VIDEO_CODEC[o.spec.encoder],
+    ...o.size,
+    durationSeconds: expectedSeconds,
+    toleranceSeconds: Math.max(0.5, expectedSeconds * 0.05),
+    ...(o.input.info.audio ? {} : { audio: false }),
   });
   const { size: sizeBytes } = await stat(path);
   return {
     outputUrl,
-    format: spec.container,
-    videoCodec: VIDEO_CODEC[spec.encoder],
-    width: size.width,
-    height: size.height,
+    format: o.spec.container,
+    videoCodec: VIDEO_CODEC[o.spec.encoder],
+    width: o.size.width,
+    height: o.size.height,
     durationSeconds: Math.round(out.durationSeconds * 1000) / 1000,
     sizeBytes,
     ...(out.bitRate ? { bitrateKbps: Math.round(out.bitRate / 100) / 10 } : {}),
+    input: describeInput(o.input, o.decoded),
+    output: describeOutput(out),
   };
 }

@@ -5,22 +5,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MediaError } from '../../services/core/errors.ts';
-import { createProber, type MediaInfo } from '../../services/core/media/probe-media.ts';
+import type { JobInput } from '../../services/core/media/read-input.ts';
 import { createFfmpegRunner, type FfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { analyseVideo, analysisArgs } from '../../services/summarizer/analyse-video.ts';
 import { analysisParts } from '../../services/summarizer/analysis-parts.ts';
 import { collectPaletteSamples } from '../../services/summarizer/palette-samples.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
+import { readTestInput } from '../support/job-input.ts';
 
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
 const runFfmpeg = createFfmpegRunner(process.env['TEST_FFMPEG'] ?? 'ffmpeg', bounds);
-const probe = createProber(process.env['TEST_FFPROBE'] ?? 'ffprobe', bounds);
 
 describe('video analysis', function () {
   this.timeout(180_000);
   let dir: string;
   let path: string;
-  let input: MediaInfo;
+  let input: JobInput;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'analyse-video-'));
@@ -32,7 +32,7 @@ describe('video analysis', function () {
       audio: true,
       preset: 'veryfast',
     });
-    input = await probe(path);
+    input = await readTestInput(path);
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
@@ -46,6 +46,7 @@ describe('video analysis', function () {
     const args = analysisArgs({
       inputPath: '/w/input',
       codec: 'h264',
+      videoIndex: 0,
       part: { startSeconds: 86.5 },
       keyframesPath: '/w/keys',
       threads: 1,
@@ -59,7 +60,6 @@ describe('video analysis', function () {
 
   it('stretches analysed side by side give the cuts and activity of one pass', async () => {
     const options = {
-      inputPath: path,
       input,
       signal: new AbortController().signal,
       paletteSamples: true,
@@ -79,7 +79,7 @@ describe('video analysis', function () {
     expect(worst).to.be.below(0.05);
     // The palette samples of the whole input, from one pass and from two stretches: the same
     // frames on the same grid (one sample off would differ by a scene at every cut).
-    const whole = [{ startSeconds: 0, endSeconds: input.durationSeconds }];
+    const whole = [{ startSeconds: 0, endSeconds: input.info.durationSeconds }];
     const [a, b] = [one, two].map((x) => x.paletteSamples);
     if (!a || !b) throw new Error('no palette samples');
     expect([a.width, a.height, b.paths.length]).to.deep.equal([160, 90, 2]);
@@ -123,8 +123,7 @@ describe('video analysis', function () {
     const timeline = await analyseVideo(
       { runFfmpeg, stallTimeoutMs: 30_000 },
       {
-        inputPath: flat,
-        input: await probe(flat),
+        input: await readTestInput(flat),
         scratchPath: join(dir, 'flat'),
         threads: 1,
         signal: new AbortController().signal,
@@ -148,7 +147,6 @@ describe('video analysis', function () {
     const error = await analyseVideo(
       { runFfmpeg: failing, stallTimeoutMs: 30_000 },
       {
-        inputPath: path,
         input,
         scratchPath: join(dir, 'a3'),
         threads: 2,

@@ -3,6 +3,7 @@ import {
   buildSummaryArgs,
   type SummaryRender,
 } from '../../services/summarizer/build-summary-args.ts';
+import { audioInfo, videoInfo } from '../support/job-input.ts';
 
 const render = (o: Partial<SummaryRender> = {}): SummaryRender => ({
   spec: { format: 'gif' },
@@ -15,7 +16,8 @@ const render = (o: Partial<SummaryRender> = {}): SummaryRender => ({
     { startSeconds: 10, durationSeconds: 2 },
   ],
   size: { width: 320, height: 180 },
-  hasAudio: true,
+  picture: { video: videoInfo({ width: 640, height: 360 }) },
+  audio: audioInfo(),
   describedByHeader: true,
   threads: 2,
   ...o,

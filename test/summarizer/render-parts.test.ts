@@ -12,6 +12,7 @@ import {
 } from '../../services/summarizer/build-summary-args.ts';
 import { gifLayout, joinGifs } from '../../services/summarizer/join-gifs.ts';
 import { detect, ffprobe } from '../support/generate-clip.ts';
+import { audioInfo, videoInfo } from '../support/job-input.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
 
 const run = promisify(execFile);
@@ -94,7 +95,8 @@ describe('summary render in parts side by side', function () {
     palettePath: join(dir, 'palette.png'),
     clips,
     size: { width: 320, height: 180 },
-    hasAudio: true,
+    picture: { video: videoInfo({ width: 320, height: 180 }) },
+    audio: audioInfo(),
     describedByHeader: true,
     threads: 2,
     ...o,

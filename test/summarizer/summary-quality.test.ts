@@ -2,7 +2,6 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createProber } from '../../services/core/media/probe-media.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { analyseVideo } from '../../services/summarizer/analyse-video.ts';
 import {
@@ -17,11 +16,11 @@ import {
   type KnownStructure,
   type SceneSpec,
 } from '../support/generate-scenes.ts';
+import { readTestInput } from '../support/job-input.ts';
 import { evenlySpaced, measureQuality, type Quality } from '../support/summary-quality.ts';
 
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
 const runFfmpeg = createFfmpegRunner(process.env['TEST_FFMPEG'] ?? 'ffmpeg', bounds);
-const probe = createProber(process.env['TEST_FFPROBE'] ?? 'ffprobe', bounds);
 
 // Videos of known structure (scenes from different lavfi sources and colourings, still scenes
 // with a burst of motion), encoded with B-frames as most inputs are. Ours and evenly spaced clips
@@ -53,11 +52,10 @@ describe('summary quality on videos of known structure', function () {
       audio: true,
       preset: 'veryfast',
     });
-    const input = await probe(path);
+    const input = await readTestInput(path);
     const timeline = await analyseVideo(
       { runFfmpeg, stallTimeoutMs: 30_000 },
       {
-        inputPath: path,
         input,
         scratchPath: join(dir, `${name}.pcm`),
         threads: 1,
@@ -68,7 +66,7 @@ describe('summary quality on videos of known structure', function () {
       known,
       cutSeconds: timeline.cuts.map((c) => c * timeline.sampleSeconds),
       segments: selectSegments(timeline, {
-        targetSeconds: summaryTargetSeconds(input.durationSeconds),
+        targetSeconds: summaryTargetSeconds(input.info.durationSeconds),
       }),
     };
   }

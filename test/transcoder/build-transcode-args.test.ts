@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { buildTranscodeArgs, outputSize } from '../../services/transcoder/build-transcode-args.ts';
+import { jobInputOf, mediaInfo } from '../support/job-input.ts';
 
 describe('transcode arguments', () => {
   const input = { width: 1920, height: 1080 };
@@ -18,10 +19,9 @@ describe('transcode arguments', () => {
 
   it('h265 in mp4 gets the hvc1 tag; webm gets opus; bitrate is passed in kbps', () => {
     const base = {
-      inputPath: '/tmp/in',
+      input: jobInputOf('/tmp/in', mediaInfo({ width: 640, height: 360 })),
       outputPath: '/tmp/out',
       size: { width: 640, height: 360 },
-      hasAudio: true,
       threads: 2,
     };
     const h265 = buildTranscodeArgs({
@@ -43,7 +43,7 @@ describe('transcode arguments', () => {
       .and.contain('-f webm');
     const silent = buildTranscodeArgs({
       ...base,
-      hasAudio: false,
+      input: jobInputOf('/tmp/in', mediaInfo({ width: 640, height: 360 }, { audio: false })),
       spec: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
     });
     expect(silent).to.include('-an');

@@ -39,6 +39,52 @@ export interface GcpCredentials {
   [k: string]: string | "service_account";
 }
 // from schemas/common/locations.v1.schema.json
+// from schemas/common/media-description.v1.schema.json
+/**
+ * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
+ */
+export interface MediaDescription {
+  /**
+   * Displayed width in pixels.
+   */
+  width: number;
+  /**
+   * Displayed height in pixels.
+   */
+  height: number;
+  /**
+   * Clockwise degrees the file asks players to turn its stored picture (outputs are always 0: the rotation is applied to their pixels).
+   */
+  rotation: 0 | 90 | 180 | 270;
+  /**
+   * Length: for an input, what was decoded (or its header's, when the job ended before a full decode).
+   */
+  durationSeconds: number;
+  /**
+   * Average frames per second (0 when unknown).
+   */
+  frameRate: number;
+  /**
+   * Frames come at irregular times (phones, screen recordings).
+   */
+  variableFrameRate?: boolean;
+  /**
+   * The picture is interlaced (an input is then deinterlaced; outputs never are).
+   */
+  interlaced: boolean;
+  /**
+   * sdr, or an HDR transfer (pq: HDR10; hlg) that was tone-mapped to SDR BT.709.
+   */
+  dynamicRange: "sdr" | "pq" | "hlg";
+  /**
+   * Channels of the audio the output carries (of an input: of its first audio stream); 0 without audio.
+   */
+  audioChannels: number;
+  /**
+   * Hz, where there is audio.
+   */
+  audioSampleRate?: number;
+}
 // from schemas/common/org-id.v1.schema.json
 /**
  * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
@@ -319,7 +365,12 @@ export interface JobResult {
      */
     sceneIndex?: number;
   }[];
+  input?: MediaDescription;
+  output?: MediaDescription;
 }
+/**
+ * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
+ */
 // from schemas/http/callback-redelivery.v1.schema.json
 /**
  * Body of the 202 answer to POST /jobs/:id/callbacks/redeliver.

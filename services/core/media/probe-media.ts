@@ -1,100 +1,121 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { MediaError } from '../errors.ts';
 import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
+import { readMediaInfo, type MediaInfo, type PacketSpan, type ProbeJson } from './media-info.ts';
 import { INPUT_FORMATS, PROTOCOLS } from './run-ffmpeg.ts';
 
-export interface MediaInfo {
-  /** ffprobe's format_name, e.g. "mov,mp4,m4a,3gp,3g2,mj2" or "matroska,webm". */
-  formatName: string;
-  durationSeconds: number;
-  sizeBytes: number;
-  video?: {
-    codec: string;
-    codecTag: string;
-    width: number;
-    height: number;
-    frames?: number;
-    pixFmt?: string;
-  };
-  audio?: { codec: string };
-  /** Bits per second of the whole file. */
-  bitRate?: number;
-}
+export type { MediaInfo } from './media-info.ts';
 
 export type Prober = (path: string, options?: { countPackets?: boolean }) => Promise<MediaInfo>;
 
-interface ProbeJson {
-  format?: { format_name?: string; duration?: string; size?: string; bit_rate?: string };
-  streams?: {
-    codec_type?: string;
-    codec_name?: string;
-    codec_tag_string?: string;
-    width?: number;
-    height?: number;
-    nb_frames?: string;
-    nb_read_packets?: string;
-    pix_fmt?: string;
-  }[];
+/** Longest a probe may run, ms (a packet scan reads the whole file, without decoding it). */
+const PROBE_TIMEOUT_MS = 120_000;
+
+/**
+ * ffprobe with the same demuxer and protocol allow-lists and the same bounds as ffmpeg, read
+ * into the media model. A file that declares no length anywhere (a browser's MediaRecorder
+ * WebM) gets a second ffprobe that reads its video packets (no decoding) to measure it.
+ */
+export function createProber(ffprobePath: string, bounds: CommandBounds): Prober {
+  return async (path, options = {}) => {
+    const args = [
+      ...['-print_format', 'json', '-show_format', '-show_streams'],
+      ...(options.countPackets ? ['-count_packets'] : []),
+    ];
+    const stdout = await ffprobe(ffprobePath, bounds, [...args, path]);
+    let json: ProbeJson;
+    try {
+      json = JSON.parse(stdout) as ProbeJson;
+    } catch (cause) {
+      throw new MediaError('input_unsupported', 'the input is not a readable video', { cause });
+    }
+    const info = readMediaInfo(json);
+    if (info.durationSource !== 'none' || !info.video) return info;
+    return readMediaInfo(json, await scanPackets(ffprobePath, bounds, path, info.video.index));
+  };
 }
 
-/** ffprobe with the same demuxer and protocol allow-lists and the same bounds as ffmpeg. */
-export function createProber(ffprobePath: string, bounds: CommandBounds): Prober {
-  return (path, options = {}) =>
-    new Promise((resolve, reject) => {
-      const args = [
-        '-v',
-        'error',
-        '-format_whitelist',
-        INPUT_FORMATS,
-        '-protocol_whitelist',
-        PROTOCOLS,
-        '-print_format',
-        'json',
-        '-show_format',
-        '-show_streams',
-      ];
-      if (options.countPackets) args.push('-count_packets');
-      const [command, commandArgs] = boundedCommand(ffprobePath, [...args, path], bounds);
-      execFile(
-        command,
-        commandArgs,
-        { maxBuffer: 4 * 1024 * 1024, timeout: 60_000 },
-        (error, stdout, stderr) => {
-          // ffprobe's stderr names the local path; it goes to the log through the cause only.
-          if (error) return reject(probeFailure(error, stderr, bounds));
-          let json: ProbeJson;
-          try {
-            json = JSON.parse(stdout) as ProbeJson;
-          } catch (cause) {
-            return reject(
-              new MediaError('input_unsupported', 'the input is not a readable video', { cause }),
-            );
-          }
-          const video = json.streams?.find((s) => s.codec_type === 'video');
-          const audio = json.streams?.find((s) => s.codec_type === 'audio');
-          const frames = Number(video?.nb_read_packets ?? video?.nb_frames ?? NaN);
-          resolve({
-            formatName: json.format?.format_name ?? '',
-            durationSeconds: Number(json.format?.duration ?? 0) || 0,
-            sizeBytes: Number(json.format?.size ?? 0) || 0,
-            ...(json.format?.bit_rate ? { bitRate: Number(json.format.bit_rate) } : {}),
-            ...(video
-              ? {
-                  video: {
-                    codec: video.codec_name ?? '',
-                    codecTag: video.codec_tag_string ?? '',
-                    width: video.width ?? 0,
-                    height: video.height ?? 0,
-                    ...(Number.isFinite(frames) ? { frames } : {}),
-                    ...(video.pix_fmt ? { pixFmt: video.pix_fmt } : {}),
-                  },
-                }
-              : {}),
-            ...(audio ? { audio: { codec: audio.codec_name ?? '' } } : {}),
-          });
-        },
-      );
-    });
+function ffprobe(ffprobePath: string, bounds: CommandBounds, args: string[]): Promise<string> {
+  const [command, commandArgs] = boundedCommand(ffprobePath, [...commonArgs(), ...args], bounds);
+  return new Promise((resolve, reject) => {
+    execFile(
+      command,
+      commandArgs,
+      { maxBuffer: 4 * 1024 * 1024, timeout: PROBE_TIMEOUT_MS },
+      (error, stdout, stderr) => {
+        // ffprobe's stderr names the local path; it goes to the log through the cause only.
+        if (error) reject(probeFailure(error, stderr, bounds));
+        else resolve(stdout);
+      },
+    );
+  });
+}
+
+const commonArgs = (): string[] => [
+  '-v',
+  'error',
+  '-format_whitelist',
+  INPUT_FORMATS,
+  '-protocol_whitelist',
+  PROTOCOLS,
+];
+
+/** Longest gap between two packets taken as the stream's own time; longer ones are restarts or jumps. */
+const MAX_PACKET_GAP_SECONDS = 1;
+
+/**
+ * The length of a stream from its packets' decode times, read line by line (memory stays flat
+ * whatever the file's length): the sum of the steps between packets, where a step backwards or
+ * a jump (timestamps that restart or skip) counts as one ordinary frame.
+ */
+async function scanPackets(
+  ffprobePath: string,
+  bounds: CommandBounds,
+  path: string,
+  streamIndex: number,
+): Promise<PacketSpan> {
+  const args = [
+    ...commonArgs(),
+    '-select_streams',
+    String(streamIndex),
+    '-show_entries',
+    'packet=dts_time,pts_time,duration_time',
+    '-print_format',
+    'csv=p=0',
+    path,
+  ];
+  const [command, commandArgs] = boundedCommand(ffprobePath, args, bounds);
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'ignore'] });
+  const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  let total = 0;
+  let previous: number | undefined;
+  let step = 0;
+  try {
+    for await (const line of createInterface({ input: child.stdout })) {
+      // ffprobe prints a packet's fields in its own order: pts, dts, duration.
+      const [pts, dts, duration] = line.split(',').map((v) => Number.parseFloat(v));
+      const time = Number.isFinite(dts) ? dts : pts;
+      if (time === undefined || !Number.isFinite(time)) continue;
+      if (duration !== undefined && duration > 0 && duration <= MAX_PACKET_GAP_SECONDS)
+        step = duration;
+      if (previous !== undefined) {
+        const delta = time - previous;
+        if (delta > 0 && delta <= MAX_PACKET_GAP_SECONDS) {
+          total += delta;
+          step = step || delta;
+        } else total += step;
+      }
+      previous = time;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  const code = await exited;
+  if (code !== 0 && total === 0)
+    throw new MediaError('input_unsupported', 'the input is not a readable video');
+  return { durationSeconds: Math.round((total + step) * 1000) / 1000 };
 }
 
 function probeFailure(error: Error, stderr: string, bounds: CommandBounds): MediaError {

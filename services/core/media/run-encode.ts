@@ -16,32 +16,34 @@ export interface ProgressSpan {
 
 /**
  * Runs one ffmpeg of a job: its cancel signal, the stall limit, and progress mapped onto the
- * job's percent (each tick also keeps the job's lease alive).
+ * job's percent (each tick also keeps the job's lease alive). Resolves with the seconds of
+ * output ffmpeg last reported writing: what it decoded from the input, whatever the input's
+ * header said (0 when it reported nothing).
  */
 export function runEncode(
   deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number; metrics?: Metrics },
   ctx: JobContext,
   args: readonly string[],
   span: ProgressSpan,
-): Promise<void> {
+): Promise<number> {
   return runEncodes(deps, ctx, [args], span);
 }
 
 /**
  * Runs ffmpegs of one step of a job side by side (parts of one output, each writing its share
  * of `span.expectedSeconds`): the first failure stops the others; progress is what they wrote
- * together.
+ * together, and so is the result.
  */
-export function runEncodes(
+export async function runEncodes(
   deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number; metrics?: Metrics },
   ctx: JobContext,
   runs: readonly (readonly string[])[],
   span: ProgressSpan,
-): Promise<void> {
+): Promise<number> {
   const expected = span.expectedSeconds > 0 ? span.expectedSeconds : 1;
   const written = runs.map(() => 0);
   const total = (): number => written.reduce((a, b) => a + b, 0);
-  return ffmpegPass(
+  await ffmpegPass(
     deps,
     ctx,
     'encode',
@@ -66,4 +68,5 @@ export function runEncodes(
         ),
       ),
   );
+  return total();
 }

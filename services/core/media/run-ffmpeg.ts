@@ -150,7 +150,20 @@ function ffmpegFailure(code: number | null, stderr: string, bounds: CommandBound
       `the job needed more memory than the limit of ${bounds.memoryLimitBytes} bytes`,
       { cause },
     );
+  if (looksDamaged(stderr))
+    return new MediaError(
+      'input_corrupt',
+      'the input could not be decoded: the file is truncated or damaged',
+      { cause },
+    );
   return new MediaError('transcode_failed', 'ffmpeg could not process this input', { cause });
+}
+
+/** What ffmpeg's demuxers and decoders say of a file that is cut off or broken. */
+function looksDamaged(stderr: string): boolean {
+  return /partial file|moov atom not found|File ended prematurely|Invalid data found when processing input|Error while decoding stream|corrupt (input|frame|packet)/i.test(
+    stderr,
+  );
 }
 
 /** `-i path` with the demuxer and protocol allow-lists, for every input of every command. */

@@ -35,8 +35,10 @@ export async function verifyOutput(
     problems.push(`container ${out.formatName}`);
   if (out.video?.codec !== expected.videoCodec)
     problems.push(`codec ${out.video?.codec ?? 'none'}`);
-  if (out.video?.width !== expected.width || out.video.height !== expected.height)
-    problems.push(`size ${out.video?.width}x${out.video?.height}`);
+  const shown = out.video?.display;
+  if (shown?.width !== expected.width || shown.height !== expected.height)
+    problems.push(`size ${shown?.width}x${shown?.height}`);
+  if (out.video && out.video.rotation !== 0) problems.push(`a rotation of ${out.video.rotation}°`);
   if (Math.abs(out.durationSeconds - expected.durationSeconds) > expected.toleranceSeconds)
     problems.push(`duration ${out.durationSeconds}s`);
   if (expected.audio === false && out.audio) problems.push('an audio stream');

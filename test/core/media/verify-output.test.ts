@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { MediaError } from '../../../services/core/errors.ts';
 import type { MediaInfo } from '../../../services/core/media/probe-media.ts';
 import { verifyOutput, type ExpectedOutput } from '../../../services/core/media/verify-output.ts';
+import { audioInfo, mediaInfo, videoInfo } from '../../support/job-input.ts';
 
 const expected: ExpectedOutput = {
   format: 'mp4',
@@ -12,12 +13,10 @@ const expected: ExpectedOutput = {
   toleranceSeconds: 0.5,
   audio: false,
 };
-const good: MediaInfo = {
-  formatName: 'mov,mp4,m4a,3gp,3g2,mj2',
-  durationSeconds: 10.2,
-  sizeBytes: 1000,
-  video: { codec: 'h264', codecTag: 'avc1', width: 320, height: 180 },
-};
+const good: MediaInfo = mediaInfo(
+  { width: 320, height: 180 },
+  { audio: false, durationSeconds: 10.2 },
+);
 
 async function failure(info: MediaInfo | Error): Promise<MediaError> {
   const probe = (): Promise<MediaInfo> =>
@@ -48,8 +47,8 @@ describe('output verification (shared by every worker)', () => {
       ...good,
       formatName: 'matroska,webm',
       durationSeconds: 12,
-      video: { codec: 'vp9', codecTag: '', width: 322, height: 180 },
-      audio: { codec: 'aac' },
+      video: videoInfo({ width: 322, height: 180 }, { codec: 'vp9', codecTag: '' }),
+      audio: audioInfo(),
     });
     expect(error.code).to.equal('output_invalid');
     expect(error.message)
