@@ -160,7 +160,7 @@ async function summarise(
     toleranceSeconds: Math.max(0.5, total * 0.1),
     ...(spec.format === 'mp4' && (spec.removeAudio || !input.info.audio) ? { audio: false } : {}),
   });
-  return { out, segments, input: describeInput(input, timeline.decodedSeconds) };
+  return { out, segments, input: describeInput(input) };
 }
 
 /**

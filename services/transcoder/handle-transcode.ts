@@ -100,7 +100,7 @@ async function verify(
     durationSeconds: Math.round(out.durationSeconds * 1000) / 1000,
     sizeBytes,
     ...(out.bitRate ? { bitrateKbps: Math.round(out.bitRate / 100) / 10 } : {}),
-    input: describeInput(o.input, o.decoded),
+    input: describeInput(o.input),
     output: describeOutput(out),
   };
 }

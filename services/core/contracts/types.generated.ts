@@ -57,7 +57,7 @@ export interface MediaDescription {
    */
   rotation: 0 | 90 | 180 | 270;
   /**
-   * Length: for an input, what was decoded (or its header's, when the job ended before a full decode).
+   * Length in seconds: of an input, the best the service could read (its header, else its streams, else its packets; of a saved stream or a browser recording, after its remux).
    */
   durationSeconds: number;
   /**

@@ -3,13 +3,13 @@ import type { AudioInfo, MediaInfo, VideoInfo } from './media-info.ts';
 import type { JobInput } from './read-input.ts';
 
 /**
- * What the service saw in a job's input: the displayed picture, its length (what was decoded,
- * when the job measured it), rates, HDR, interlacing and audio channels.
+ * What the service saw in a job's input: the displayed picture, its length (of the remux, when
+ * its timeline needed one), rates, HDR, interlacing and audio channels.
  */
-export function describeInput(input: JobInput, decodedSeconds = 0): MediaDescription {
+export function describeInput(input: JobInput): MediaDescription {
   return {
     ...picture(input.video),
-    durationSeconds: round3(decodedSeconds || input.info.durationSeconds),
+    durationSeconds: round3(input.info.durationSeconds),
     interlaced: input.deinterlace !== undefined,
     ...audio(input.info.audio),
   };
