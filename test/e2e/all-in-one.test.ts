@@ -1,7 +1,9 @@
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { loadConfig } from '../../services/core/config.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
@@ -9,6 +11,7 @@ import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
 
 const API_KEY = 'e2e-test-key-0123456789';
+const run = promisify(execFile);
 
 async function post(
   base: string,
@@ -98,6 +101,41 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect(status['status']).to.equal('succeeded');
     expect(status['type']).to.equal('transcode');
     expect((status['result'] as Record<string, unknown>)['width']).to.equal(320);
+  });
+
+  it('a portrait phone video comes out upright, and the callback and status say what the service saw', async () => {
+    // A phone stores a landscape frame and asks players to turn it (ffmpeg 5.1 writes the tag
+    // as a display matrix on a stream copy).
+    await generateClip(join(files.dir, 'landscape.mp4'), {
+      seconds: 2,
+      width: 640,
+      height: 360,
+      audio: true,
+    });
+    await run('ffmpeg', [
+      ...['-v', 'error', '-i', join(files.dir, 'landscape.mp4'), '-c', 'copy'],
+      ...['-metadata:s:v', 'rotate=90', '-y', join(files.dir, 'phone.mp4')],
+    ]);
+    const ack = await post(app.ingress.url, '/transcode', {
+      apiKey: API_KEY,
+      inputUrl: `${files.url}/files/phone.mp4`,
+      outputUrl: `${files.url}/files/phone-out.mp4`,
+      encoder: 'h264',
+      container: 'mp4',
+      bitrateKbps: '1000',
+      successUrl: `${files.url}/callbacks/phone`,
+    });
+    const id = String(ack.body['id']);
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
+    const result = callback.body['result'] as Record<string, Record<string, unknown>>;
+    expect(result['input']).to.include({ width: 360, height: 640, interlaced: false });
+    expect(result['input']?.['rotation']).to.be.oneOf([90, 270]);
+    expect(result['output']).to.include({ width: 360, height: 640, rotation: 0, audioChannels: 1 });
+    const probed = await ffprobe(join(files.dir, 'phone-out.mp4'));
+    const video = probed.streams.find((s) => s.codec_type === 'video');
+    expect([video?.width, video?.height]).to.deep.equal([360, 640]);
+    const status = await jobStatus(app.ingress.url, id);
+    expect((status['result'] as Record<string, unknown>)['input']).to.deep.equal(result['input']);
   });
 
   it('fails a job whose input is 404 with a failure callback and status failed', async () => {
