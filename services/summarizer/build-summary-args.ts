@@ -310,9 +310,10 @@ function shownVideo(o: SummaryRender, w: { audio: boolean }): string {
     .join('');
   const audio = w.audio && o.audio ? o.audio : undefined;
   const parts = o.clips.map((_, i) => `[c${i}]${audio ? `[${i}:${audio.index}]` : ''}`).join('');
+  const joined = o.watermark ? '[in]' : '[out]';
   const joinedAudio = audio ? `[ca];[ca]${audioFormatFilter(audio, 'aac')}[a]` : '';
-  const watermark = o.watermark ? `[in];${o.watermark.filter(n)};` : '[out];';
-  return `${starts}${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}[cv]${joinedAudio};[cv]null${watermark}`;
+  const watermark = o.watermark ? `${o.watermark.filter(n)};` : '';
+  return `${starts}${parts}concat=n=${n}:v=1:a=${audio ? 1 : 0}${joined}${joinedAudio};${watermark}`;
 }
 
 const round = (n: number): number => Math.round(n * 1000) / 1000;
