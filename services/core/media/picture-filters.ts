@@ -44,6 +44,9 @@ export function pictureFilters(
     ...(rate ? [rate] : []),
     ...(plan.video.dynamicRange === 'sdr' ? [] : [toneMapFilter(plan.video)]),
     scaleFilter(plan, size, flags),
+    // swscale (5.1) converts but does not retag: later conversions (a GIF's to RGB) would read
+    // the input's matrix.
+    'setparams=range=tv:color_primaries=bt709:color_trc=bt709:colorspace=bt709',
     'setsar=1',
   ].join(',');
 }

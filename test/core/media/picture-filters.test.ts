@@ -12,7 +12,8 @@ describe('picture filters (what every output shows)', () => {
       'bicubic',
     );
     expect(chain).to.equal(
-      'scale=640:360:flags=bicubic:in_color_matrix=bt709:out_color_matrix=bt709:in_range=tv:out_range=tv,setsar=1',
+      'scale=640:360:flags=bicubic:in_color_matrix=bt709:out_color_matrix=bt709:in_range=tv:out_range=tv,' +
+        'setparams=range=tv:color_primaries=bt709:color_trc=bt709:colorspace=bt709,setsar=1',
     );
   });
 
