@@ -24,7 +24,7 @@ export interface ReadInputDeps {
 /**
  * Reads the downloaded input once into the model every step works from: probed, refused when it
  * has no video or is over the pixel budget, remuxed when its timeline cannot be trusted (see
- * needsRemux), and checked for interlacing.
+ * timelineNeedsRemux), and checked for interlacing.
  */
 export async function readInput(
   deps: ReadInputDeps,
@@ -35,7 +35,7 @@ export async function readInput(
   let info = withVideo(await deps.probe(path));
   checkInputPixels(info.video, deps.maxPixels);
   checkInputPixels(info.video.display, deps.maxPixels);
-  if (needsRemux(info)) {
+  if (timelineNeedsRemux(info)) {
     path = join(o.workDir, 'input.mkv');
     await deps.runFfmpeg(remuxArgs(o.inputPath, info, path), {
       signal,
@@ -65,7 +65,7 @@ function withVideo(info: MediaInfo): MediaInfo & { video: VideoInfo } {
  * file gets one continuous timeline from zero, a true length and an index: the seeks and
  * lengths of every later step are then right.
  */
-export function needsRemux(info: MediaInfo): boolean {
+export function timelineNeedsRemux(info: MediaInfo): boolean {
   const formats = info.formatName.split(',');
   return (
     formats.includes('mpegts') || formats.includes('mpeg') || info.durationSource !== 'container'

@@ -1,18 +1,18 @@
 import { expect } from 'chai';
 import { MediaError } from '../../../services/core/errors.ts';
-import { checkDecodedLength, needsRemux } from '../../../services/core/media/read-input.ts';
+import { checkDecodedLength, timelineNeedsRemux } from '../../../services/core/media/read-input.ts';
 import { mediaInfo } from '../../support/job-input.ts';
 
 describe('reading a job input', () => {
   it('saved streams (TS, PS) and files that declare no length are remuxed; MP4 and MKV are not', () => {
     const mp4 = mediaInfo({ width: 640, height: 360 });
-    expect(needsRemux(mp4)).to.equal(false);
-    expect(needsRemux({ ...mp4, formatName: 'matroska,webm' })).to.equal(false);
-    expect(needsRemux({ ...mp4, formatName: 'mpegts' })).to.equal(true);
-    expect(needsRemux({ ...mp4, formatName: 'mpeg' })).to.equal(true);
-    expect(needsRemux({ ...mp4, formatName: 'matroska,webm', durationSource: 'packets' })).to.equal(
-      true,
-    );
+    expect(timelineNeedsRemux(mp4)).to.equal(false);
+    expect(timelineNeedsRemux({ ...mp4, formatName: 'matroska,webm' })).to.equal(false);
+    expect(timelineNeedsRemux({ ...mp4, formatName: 'mpegts' })).to.equal(true);
+    expect(timelineNeedsRemux({ ...mp4, formatName: 'mpeg' })).to.equal(true);
+    expect(
+      timelineNeedsRemux({ ...mp4, formatName: 'matroska,webm', durationSource: 'packets' }),
+    ).to.equal(true);
   });
 
   it('a decode well short of the header is a truncated input (input_corrupt), with both lengths said', () => {
