@@ -104,13 +104,14 @@ export type BucketUrl = string;
 export type Watermark = TextWatermark | ImageUrlWatermark | ImageNameWatermark;
 export type Position = "topLeft" | "topRight" | "bottomLeft" | "bottomRight";
 export type Opacity = number;
+export type FontColor = string;
 export type ImageName = string;
 export interface TextWatermark {
   position?: Position;
   opacity?: Opacity;
   text: string;
   fontSize: number;
-  fontColor?: string;
+  fontColor?: FontColor;
 }
 export interface ImageUrlWatermark {
   position?: Position;
@@ -445,8 +446,18 @@ export type SummaryRequest = LocationRules & {
   apiKey: string;
   inputUrl: UrlString;
   outputUrl: UrlString;
-  inputCreds?: {};
-  outputCreds?: {};
+  /**
+   * The credentials object of the store inputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  inputCreds?: {
+    [k: string]: unknown;
+  };
+  /**
+   * The credentials object of the store outputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  outputCreds?: {
+    [k: string]: unknown;
+  };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
   watermark?: Watermark;
@@ -472,8 +483,18 @@ export type TranscodeRequest = LocationRules & {
   apiKey: string;
   inputUrl: UrlString;
   outputUrl: UrlString;
-  inputCreds?: {};
-  outputCreds?: {};
+  /**
+   * The credentials object of the store inputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  inputCreds?: {
+    [k: string]: unknown;
+  };
+  /**
+   * The credentials object of the store outputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  outputCreds?: {
+    [k: string]: unknown;
+  };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
   watermark?: Watermark;
