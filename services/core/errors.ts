@@ -8,7 +8,7 @@ export const errorCatalog = {
     status: 400,
     retryable: false,
     summary:
-      'The body breaks a field rule (or a watermark image its name or size rule); the message names it.',
+      'The body breaks field rules (or a watermark image its name or size rule); the message names each, joined by `; `.',
   },
   invalid_json: {
     status: 400,
