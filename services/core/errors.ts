@@ -107,7 +107,8 @@ export const errorCatalog = {
   input_rejected: {
     status: 422,
     retryable: false,
-    summary: 'The input location refused the request (4xx other than 404).',
+    summary:
+      'The input location refused the request (4xx other than 404), or answers plain HTTP to an https:// URL.',
   },
   input_too_large: {
     status: 422,
@@ -156,7 +157,8 @@ export const errorCatalog = {
   output_rejected: {
     status: 422,
     retryable: false,
-    summary: 'The output location refused the upload (4xx).',
+    summary:
+      'The output location refused the upload (4xx), or answers plain HTTP to an https:// URL.',
   },
   output_unreachable: {
     status: 502,
