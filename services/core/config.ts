@@ -382,6 +382,11 @@ const settings = {
   }),
   /** Standard Webhooks signing secrets (`whsec_…` strings) by organisation. Empty when unset. */
   webhookSecrets,
+  /** Lets a notifier without any signing secret start and send callbacks unsigned. */
+  allowUnsignedCallbacks: flag('ALLOW_UNSIGNED_CALLBACKS', {
+    default: false,
+    doc: 'let a notifier run on its own without `WEBHOOK_SECRETS` and send callbacks without `webhook-signature`; unset, it refuses to start (all-in-one mode signs with its first-run secret)',
+  }),
   callbackTimeoutMs: integer('CALLBACK_TIMEOUT_MS', {
     default: 10_000,
     minimum: 100,
