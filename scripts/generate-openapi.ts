@@ -211,7 +211,7 @@ const jobId = {
 };
 /** The routes beside the contract's three POSTs take the key in a header: either scheme. */
 const keyed = [{ ApiKeyHeader: [] }, { BearerKey: [] }];
-/** Health, readiness, metrics and this document need no key. */
+/** Health, readiness and this document need no key. */
 const noKey: Json[] = [];
 const imageName = {
   name: 'name',
@@ -366,7 +366,7 @@ const jobPaths: Json = {
   },
 };
 
-/** Health, readiness, metrics and this document: no key. */
+/** Health, readiness and this document: no key. (/metrics is on METRICS_PORT, not here.) */
 const operationsPaths: Json = {
   '/healthz': {
     get: {
@@ -384,21 +384,6 @@ const operationsPaths: Json = {
       responses: {
         '200': { description: 'Ready.' },
         '503': errorResponse('The bus is unreachable.'),
-      },
-    },
-  },
-  '/metrics': {
-    get: {
-      operationId: 'getMetrics',
-      summary: 'Prometheus metrics',
-      description:
-        'Served on the metrics port (METRICS_PORT), apart from the API port, unless METRICS_ON_API_PORT=true.',
-      security: noKey,
-      responses: {
-        '200': {
-          description: 'Prometheus text format.',
-          content: { 'text/plain': { schema: { type: 'string' } } },
-        },
       },
     },
   },

@@ -57,8 +57,6 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
-  /** Serve /metrics on the API port (default true; false when INGRESS_METRICS_PORT moves it). */
-  metricsOnApiPort?: boolean;
   /** The watermark library behind /watermarks and its upload limits. */
   watermarks: WatermarkRoutesOptions;
   /** Request rate per API key and active jobs per organisation. */
@@ -126,11 +124,6 @@ export function createIngressApp(deps: IngressDeps): Koa {
     ctx.type = 'application/json';
     ctx.body = deps.contracts.openApi;
   });
-  if (deps.metricsOnApiPort ?? true)
-    router.get('/metrics', async (ctx) => {
-      ctx.type = deps.metrics.registry.contentType;
-      ctx.body = await deps.metrics.registry.metrics();
-    });
 
   // Koa reports here what happens to a connection after the handlers (a client resetting it, a
   // body cut short); its default prints to stderr, outside the structured log.

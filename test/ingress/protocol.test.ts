@@ -235,13 +235,13 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     );
   });
 
-  it('serves /healthz, /readyz and Prometheus /metrics with request counts', async () => {
-    const { server } = await makeIngress();
+  it('serves /healthz and /readyz, counts requests, and keeps /metrics off the API', async () => {
+    const { server, metrics: registered } = await makeIngress();
     expect((await request(server).get('/healthz')).body).to.deep.equal({ status: 'ok' });
     expect((await request(server).get('/readyz')).body).to.deep.equal({ status: 'ready' });
+    expect((await request(server).get('/metrics')).status).to.equal(404);
     await request(server).post('/transcode').send(validTranscode);
-    const metrics = await request(server).get('/metrics');
-    expect(metrics.status).to.equal(200);
+    const metrics = { text: await registered.registry.metrics() };
     expect(metrics.text).to.match(/media_jobs_submitted_total\{kind="transcode"\} 1/);
     expect(metrics.text).to.match(
       /media_http_requests_total\{route="\/transcode",method="POST",status="200"\} 1/,
