@@ -238,3 +238,50 @@ describe("packaging: the image's default command runs as the node user", functio
     }
   });
 });
+
+/** docker-compose.yml's services, each as its block of text (two-space keys under `services:`). */
+function composeServices(compose: string): Map<string, string> {
+  const body = compose.slice(compose.indexOf('\nservices:\n') + '\nservices:\n'.length);
+  const services = new Map<string, string>();
+  for (const block of body.split(/\n(?=  [a-z][\w-]*:\n)/)) {
+    const name = /^ {2}([a-z][\w-]*):/.exec(block)?.[1];
+    if (name) services.set(name, block);
+  }
+  return services;
+}
+
+// No Docker engine here to run it: what can be read from the file is checked.
+describe('packaging: docker-compose.yml', () => {
+  it('pins every image, signs callbacks, and starts each service once what it needs is healthy', async () => {
+    const compose = await readFile(join(root, 'docker-compose.yml'), 'utf8');
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    const services = composeServices(compose);
+    expect([...services.keys()]).to.include.members(['kafka', 'ingress', 'notifier', 'grafana']);
+    for (const [name, block] of services) {
+      const image = /\n {4}image: (\S+)/.exec(block)?.[1];
+      const built = /<<: \*service/.test(block);
+      expect(image !== undefined || built, `${name}: an image or the service build`).to.equal(true);
+      if (image)
+        expect(image, name)
+          .to.match(/:[\w.-]+$/)
+          .and.not.match(/:latest$/);
+    }
+    // Whatever a service waits on answers a health check (its own, or the image's).
+    const awaited = [
+      ...compose.matchAll(/\n {4,6}([a-z][\w-]*): \{ condition: service_healthy \}/g),
+    ];
+    expect(awaited.length).to.be.greaterThan(5);
+    for (const [, name = ''] of awaited) {
+      const block = services.get(name) ?? '';
+      const built = /<<: \*service/.test(block);
+      expect(
+        /\n {4}healthcheck:/.test(block) || (built && /\nHEALTHCHECK /.test(dockerfile)),
+        `${name}: a health check`,
+      ).to.equal(true);
+    }
+    expect(compose).not.to.match(/condition: service_started/);
+    expect(compose).not.to.match(/depends_on: \[/);
+    expect(compose).to.match(/\n {4}WEBHOOK_SECRETS: \$\{WEBHOOK_SECRETS:\?/);
+    expect(compose).to.match(/\n {2}depends_on:\n {4}kafka: \{ condition: service_healthy \}/);
+  });
+});
