@@ -134,7 +134,7 @@ export function createIngressApp(deps: IngressDeps): Koa {
       deps.log.info('http.connection_closed_by_client', { requestId, code });
     else deps.log.error('http.connection_error', { requestId, error });
   });
-  app.use(countRequests(deps.metrics));
+  app.use(countRequests(deps.metrics, router));
   app.use(handleErrors(deps.log));
   app.use(unmatchedAsErrors);
   app.use(router.routes());
@@ -327,13 +327,23 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps, who: Authorize
   ctx.body = body;
 }
 
-function countRequests(metrics: Metrics) {
+/**
+ * Requests by route, the route's pattern rather than its path (no job ids in labels). A known
+ * path with another method (405) keeps its route; only a path no route has is `unmatched`.
+ */
+function countRequests(metrics: Metrics, router: Router) {
+  const routeOf = (ctx: Context): string => {
+    const matched = (ctx as Context & { _matchedRoute?: string })._matchedRoute;
+    if (matched !== undefined) return String(matched);
+    const [layer] = router.match(ctx.path, ctx.method).path;
+    return layer ? String(layer.path) : 'unmatched';
+  };
   return async (ctx: Context, next: () => Promise<unknown>): Promise<void> => {
     const end = metrics.httpDuration.startTimer();
     try {
       await next();
     } finally {
-      const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      const route = routeOf(ctx);
       end({ route: String(route), method: ctx.method });
       metrics.httpRequests.inc({
         route: String(route),

@@ -148,6 +148,29 @@ describe('job worker loop', () => {
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     expect(attempts).to.deep.equal([1, 2, 3]);
     expect(h.events.filter((e) => e.type === 'media.job.failed')).to.have.length(0);
+    // Attempts and jobs are counted apart: three attempts, two retried, one job that succeeded.
+    await new Promise((r) => setTimeout(r, 50));
+    const text = await h.metrics.registry.metrics();
+    const value = (series: string): number =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${series} `))
+          ?.split(' ')[1],
+      );
+    expect(value('media_job_attempts_total{kind="transcode"}')).to.equal(3);
+    const duration = 'media_job_attempt_duration_seconds_count{kind="transcode",format="mp4"';
+    expect(value(`${duration},outcome="retried"}`)).to.equal(2);
+    expect(value(`${duration},outcome="succeeded"}`)).to.equal(1);
+    expect(value(`${duration},outcome="failed"}`)).to.equal(0);
+    expect(
+      value('media_jobs_finished_total{kind="transcode",outcome="succeeded",code=""}'),
+    ).to.equal(1);
+    expect(
+      value(
+        'media_jobs_finished_total{kind="transcode",outcome="failed",code="input_unreachable"}',
+      ),
+    ).to.equal(0);
     await h.bus.close();
   });
 
