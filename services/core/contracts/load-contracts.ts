@@ -13,6 +13,7 @@ import type {
   JobProcessing,
   JobProgress,
   JobRequested,
+  JobRetryScheduled,
   JobSucceeded,
   SummaryRequest,
   TranscodeRequest,
@@ -42,6 +43,7 @@ export interface Contracts {
     'media.job.progress': Contract<JobProgress>;
     'media.job.succeeded': Contract<JobSucceeded>;
     'media.job.failed': Contract<JobFailed>;
+    'media.job.retry-scheduled': Contract<JobRetryScheduled>;
     'media.job.cancel-requested': Contract<JobCancelRequested>;
     'media.callback.delivery': Contract<CallbackDelivery>;
     'media.callback.status': Contract<CallbackStatus>;
@@ -62,6 +64,7 @@ export const dataSchemaOf: Record<EventType, string> = {
   'media.job.progress': `${SCHEMA_BASE}events/job-progress.v1.schema.json`,
   'media.job.succeeded': `${SCHEMA_BASE}events/job-succeeded.v1.schema.json`,
   'media.job.failed': `${SCHEMA_BASE}events/job-failed.v1.schema.json`,
+  'media.job.retry-scheduled': `${SCHEMA_BASE}events/job-retry-scheduled.v1.schema.json`,
   'media.job.cancel-requested': `${SCHEMA_BASE}events/job-cancel-requested.v1.schema.json`,
   'media.callback.delivery': `${SCHEMA_BASE}events/callback-delivery.v1.schema.json`,
   'media.callback.status': `${SCHEMA_BASE}events/callback-status.v1.schema.json`,
@@ -157,6 +160,10 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.job.progress': contractOf(get('events/job-progress.v1.schema.json'), 'data'),
       'media.job.succeeded': contractOf(get('events/job-succeeded.v1.schema.json'), 'data'),
       'media.job.failed': contractOf(get('events/job-failed.v1.schema.json'), 'data'),
+      'media.job.retry-scheduled': contractOf(
+        get('events/job-retry-scheduled.v1.schema.json'),
+        'data',
+      ),
       'media.job.cancel-requested': contractOf(
         get('events/job-cancel-requested.v1.schema.json'),
         'data',

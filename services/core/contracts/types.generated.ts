@@ -192,6 +192,7 @@ export interface EventEnvelope {
     | "media.job.progress"
     | "media.job.succeeded"
     | "media.job.failed"
+    | "media.job.retry-scheduled"
     | "media.job.cancel-requested"
     | "media.callback.delivery"
     | "media.callback.status";
@@ -211,6 +212,7 @@ export interface EventEnvelope {
     | "media.job.progress"
     | "media.job.succeeded"
     | "media.job.failed"
+    | "media.job.retry-scheduled"
     | "media.job.cancel-requested"
     | "media.callback.delivery"
     | "media.callback.status"
@@ -325,6 +327,28 @@ export interface SummarySpec {
   width?: number;
   removeAudio?: boolean;
   watermark?: Watermark;
+}
+// from schemas/events/job-retry-scheduled.v1.schema.json
+export interface JobRetryScheduled {
+  jobId: string;
+  kind: "transcode" | "summary";
+  orgId: OrgId;
+  /**
+   * The attempt that will run (the failed one plus 1).
+   */
+  attempt: number;
+  /**
+   * When the retry falls due.
+   */
+  notBefore: string;
+  /**
+   * Why the previous attempt failed.
+   */
+  error: {
+    code: string;
+    message: string;
+    retryable: true;
+  };
 }
 // from schemas/events/job-succeeded.v1.schema.json
 export interface JobSucceeded {

@@ -371,6 +371,17 @@ async function publishOutcome(
         trace,
       ),
     ]);
+    // After the retry is on the bus, so a status that says "waiting for a retry" has one.
+    await publish(
+      deps,
+      'media.job.retry-scheduled',
+      {
+        ...identity(next),
+        notBefore: next.notBefore ?? '',
+        error: { code: error.code, message: error.message, retryable: true },
+      },
+      trace,
+    );
     deps.metrics.jobsRetried.inc({ kind: job.kind, code: error.code });
     log.warn('job.retry_scheduled', { code: error.code, delayMs: delay });
     return;
