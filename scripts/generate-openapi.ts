@@ -329,7 +329,7 @@ const jobPaths: Json = {
       operationId: 'cancelJob',
       summary: 'Cancel a queued or running job',
       description:
-        'The cancel travels on the bus to every worker: a queued job ends canceled without running, a running one has its ffmpeg killed and ends canceled; the failure callback carries the code canceled. A job that ends before a worker acts on the cancel keeps its outcome.',
+        'The cancel travels on the bus to every worker: a queued job ends canceled without running, a running one has its ffmpeg killed and ends canceled; the failure callback carries the code canceled. A job that ends before a worker acts on the cancel keeps its outcome. On a job that has ended while its callback is retrying, the cancel stops those retries (the callback ends given_up).',
       security: keyed,
       parameters: [jobId],
       responses: {
@@ -339,7 +339,9 @@ const jobPaths: Json = {
         },
         '401': errorResponse('No API key, or an unknown one.'),
         '404': errorResponse('No such job for this organisation.'),
-        '409': errorResponse('The job has already ended (job_finished).'),
+        '409': errorResponse(
+          'The job has already ended and no callback of it is retrying (job_finished).',
+        ),
         '429': limited('The API key is over its request rate.'),
         '503': errorResponse('The event bus did not take the cancel.'),
       },

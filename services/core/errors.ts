@@ -43,7 +43,8 @@ export const errorCatalog = {
   job_finished: {
     status: 409,
     retryable: false,
-    summary: 'The job has already ended (succeeded, failed or canceled); it cannot be canceled.',
+    summary:
+      'The job has already ended (succeeded, failed or canceled) and no callback of it is retrying; there is nothing to cancel.',
   },
   idempotency_conflict: {
     status: 409,

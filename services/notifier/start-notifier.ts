@@ -2,6 +2,7 @@ import { topics, type Subscription } from '../core/bus/event-bus.ts';
 import { ConfigError } from '../core/config.ts';
 import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import { deadLetter } from '../core/jobs/dead-letter.ts';
+import { startJobCancels } from '../core/jobs/job-cancels.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import { extractTraceContext, withTraceHeaders } from '../core/observability/tracing.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
@@ -53,6 +54,8 @@ export async function startNotifier(
       ]);
     },
   });
+  // A cancel of an ended job stops its callback's retries (handle-delivery.ts).
+  const cancels = await startJobCancels(deps);
   const attempts = await deps.bus.subscribe({
     group: `${options.group}-callbacks`,
     topics: [topics.callbacks],
@@ -61,11 +64,13 @@ export async function startNotifier(
     handler: createDeliveryHandler(deps, {
       ...options,
       hostSlots: createHostSlots(options.maxInFlightPerHost),
+      canceledAt: (jobId, orgId) => cancels.canceledAt(jobId, orgId),
     }),
   });
   return {
     async close(graceMs) {
       await Promise.all([scheduler.close(graceMs), attempts.close(graceMs)]);
+      await cancels.close();
     },
   };
 }

@@ -417,14 +417,14 @@ export interface JobAck {
 }
 // from schemas/http/job-cancel.v1.schema.json
 /**
- * Body of the 202 answer to POST /jobs/:id/cancel: the cancel is on the bus; the job's status becomes canceled once a worker acts on it.
+ * Body of the 202 answer to POST /jobs/:id/cancel: the cancel is on the bus; the job's status becomes canceled once a worker acts on it, or, for a job that had ended with its callback still being tried, those tries stop.
  */
 export interface JobCancel {
   id: string;
   /**
-   * The job's status when the cancel was accepted.
+   * The job's status when the cancel was accepted: queued or processing (it ends canceled), or ended (its callback's retries stop).
    */
-  status: "queued" | "processing";
+  status: "queued" | "processing" | "succeeded" | "failed" | "canceled";
   cancelRequestedAt: string;
 }
 // from schemas/http/job-status.v1.schema.json

@@ -27,7 +27,13 @@ export const DEAD_LETTER_REASONS = [
   'callback_exhausted',
   'callback_rejected',
 ] as const;
-export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
+export const CALLBACK_OUTCOMES = [
+  'delivered',
+  'retried',
+  'given_up',
+  'deferred',
+  'stopped',
+] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
 /** What one callback attempt met: the receiver's status class, or why there was no answer. */
 export const CALLBACK_ATTEMPT_RESULTS = [
@@ -251,7 +257,7 @@ function registerMetrics(registry: Registry): Metrics {
     }),
     callbacks: new Counter({
       name: `${PREFIX}callbacks_total`,
-      help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound).',
+      help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound), stopped (its job was canceled after it ended).',
       labelNames: ['outcome'],
       registers,
     }),
