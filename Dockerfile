@@ -19,6 +19,16 @@ ENV NODE_OPTIONS=--max-semi-space-size=4
 ENV NODE_COMPILE_CACHE=/app/.node-compile-cache
 RUN node --input-type=module -e "for (const m of ['all-in-one/start-all-in-one.ts', 'ingress/start-ingress.ts', 'core/bus/kafka-bus.ts', 'core/bus/kafka-schema-registry.ts', 'core/storage/s3-store.ts', 'core/storage/azure-store.ts', 'core/storage/gcs-store.ts', 'core/storage/watermark-store.ts']) await import('./services/' + m);" \
  && chown -R node /app/.node-compile-cache
+# The one place the service writes (embedded bus, first-run secrets, all-in-one's watermark
+# library): owned by the node user, kept apart from the root-owned code, and a volume so it
+# outlives the container.
+ENV DATA_DIR=/data
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
 USER node
 ENV HOST=0.0.0.0
+# 8080: the API (PORT); 9464: /metrics, /healthz, /readyz (METRICS_PORT), in every mode.
+EXPOSE 8080 9464
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.METRICS_PORT || 9464) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "services/all-in-one/main.ts"]

@@ -97,6 +97,7 @@ async function allInOne(): Promise<Target> {
   const app = await startAllInOne(
     loadConfig({
       PORT: '0',
+      METRICS_PORT: '0',
       API_KEYS: `${KEY}:bench`,
       ALLOW_PRIVATE_NETWORKS: 'true',
       DATA_DIR: dataDir,

@@ -231,6 +231,7 @@ interface Start {
 /** Starts the ingress of the checkout at `root` over the history and measures it. */
 async function measureStart(root: string): Promise<Start> {
   const port = await freePort();
+  const metricsPort = await freePort();
   const started = performance.now();
   const ingress = spawnService(join(root, 'services/ingress/main.ts'), {
     KAFKA_BROKERS: brokers.join(','),
@@ -238,7 +239,7 @@ async function measureStart(root: string): Promise<Start> {
     API_KEYS: `${KEY}:${ORG}`,
     CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
     PORT: String(port),
-    METRICS_PORT: '0',
+    METRICS_PORT: String(metricsPort),
     LOG_LEVEL: 'info',
   });
   try {
@@ -263,7 +264,11 @@ async function measureStart(root: string): Promise<Start> {
     const loaded = ingress.logs.find((l) => l['msg'] === 'job_status.loaded')?.['jobs'];
     await new Promise((r) => setTimeout(r, 2000));
     const { rss, peak } = await memoryMiB(ingress.child.pid);
-    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+    // METRICS_PORT since /metrics left the API port; a checkout from before serves it there.
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+      .then((r) => (r.ok ? r : fetch(`http://127.0.0.1:${port}/metrics`)))
+      .catch(() => fetch(`http://127.0.0.1:${port}/metrics`))
+      .then((r) => r.text());
     const metric = (name: string): number =>
       Number(
         new RegExp(`^\\w*${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'm').exec(metrics)?.[1] ?? NaN,

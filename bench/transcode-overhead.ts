@@ -31,6 +31,7 @@ await generateClip(input, { seconds, width: 1280, height: 720, audio: true, nois
 const app = await startAllInOne(
   loadConfig({
     PORT: '0',
+    METRICS_PORT: '0',
     API_KEYS: `${KEY}:bench`,
     ALLOW_PRIVATE_NETWORKS: 'true',
     DATA_DIR: dataDir,

@@ -43,20 +43,91 @@ function refsOf(node: unknown): string[] {
   );
 }
 
-/** A schema placed under components/schemas/<title>: file references become document references. */
-function embed(node: unknown, file: string, titleOf: (path: string) => string): unknown {
-  if (Array.isArray(node)) return node.map((n) => embed(n, file, titleOf));
+/** Where a schema file and its `$defs` are placed under components/schemas. */
+interface Names {
+  /** The component of a whole file: its title. */
+  titleOf(path: string): string;
+  /** The component of one of its `$defs`: the def's title, else the file's title and the def's name. */
+  defOf(path: string, def: string): string;
+}
+
+/**
+ * A schema placed under components/schemas/<title>, made plain for stock OpenAPI tools:
+ * file references become document references; `$defs` move out to components of their own
+ * (code generators read a `$defs` member as a property); ajv-errors' `errorMessage`, which
+ * only our validator understands, and `$schema`, `$id` and `examples` are left out.
+ */
+function embed(node: unknown, file: string, names: Names): unknown {
+  if (Array.isArray(node)) return node.map((n) => embed(n, file, names));
   if (!node || typeof node !== 'object') return node;
   const out: Json = {};
   for (const [key, value] of Object.entries(node)) {
-    if (key === '$schema' || key === '$id' || key === 'examples') continue;
-    if (key === '$ref' && typeof value === 'string') {
-      const [target = '', fragment = ''] = value.split('#');
-      const title = titleOf(target ? resolve(dirname(file), target) : file);
-      out[key] = `#/components/schemas/${title}${fragment}`;
-    } else out[key] = embed(value, file, titleOf);
+    if (DROPPED_KEYWORDS.has(key)) continue;
+    if (key === '$ref' && typeof value === 'string') out[key] = componentRef(value, file, names);
+    else out[key] = embed(value, file, names);
   }
+  const variants = chainVariants(node as Json);
+  if (variants && !('anyOf' in out)) out['anyOf'] = embed(variants, file, names);
   return out;
+}
+
+/**
+ * The branches of an if/then/else chain that ends in `not: {}` (the watermark's variants): one
+ * of them must hold, so `anyOf` of them adds no rule; it is written out for code generators,
+ * which read a union from `anyOf` and nothing from `if`.
+ */
+function chainVariants(node: Json): unknown[] | undefined {
+  const variants: unknown[] = [];
+  let at: unknown = node;
+  while (at && typeof at === 'object' && 'if' in at && 'then' in at) {
+    variants.push((at as Json)['then']);
+    at = (at as Json)['else'];
+  }
+  const closed = at && typeof at === 'object' && JSON.stringify((at as Json)['not']) === '{}';
+  return variants.length > 1 && closed ? variants : undefined;
+}
+
+const DROPPED_KEYWORDS = new Set(['$schema', '$id', 'examples', 'errorMessage', '$defs']);
+
+function componentRef(ref: string, file: string, names: Names): string {
+  const [target = '', fragment = ''] = ref.split('#');
+  const path = target ? resolve(dirname(file), target) : file;
+  const def = /^\/\$defs\/([^/]+)(.*)$/.exec(fragment);
+  if (def) return `#/components/schemas/${names.defOf(path, def[1] ?? '')}${def[2] ?? ''}`;
+  return `#/components/schemas/${names.titleOf(path)}${fragment}`;
+}
+
+/** Every schema file and every one of its `$defs` as components, by their names. */
+function componentsOf(schemas: Map<string, Json>, names: Names): Json {
+  const components: Json = {};
+  const place = (name: string, schema: unknown, path: string): void => {
+    if (name in components) throw new Error(`two schemas would be the component ${name}`);
+    components[name] = embed(schema, path, names);
+  };
+  for (const [path, schema] of schemas) {
+    place(names.titleOf(path), schema, path);
+    const defs = (schema['$defs'] ?? {}) as Record<string, unknown>;
+    for (const [def, defSchema] of Object.entries(defs))
+      place(names.defOf(path, def), defSchema, path);
+  }
+  return components;
+}
+
+function namesOf(schemas: Map<string, Json>): Names {
+  const titleOf = (path: string): string => {
+    const title = schemas.get(path)?.['title'];
+    if (typeof title !== 'string') throw new Error(`${relative(root, path)} has no title`);
+    return title;
+  };
+  const defOf = (path: string, def: string): string => {
+    const defs = (schemas.get(path)?.['$defs'] ?? {}) as Record<string, Json | undefined>;
+    const schema = defs[def];
+    if (!schema) throw new Error(`${relative(root, path)} has no $defs/${def}`);
+    const title = schema['title'];
+    if (typeof title === 'string') return title;
+    return `${titleOf(path)}${def.charAt(0).toUpperCase()}${def.slice(1)}`;
+  };
+  return { titleOf, defOf };
 }
 
 const errorResponse = (description: string): Json => ({
@@ -83,12 +154,20 @@ const idempotencyKey = {
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 };
 
-function jobSubmission(summary: string, requestTitle: string, examples: unknown[]): Json {
+function jobSubmission(
+  operationId: string,
+  summary: string,
+  requestTitle: string,
+  examples: unknown[],
+): Json {
   return {
     post: {
+      operationId,
       summary,
       description:
-        'The API key travels in the body (`apiKey`). 200 is sent only once the job is durably on the event bus. With an `Idempotency-Key`, a repeat within 24 h answers the first acknowledgement (same id and createdAt).',
+        'The API key travels in the body (`apiKey`), as the contract has it, so no security scheme applies (OpenAPI has none for a body field). 200 is sent only once the job is durably on the event bus. With an `Idempotency-Key`, a repeat within 24 h answers the first acknowledgement (same id and createdAt).',
+      security: [],
+      'x-api-key-location': 'body: apiKey',
       parameters: [idempotencyKey],
       requestBody: {
         required: true,
@@ -130,12 +209,15 @@ const jobId = {
   required: true,
   schema: { type: 'string', format: 'uuid' },
 };
-const keyed = [{ apiKey: [] }, { bearer: [] }];
+/** The routes beside the contract's three POSTs take the key in a header: either scheme. */
+const keyed = [{ ApiKeyHeader: [] }, { BearerKey: [] }];
+/** Health, readiness and this document need no key. */
+const noKey: Json[] = [];
 const imageName = {
   name: 'name',
   in: 'path',
   required: true,
-  schema: { $ref: '#/components/schemas/Watermark/$defs/imageName' },
+  schema: { $ref: '#/components/schemas/ImageName' },
 };
 const imageBody = { schema: { type: 'string', contentMediaType: 'application/octet-stream' } };
 const notSetUp = ' (or named images are not set up on this service)';
@@ -144,6 +226,7 @@ const notSetUp = ' (or named images are not set up on this service)';
 const watermarkPaths: Json = {
   '/watermarks': {
     get: {
+      operationId: 'listWatermarks',
       summary: "The organisation's watermark images",
       security: keyed,
       responses: {
@@ -159,7 +242,23 @@ const watermarkPaths: Json = {
     },
   },
   '/watermarks/{name}': {
+    get: {
+      operationId: 'getWatermark',
+      summary: 'Download a stored watermark image',
+      security: keyed,
+      parameters: [imageName],
+      responses: {
+        '200': {
+          description: 'The image, with its type.',
+          content: { 'image/png': imageBody, 'image/jpeg': imageBody, 'image/webp': imageBody },
+        },
+        '400': errorResponse('The name breaks its rule.'),
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse(`No image by that name for this organisation${notSetUp}.`),
+      },
+    },
     put: {
+      operationId: 'putWatermark',
       summary: 'Store or replace a watermark image under a name',
       description:
         'The body is the image itself. Its type is read from its bytes and must be the declared Content-Type; its size and dimensions are capped (WATERMARK_MAX_BYTES, WATERMARK_MAX_WIDTH, WATERMARK_MAX_HEIGHT).',
@@ -192,6 +291,7 @@ const watermarkPaths: Json = {
       },
     },
     delete: {
+      operationId: 'deleteWatermark',
       summary: 'Remove a watermark image',
       security: keyed,
       parameters: [imageName],
@@ -205,146 +305,172 @@ const watermarkPaths: Json = {
   },
 };
 
+/** `GET /jobs/{id}` and the two actions on a job: the key in a header. */
+const jobPaths: Json = {
+  '/jobs/{id}': {
+    get: {
+      operationId: 'getJob',
+      summary: "A job's status, for its own organisation",
+      security: keyed,
+      parameters: [jobId],
+      responses: {
+        '200': {
+          description: 'The job.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } } },
+        },
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('No such job for this organisation.'),
+        '429': limited('The API key is over its request rate.'),
+      },
+    },
+  },
+  '/jobs/{id}/cancel': {
+    post: {
+      operationId: 'cancelJob',
+      summary: 'Cancel a queued or running job',
+      description:
+        'The cancel travels on the bus to every worker: a queued job ends canceled without running, a running one has its ffmpeg killed and ends canceled; the failure callback carries the code canceled. A job that ends before a worker acts on the cancel keeps its outcome. On a job that has ended while its callback is retrying, the cancel stops those retries (the callback ends given_up).',
+      security: keyed,
+      parameters: [jobId],
+      responses: {
+        '202': {
+          description: 'The cancel is on the bus.',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/JobCancel' } } },
+        },
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('No such job for this organisation.'),
+        '409': errorResponse(
+          'The job has already ended and no callback of it is retrying (job_finished).',
+        ),
+        '429': limited('The API key is over its request rate.'),
+        '503': errorResponse('The event bus did not take the cancel.'),
+      },
+    },
+  },
+  '/jobs/{id}/callbacks/redeliver': {
+    post: {
+      operationId: 'redeliverCallback',
+      summary: "Send the job's final callback again, with the same webhook-id",
+      security: keyed,
+      parameters: [jobId],
+      responses: {
+        '202': {
+          description: 'Queued for delivery.',
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/CallbackRedelivery' } },
+          },
+        },
+        '401': errorResponse('No API key, or an unknown one.'),
+        '404': errorResponse('No such job for this organisation.'),
+        '409': errorResponse('The job has not finished, or asked for no callback.'),
+      },
+    },
+  },
+};
+
+/** Health, readiness and this document: no key. (/metrics is on METRICS_PORT, not here.) */
+const operationsPaths: Json = {
+  '/healthz': {
+    get: {
+      operationId: 'getHealth',
+      summary: 'Liveness',
+      security: noKey,
+      responses: { '200': { description: 'Alive.' } },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'getReadiness',
+      summary: 'Readiness (the bus takes publishes)',
+      security: noKey,
+      responses: {
+        '200': { description: 'Ready.' },
+        '503': errorResponse('The bus is unreachable.'),
+      },
+    },
+  },
+  '/openapi.json': {
+    get: {
+      operationId: 'getOpenApi',
+      summary: 'This document',
+      security: noKey,
+      responses: {
+        '200': {
+          description: 'OpenAPI 3.1.',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+      },
+    },
+  },
+};
+
+const securitySchemes: Json = {
+  ApiKeyHeader: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Api-Key',
+    description:
+      'The API key, on every route but the three job submissions (POST /transcode, /summary/gif, /summary/mp4), which carry it in the body field `apiKey` instead.',
+  },
+  BearerKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'The same API key as `Authorization: Bearer <key>`, where X-Api-Key is taken.',
+  },
+};
+
 export async function buildOpenApi(): Promise<Json> {
   const schemas = await loadSchemas();
-  const titleOf = (path: string): string => {
-    const title = schemas.get(path)?.['title'];
-    if (typeof title !== 'string') throw new Error(`${relative(root, path)} has no title`);
-    return title;
+  const names = namesOf(schemas);
+  const examplesOf = (title: string): unknown[] => {
+    const path = [...schemas.keys()].find((p) => names.titleOf(p) === title);
+    const examples = path === undefined ? undefined : schemas.get(path)?.['examples'];
+    return Array.isArray(examples) ? examples : [];
   };
-  const components: Json = {};
-  const examplesOf: Record<string, unknown[]> = {};
-  for (const [path, schema] of schemas) {
-    components[titleOf(path)] = embed(schema, path, titleOf);
-    if (Array.isArray(schema['examples'])) examplesOf[titleOf(path)] = schema['examples'];
-  }
-  const { version } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
+  const { version, license } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
     version: string;
+    license: string;
   };
   return {
     openapi: '3.1.0',
     info: {
       title: 'media-service',
       version,
+      license: { name: license, identifier: license },
       description:
-        'Transcode and video-summary jobs over HTTP. Generated from schemas/ by scripts/generate-openapi.ts; the HTTP contract is spec/api.md.',
+        'Transcode and video-summary jobs over HTTP. Generated from schemas/ by scripts/generate-openapi.ts; the HTTP contract is spec/api.md. The job submissions carry the API key in the body (`apiKey`); every other keyed route takes it in `X-Api-Key` or as a Bearer token.',
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    servers: [
+      {
+        url: 'http://127.0.0.1:8080',
+        description: 'The service on this machine, as `npm start` runs it (PORT, HOST).',
+      },
+    ],
     paths: {
       '/transcode': jobSubmission(
+        'submitTranscode',
         'Submit a transcode job',
         'TranscodeRequest',
-        examplesOf['TranscodeRequest'] ?? [],
+        examplesOf('TranscodeRequest'),
       ),
       '/summary/gif': jobSubmission(
+        'submitGifSummary',
         'Submit a GIF summary job',
         'SummaryRequest',
-        examplesOf['SummaryRequest'] ?? [],
+        examplesOf('SummaryRequest'),
       ),
       '/summary/mp4': jobSubmission(
+        'submitMp4Summary',
         'Submit an MP4 summary job',
         'SummaryRequest',
-        examplesOf['SummaryRequest'] ?? [],
+        examplesOf('SummaryRequest'),
       ),
-      '/jobs/{id}': {
-        get: {
-          summary: "A job's status, for its own organisation",
-          security: keyed,
-          parameters: [jobId],
-          responses: {
-            '200': {
-              description: 'The job.',
-              content: {
-                'application/json': { schema: { $ref: '#/components/schemas/JobStatus' } },
-              },
-            },
-            '401': errorResponse('No API key, or an unknown one.'),
-            '404': errorResponse('No such job for this organisation.'),
-            '429': limited('The API key is over its request rate.'),
-          },
-        },
-      },
-      '/jobs/{id}/cancel': {
-        post: {
-          summary: 'Cancel a queued or running job',
-          description:
-            'The cancel travels on the bus to every worker: a queued job ends canceled without running, a running one has its ffmpeg killed and ends canceled; the failure callback carries the code canceled. A job that ends before a worker acts on the cancel keeps its outcome.',
-          security: keyed,
-          parameters: [jobId],
-          responses: {
-            '202': {
-              description: 'The cancel is on the bus.',
-              content: {
-                'application/json': { schema: { $ref: '#/components/schemas/JobCancel' } },
-              },
-            },
-            '401': errorResponse('No API key, or an unknown one.'),
-            '404': errorResponse('No such job for this organisation.'),
-            '409': errorResponse('The job has already ended (job_finished).'),
-            '429': limited('The API key is over its request rate.'),
-            '503': errorResponse('The event bus did not take the cancel.'),
-          },
-        },
-      },
-      '/jobs/{id}/callbacks/redeliver': {
-        post: {
-          summary: "Send the job's final callback again, with the same webhook-id",
-          security: keyed,
-          parameters: [jobId],
-          responses: {
-            '202': {
-              description: 'Queued for delivery.',
-              content: {
-                'application/json': { schema: { $ref: '#/components/schemas/CallbackRedelivery' } },
-              },
-            },
-            '401': errorResponse('No API key, or an unknown one.'),
-            '404': errorResponse('No such job for this organisation.'),
-            '409': errorResponse('The job has not finished, or asked for no callback.'),
-          },
-        },
-      },
+      ...jobPaths,
       ...watermarkPaths,
-      '/healthz': { get: { summary: 'Liveness', responses: { '200': { description: 'Alive.' } } } },
-      '/readyz': {
-        get: {
-          summary: 'Readiness (the bus takes publishes)',
-          responses: {
-            '200': { description: 'Ready.' },
-            '503': errorResponse('The bus is unreachable.'),
-          },
-        },
-      },
-      '/metrics': {
-        get: {
-          summary: 'Prometheus metrics',
-          responses: {
-            '200': {
-              description: 'Prometheus text format.',
-              content: { 'text/plain': { schema: { type: 'string' } } },
-            },
-          },
-        },
-      },
-      '/openapi.json': {
-        get: {
-          summary: 'This document',
-          responses: {
-            '200': {
-              description: 'OpenAPI 3.1.',
-              content: { 'application/json': { schema: { type: 'object' } } },
-            },
-          },
-        },
-      },
+      ...operationsPaths,
     },
-    components: {
-      schemas: components,
-      securitySchemes: {
-        apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-        bearer: { type: 'http', scheme: 'bearer' },
-      },
-    },
+    components: { schemas: componentsOf(schemas, names), securitySchemes },
   };
 }
 

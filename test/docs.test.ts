@@ -66,4 +66,20 @@ describe('Grafana dashboard matches the metrics', () => {
     expect(used.length).to.be.greaterThan(5);
     for (const name of used) expect(known.has(name), name).to.equal(true);
   });
+
+  it("every metric the README's table and alert queries name is one the services register", async () => {
+    const { Registry } = await import('prom-client');
+    const { createMetrics } = await import('../services/core/observability/metrics.ts');
+    const registry = new Registry();
+    createMetrics(registry, { defaultMetrics: false });
+    const known = new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
+    const from = readme.indexOf('### Metrics');
+    const to = readme.indexOf('\n### ', readme.indexOf('### What to alert on') + 1);
+    const named = [...readme.slice(from, to).matchAll(/\b(media_[a-z_]+)/g)].map((m) =>
+      (m[1] ?? '').replace(/_(bucket|sum|count)$/, ''),
+    );
+    expect(named.length).to.be.greaterThan(20);
+    expect(named.filter((name) => !known.has(name))).to.deep.equal([]);
+    expect(readme.slice(from, to)).to.match(/media_jobs_finished_total\{outcome="failed"\}/);
+  });
 });

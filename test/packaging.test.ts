@@ -1,8 +1,19 @@
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import {
+  chmod,
+  chown,
+  cp,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, SERVICE_NODE_ARGS, spawnService } from './support/spawn-service.ts';
 
@@ -83,5 +94,194 @@ describe("packaging: Node's options of the services", () => {
     expect(dockerfile).to.include(`ENV NODE_OPTIONS=${flags}\n`);
     // Before the compile cache is warmed: V8 takes a code cache only from the same flags.
     expect(dockerfile.indexOf('ENV NODE_OPTIONS')).to.be.lessThan(dockerfile.indexOf('RUN node'));
+  });
+});
+
+/** What the Dockerfile says about where the service runs, as the image will have it. */
+interface ImageLayout {
+  workdir: string;
+  env: Record<string, string>;
+  /** Folders made at build time and handed to the node user (`RUN mkdir -p … && chown node:node …`). */
+  nodeOwned: string[];
+  volumes: string[];
+  user: string | undefined;
+  cmd: string[];
+}
+
+function readImageLayout(dockerfile: string): ImageLayout {
+  const layout: ImageLayout = {
+    workdir: '/',
+    env: {},
+    nodeOwned: [],
+    volumes: [],
+    user: undefined,
+    cmd: [],
+  };
+  for (const line of dockerfile.replace(/\\\n/g, ' ').split('\n')) {
+    const [instruction = '', ...rest] = line.trim().split(/\s+/);
+    const args = rest.join(' ');
+    if (instruction === 'WORKDIR') layout.workdir = args;
+    if (instruction === 'ENV') {
+      const at = args.indexOf('=');
+      layout.env[args.slice(0, at)] = args.slice(at + 1);
+    }
+    if (instruction === 'RUN' && /^mkdir -p (\S+) && chown node:node \1$/.test(args))
+      layout.nodeOwned.push(args.split(' ')[2] ?? '');
+    if (instruction === 'VOLUME') layout.volumes.push(...args.split(/\s+/));
+    if (instruction === 'USER') layout.user = args;
+    if (instruction === 'CMD') layout.cmd = JSON.parse(args) as string[];
+  }
+  return layout;
+}
+
+// No Docker engine here: the image's filesystem is laid out as its Dockerfile makes it (the
+// code owned by root, the data folder made and handed to the node user, uid 1000 in the
+// node images), and its default command is run as that user.
+describe("packaging: the image's default command runs as the node user", function () {
+  this.timeout(120_000);
+  const NODE_UID = 1000;
+  let base: string;
+
+  before(async function () {
+    if (process.getuid?.() !== 0) this.skip(); // chown and setpriv need root
+    base = await mkdtemp(join(tmpdir(), 'media-image-'));
+    await chmod(base, 0o755);
+  });
+  after(async () => {
+    if (base) await rm(base, { recursive: true, force: true });
+  });
+
+  it('declares a data folder owned by node as a volume, and all-in-one mode starts and answers /readyz', async () => {
+    const layout = readImageLayout(await readFile(join(root, 'Dockerfile'), 'utf8'));
+    expect(layout.user).to.equal('node');
+    const dataDir = layout.env['DATA_DIR'] ?? '';
+    expect(dataDir, 'ENV DATA_DIR').to.match(/^\//);
+    expect(layout.nodeOwned).to.include(dataDir);
+    expect(layout.volumes).to.include(dataDir);
+    expect(layout.cmd).to.deep.equal(['node', 'services/all-in-one/main.ts']);
+
+    // The image's paths, under `base`; the code is root's, as COPY leaves it.
+    const at = (path: string): string => join(base, path);
+    const app = at(layout.workdir);
+    await mkdir(app, { recursive: true });
+    for (const entry of ['package.json', 'schemas', 'services'])
+      await cp(join(root, entry), join(app, entry), { recursive: true });
+    await symlink(join(root, 'node_modules'), join(app, 'node_modules'));
+    for (const path of layout.nodeOwned) {
+      await mkdir(at(path), { recursive: true });
+      await chown(at(path), NODE_UID, NODE_UID);
+    }
+    // The image's /tmp: empty and open to every user (job work folders go there).
+    await mkdir(at('/tmp'), { recursive: true });
+    await chmod(at('/tmp'), 0o1777);
+    const cache = layout.env['NODE_COMPILE_CACHE'];
+    if (cache) {
+      await mkdir(at(cache), { recursive: true });
+      await chown(at(cache), NODE_UID, NODE_UID);
+    }
+
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const env = {
+      ...layout.env,
+      ...(cache ? { NODE_COMPILE_CACHE: at(cache) } : {}),
+      DATA_DIR: at(dataDir),
+      TMPDIR: at('/tmp'),
+      HOST: '127.0.0.1', // 0.0.0.0 in the image; here only this machine may reach it
+      PORT: String(port),
+      METRICS_PORT: String(metricsPort),
+      PATH: process.env['PATH'] ?? '',
+    };
+    const [command, ...args] = layout.cmd;
+    expect(command).to.equal('node');
+    const child = spawn(
+      'setpriv',
+      [
+        `--reuid=${NODE_UID}`,
+        `--regid=${NODE_UID}`,
+        '--clear-groups',
+        '--',
+        process.execPath,
+        ...args,
+      ],
+      { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    const keep = (chunk: Buffer): void =>
+      void (stderr = (stderr + chunk.toString('utf8')).slice(-4000));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const ready = async (url: string): Promise<boolean> =>
+        fetch(url).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+      const deadline = Date.now() + 60_000;
+      while (!(await ready(`http://127.0.0.1:${port}/readyz`))) {
+        expect(child.exitCode, `exited early: ${stderr.slice(-800)}`).to.equal(null);
+        expect(Date.now(), `no /readyz within 60 s: ${stderr.slice(-800)}`).to.be.below(deadline);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(await ready(`http://127.0.0.1:${metricsPort}/readyz`)).to.equal(true);
+      // What it wrote is in the data folder, the node user's; the code folder took nothing.
+      for (const name of ['bus.sqlite', 'api-key', 'webhook-secret'])
+        expect((await stat(join(at(dataDir), name))).uid, name).to.equal(NODE_UID);
+      const made = cache ? [relative(app, at(cache))] : [];
+      expect((await readdir(app)).sort()).to.deep.equal(
+        [...made, 'node_modules', 'package.json', 'schemas', 'services'].sort(),
+      );
+    } finally {
+      child.kill('SIGTERM');
+      const code = await exited;
+      expect(code, stderr.slice(-800)).to.be.oneOf([0, null]);
+    }
+  });
+});
+
+/** docker-compose.yml's services, each as its block of text (two-space keys under `services:`). */
+function composeServices(compose: string): Map<string, string> {
+  const body = compose.slice(compose.indexOf('\nservices:\n') + '\nservices:\n'.length);
+  const services = new Map<string, string>();
+  for (const block of body.split(/\n(?=  [a-z][\w-]*:\n)/)) {
+    const name = /^ {2}([a-z][\w-]*):/.exec(block)?.[1];
+    if (name) services.set(name, block);
+  }
+  return services;
+}
+
+// No Docker engine here to run it: what can be read from the file is checked.
+describe('packaging: docker-compose.yml', () => {
+  it('pins every image, signs callbacks, and starts each service once what it needs is healthy', async () => {
+    const compose = await readFile(join(root, 'docker-compose.yml'), 'utf8');
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    const services = composeServices(compose);
+    expect([...services.keys()]).to.include.members(['kafka', 'ingress', 'notifier', 'grafana']);
+    for (const [name, block] of services) {
+      const image = /\n {4}image: (\S+)/.exec(block)?.[1];
+      const built = /<<: \*service/.test(block);
+      expect(image !== undefined || built, `${name}: an image or the service build`).to.equal(true);
+      if (image)
+        expect(image, name)
+          .to.match(/:[\w.-]+$/)
+          .and.not.match(/:latest$/);
+    }
+    // Whatever a service waits on answers a health check (its own, or the image's).
+    const awaited = [
+      ...compose.matchAll(/\n {4,6}([a-z][\w-]*): \{ condition: service_healthy \}/g),
+    ];
+    expect(awaited.length).to.be.greaterThan(5);
+    for (const [, name = ''] of awaited) {
+      const block = services.get(name) ?? '';
+      const built = /<<: \*service/.test(block);
+      expect(
+        /\n {4}healthcheck:/.test(block) || (built && /\nHEALTHCHECK /.test(dockerfile)),
+        `${name}: a health check`,
+      ).to.equal(true);
+    }
+    expect(compose).not.to.match(/condition: service_started/);
+    expect(compose).not.to.match(/depends_on: \[/);
+    expect(compose).to.match(/\n {4}WEBHOOK_SECRETS: \$\{WEBHOOK_SECRETS:\?/);
+    expect(compose).to.match(/\n {2}depends_on:\n {4}kafka: \{ condition: service_healthy \}/);
   });
 });

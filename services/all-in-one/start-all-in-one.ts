@@ -57,7 +57,7 @@ export async function startAllInOne(
     const firstRun = firstRunWebhookSecret(config.dataDir);
     fallbackSecret = firstRun.secret;
     rt.log.warn('callback.first_run_secret', {
-      secretFile: firstRun.path,
+      file: firstRun.path,
       created: firstRun.created,
       note: 'WEBHOOK_SECRETS is unset: every callback is signed with the secret in this file',
     });

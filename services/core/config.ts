@@ -243,12 +243,12 @@ const settings = {
     secret: true, // may carry basic-auth credentials
     doc: 'Confluent-compatible registry (http(s) URL); set: producers register the envelope schema and frame values with its id, consumers read framed and plain values',
   }),
-  /** Port of /healthz, /readyz, /metrics of a worker process (0: any free port). */
+  /** Port of /healthz, /readyz, /metrics of every process, apart from the API (0: any free port). */
   metricsPort: integer('METRICS_PORT', {
     default: 9464,
     minimum: 0,
     maximum: 65535,
-    doc: 'port of `/healthz`, `/readyz`, `/metrics` of a worker process run on its own (0: any free port)',
+    doc: 'port of `/metrics`, `/healthz`, `/readyz` of every process, in every mode (all-in-one, ingress, each worker), on HOST; `/metrics` is never on the API port, whose labels name organisations (0: any free port)',
   }),
   /** Lets caller URLs reach loopback and private networks; link-local and metadata stay refused. */
   allowPrivateNetworks: flag('ALLOW_PRIVATE_NETWORKS', {
@@ -382,6 +382,11 @@ const settings = {
   }),
   /** Standard Webhooks signing secrets (`whsec_…` strings) by organisation. Empty when unset. */
   webhookSecrets,
+  /** Lets a notifier without any signing secret start and send callbacks unsigned. */
+  allowUnsignedCallbacks: flag('ALLOW_UNSIGNED_CALLBACKS', {
+    default: false,
+    doc: 'let a notifier run on its own without `WEBHOOK_SECRETS` and send callbacks without `webhook-signature`; unset, it refuses to start (all-in-one mode signs with its first-run secret)',
+  }),
   callbackTimeoutMs: integer('CALLBACK_TIMEOUT_MS', {
     default: 10_000,
     minimum: 100,
@@ -512,15 +517,6 @@ const settings = {
     default: 'info',
     doc: 'debug, info, warn, error, silent',
   }),
-  /** Port where the ingress serves /metrics, /healthz, /readyz apart from the API; unset: on the API port. */
-  ingressMetricsPort: {
-    env: 'INGRESS_METRICS_PORT',
-    kind: 'integer',
-    schema: { type: 'integer', minimum: 0, maximum: 65535 },
-    shownDefault: '(unset: `/metrics` on the API port)',
-    doc: 'port where the ingress serves `/metrics`, `/healthz`, `/readyz` apart from the API (0: any free port); when set, the API port no longer answers `/metrics`',
-    build: (v) => v as number | undefined,
-  } satisfies Setting<number | undefined>,
   // Span export: the standard OpenTelemetry variables, combined into `traceExport` (tracing.ts).
   otelTracesExporter: optionalText('OTEL_TRACES_EXPORTER', {
     pattern: '^(otlp|none)$',
@@ -611,6 +607,8 @@ const RETIRED: Record<string, string> = {
     'WEBHOOK_SECRETS (Standard Webhooks signatures, one secret per organisation)',
   CALLBACK_MAX_ATTEMPTS:
     'CALLBACK_RETRY_HORIZON_MS (callbacks are retried for a time, not a count)',
+  INGRESS_METRICS_PORT:
+    'METRICS_PORT (the port of /metrics, /healthz and /readyz of every process, the ingress too)',
 };
 
 const load = compileSettings(settings);

@@ -8,7 +8,7 @@ export const errorCatalog = {
     status: 400,
     retryable: false,
     summary:
-      'The body breaks a field rule (or a watermark image its name or size rule); the message names it.',
+      'The body breaks field rules (or a watermark image its name or size rule); the message names each, joined by `; `.',
   },
   invalid_json: {
     status: 400,
@@ -43,7 +43,8 @@ export const errorCatalog = {
   job_finished: {
     status: 409,
     retryable: false,
-    summary: 'The job has already ended (succeeded, failed or canceled); it cannot be canceled.',
+    summary:
+      'The job has already ended (succeeded, failed or canceled) and no callback of it is retrying; there is nothing to cancel.',
   },
   idempotency_conflict: {
     status: 409,
@@ -107,7 +108,8 @@ export const errorCatalog = {
   input_rejected: {
     status: 422,
     retryable: false,
-    summary: 'The input location refused the request (4xx other than 404).',
+    summary:
+      'The input location refused the request (4xx other than 404), or answers plain HTTP to an https:// URL.',
   },
   input_too_large: {
     status: 422,
@@ -156,7 +158,8 @@ export const errorCatalog = {
   output_rejected: {
     status: 422,
     retryable: false,
-    summary: 'The output location refused the upload (4xx).',
+    summary:
+      'The output location refused the upload (4xx), or answers plain HTTP to an https:// URL.',
   },
   output_unreachable: {
     status: 502,

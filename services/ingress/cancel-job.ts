@@ -10,7 +10,8 @@ import type { Clock } from '../core/time.ts';
 
 /**
  * POST /jobs/:id/cancel for an authorised caller: puts the cancel on the bus, where every worker
- * reads it (job-cancels.ts), and answers 202. The job's outcome is published by the worker, as
+ * and the notifier read it (job-cancels.ts), and answers 202. On a job that has ended, it stops
+ * the retries of its callback (one that failed and is retrying; else 409 job_finished). The job's outcome is published by the worker, as
  * every outcome is: `canceled` once it acts on the cancel. A repeated cancel is answered the
  * same without publishing again.
  */
@@ -22,9 +23,12 @@ export async function cancelJob(
   const { orgId, id } = who;
   const status = who.known ? deps.statusView.get(id, orgId) : undefined;
   if (!status) throw new MediaError('not_found', `no job ${who.asked} for this API key`);
-  if (status.status !== 'queued' && status.status !== 'processing')
+  const active = status.status === 'queued' || status.status === 'processing';
+  // An ended job whose callback failed and waits for its next try: the cancel stops the tries.
+  const calling = status.callback?.state === 'retrying';
+  if (!active && !calling)
     throw new MediaError('job_finished', `job ${id} has already ended (${status.status})`);
-  let requestedAt = status.cancelRequestedAt;
+  let requestedAt = active ? status.cancelRequestedAt : undefined;
   if (requestedAt === undefined) {
     requestedAt = deps.clock.now().toISOString();
     const record = cancelRecord(deps.codec, {

@@ -57,8 +57,6 @@ export interface IngressDeps {
   addressPolicy: AddressPolicy;
   /** Largest output frame area, in pixels (MAX_PIXELS); an explicit width × height over it is refused. */
   maxPixels: number;
-  /** Serve /metrics on the API port (default true; false when INGRESS_METRICS_PORT moves it). */
-  metricsOnApiPort?: boolean;
   /** The watermark library behind /watermarks and its upload limits. */
   watermarks: WatermarkRoutesOptions;
   /** Request rate per API key and active jobs per organisation. */
@@ -126,11 +124,6 @@ export function createIngressApp(deps: IngressDeps): Koa {
     ctx.type = 'application/json';
     ctx.body = deps.contracts.openApi;
   });
-  if (deps.metricsOnApiPort ?? true)
-    router.get('/metrics', async (ctx) => {
-      ctx.type = deps.metrics.registry.contentType;
-      ctx.body = await deps.metrics.registry.metrics();
-    });
 
   // Koa reports here what happens to a connection after the handlers (a client resetting it, a
   // body cut short); its default prints to stderr, outside the structured log.
@@ -141,7 +134,7 @@ export function createIngressApp(deps: IngressDeps): Koa {
       deps.log.info('http.connection_closed_by_client', { requestId, code });
     else deps.log.error('http.connection_error', { requestId, error });
   });
-  app.use(countRequests(deps.metrics));
+  app.use(countRequests(deps.metrics, router));
   app.use(handleErrors(deps.log));
   app.use(unmatchedAsErrors);
   app.use(router.routes());
@@ -334,13 +327,23 @@ async function redeliverCallback(ctx: Context, deps: IngressDeps, who: Authorize
   ctx.body = body;
 }
 
-function countRequests(metrics: Metrics) {
+/**
+ * Requests by route, the route's pattern rather than its path (no job ids in labels). A known
+ * path with another method (405) keeps its route; only a path no route has is `unmatched`.
+ */
+function countRequests(metrics: Metrics, router: Router) {
+  const routeOf = (ctx: Context): string => {
+    const matched = (ctx as Context & { _matchedRoute?: string })._matchedRoute;
+    if (matched !== undefined) return String(matched);
+    const [layer] = router.match(ctx.path, ctx.method).path;
+    return layer ? String(layer.path) : 'unmatched';
+  };
   return async (ctx: Context, next: () => Promise<unknown>): Promise<void> => {
     const end = metrics.httpDuration.startTimer();
     try {
       await next();
     } finally {
-      const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      const route = routeOf(ctx);
       end({ route: String(route), method: ctx.method });
       metrics.httpRequests.inc({
         route: String(route),

@@ -40,7 +40,7 @@ export type Admission =
  * newer jobs) is no longer recognised.
  */
 export interface Idempotency {
-  /** The Idempotency-Key header, checked; undefined when absent. */
+  /** The Idempotency-Key header, checked (sent empty or too long: 400); undefined when absent. */
   keyOf(ctx: Context): string | undefined;
   admit(
     orgId: string,
@@ -88,8 +88,9 @@ export function createIdempotency(deps: {
 
   return {
     keyOf(ctx) {
+      // Sent empty is not the same as not sent: a client whose key went missing must hear so.
+      if (ctx.headers['idempotency-key'] === undefined) return undefined;
       const raw = ctx.get('idempotency-key');
-      if (raw === '') return undefined;
       if (!KEY.test(raw))
         throw new MediaError(
           'invalid_request',

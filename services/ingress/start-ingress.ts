@@ -14,8 +14,8 @@ export interface RunningIngress {
   server: Server;
   /** The address it listens on, e.g. http://127.0.0.1:8080 */
   url: string;
-  /** Where /metrics is served when INGRESS_METRICS_PORT is set (with /healthz and /readyz). */
-  metricsUrl?: string;
+  /** Where /metrics is served, with /healthz and /readyz: METRICS_PORT, never the API port. */
+  metricsUrl: string;
   close(): Promise<void>;
 }
 
@@ -42,7 +42,6 @@ export async function startIngress(
     tracer: rt.tracing.tracer,
     clock: rt.clock,
     sealingKey: options.sealingKey,
-    metricsOnApiPort: rt.config.ingressMetricsPort === undefined,
     maxBodyBytes: rt.config.maxBodyBytes,
     maxPixels: rt.config.maxPixels,
     limits: {
@@ -69,28 +68,26 @@ export async function startIngress(
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : rt.config.port;
   const url = `http://${rt.config.host.includes(':') ? `[${rt.config.host}]` : rt.config.host}:${port}`;
-  const ops =
-    rt.config.ingressMetricsPort === undefined
-      ? undefined
-      : await serveOps({
-          host: rt.config.host,
-          port: rt.config.ingressMetricsPort,
-          registry: rt.metrics.registry,
-          isReady: () => rt.bus.isReady(),
-        });
-  const opsAddress = ops?.address();
-  const metricsUrl =
-    typeof opsAddress === 'object' && opsAddress
-      ? `${url.slice(0, url.lastIndexOf(':'))}:${opsAddress.port}/metrics`
-      : undefined;
-  rt.log.info('ingress.listening', { url, ...(metricsUrl ? { metricsUrl } : {}) });
+  const ops = await serveOps({
+    host: rt.config.host,
+    port: rt.config.metricsPort,
+    registry: rt.metrics.registry,
+    isReady: () => rt.bus.isReady(),
+  }).catch(async (error: unknown) => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw error;
+  });
+  const opsAddress = ops.address();
+  const opsPort = typeof opsAddress === 'object' && opsAddress ? opsAddress.port : 0;
+  const metricsUrl = `${url.slice(0, url.lastIndexOf(':'))}:${opsPort}/metrics`;
+  rt.log.info('ingress.listening', { url, metricsUrl });
   return {
     server,
     url,
-    ...(metricsUrl ? { metricsUrl } : {}),
+    metricsUrl,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      ops?.close();
+      ops.close();
       rt.metrics.waitingSources.delete(waiting);
       await statusView.close();
     },

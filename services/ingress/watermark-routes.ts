@@ -1,3 +1,6 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Contracts } from '../core/contracts/load-contracts.ts';
@@ -28,7 +31,7 @@ interface Deps {
 
 const TYPES: readonly ImageType[] = ['image/png', 'image/jpeg', 'image/webp'];
 
-/** `PUT /watermarks/:name`, `GET /watermarks`, `DELETE /watermarks/:name`, per organisation. */
+/** `PUT`, `GET` and `DELETE /watermarks/:name` and `GET /watermarks`, per organisation. */
 export function addWatermarkRoutes(
   router: Router,
   options: WatermarkRoutesOptions,
@@ -38,6 +41,13 @@ export function addWatermarkRoutes(
     const { orgId, library } = open(ctx, options, deps);
     const body: WatermarkList = { images: await library.list(orgId) };
     ctx.body = body;
+  });
+  router.get('/watermarks/:name', async (ctx) => {
+    const { orgId, library } = open(ctx, options, deps);
+    const name = nameOf(ctx, deps);
+    const bytes = await download(library, orgId, name, options.maxBytes);
+    ctx.type = sniffImage(bytes)?.type ?? 'application/octet-stream';
+    ctx.body = bytes;
   });
   router.put('/watermarks/:name', async (ctx) => {
     const { orgId, library } = open(ctx, options, deps);
@@ -69,6 +79,30 @@ function open(
   if (!options.library)
     throw new MediaError('not_found', 'named watermark images are not set up on this service');
   return { orgId, library: options.library };
+}
+
+/**
+ * The stored bytes, through the library's one way out (the copy a job gets), so a folder and a
+ * bucket library answer alike. An image is small (at most WATERMARK_MAX_BYTES): held in memory.
+ */
+async function download(
+  library: WatermarkLibrary,
+  orgId: string,
+  name: string,
+  maxBytes: number,
+): Promise<Buffer> {
+  const dir = await mkdtemp(join(tmpdir(), 'watermark-download-'));
+  try {
+    const path = join(dir, 'image');
+    await library.fetch(orgId, name, path, { signal: new AbortController().signal, maxBytes });
+    return await readFile(path);
+  } catch (error) {
+    if (error instanceof MediaError && error.code === 'watermark_unavailable')
+      throw new MediaError('not_found', `no watermark image named "${name}" for this API key`);
+    throw error;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 function nameOf(ctx: Context, deps: Deps): string {

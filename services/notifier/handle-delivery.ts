@@ -47,6 +47,8 @@ export interface DeliveryOptions {
   deferMs?: number;
   /** Source of the backoff jitter, in [0, 1) (default Math.random). */
   random?: () => number;
+  /** When the job's organisation last canceled it (job-cancels.ts); undefined: never. */
+  canceledAt?: (jobId: string, orgId: string) => string | undefined;
 }
 
 /**
@@ -66,6 +68,7 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
         `${decoded.event.type} on the callbacks topic`,
       );
     const job = decoded.event.data;
+    if (stoppedByCancel(job, options)) return stop(deps, record, job);
     const release = options.hostSlots.tryAcquire(new URL(job.url).host);
     if (!release) return defer(deps, options, record);
     const startedAt = deps.clock.now();
@@ -116,6 +119,38 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
     const firstAttemptAt = job.firstAttemptAt ?? startedAt.toISOString();
     await settle(deps, options, record, { ...job, firstAttemptAt }, outcome);
   };
+}
+
+/**
+ * A cancel asked for after the job ended is its organisation saying to stop calling back (a
+ * receiver that does not exist would otherwise be tried for the whole retry horizon). A cancel
+ * from before the end is the one that ended the job: its callback says so, and is delivered.
+ */
+function stoppedByCancel(job: CallbackDelivery, options: DeliveryOptions): boolean {
+  const canceledAt = options.canceledAt?.(job.jobId, job.orgId);
+  if (canceledAt === undefined) return false;
+  const finishedAt = (job.body as Record<string, unknown>)['finishedAt'];
+  const endedAt = typeof finishedAt === 'string' ? finishedAt : job.firstAttemptAt;
+  return endedAt !== undefined && Date.parse(canceledAt) >= Date.parse(endedAt);
+}
+
+async function stop(deps: DeliveryDeps, record: BusRecord, job: CallbackDelivery): Promise<void> {
+  await deps.bus.publish([
+    withTraceHeaders(
+      deps.codec.encode(topics.jobEvents, 'media.callback.status', {
+        jobId: job.jobId,
+        orgId: job.orgId,
+        webhookId: job.webhookId,
+        state: 'given_up',
+        attempts: job.attempt - 1,
+        lastError: 'stopped: the job was canceled after it ended',
+        at: deps.clock.now().toISOString(),
+      }),
+      extractTraceContext(record.headers),
+    ),
+  ]);
+  deps.metrics.callbacks.inc({ outcome: 'stopped' });
+  deps.log.info('callback.stopped', { jobId: job.jobId, webhookId: job.webhookId });
 }
 
 async function defer(

@@ -1,6 +1,8 @@
 import { topics, type Subscription } from '../core/bus/event-bus.ts';
+import { ConfigError } from '../core/config.ts';
 import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import { deadLetter } from '../core/jobs/dead-letter.ts';
+import { startJobCancels } from '../core/jobs/job-cancels.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import { extractTraceContext, withTraceHeaders } from '../core/observability/tracing.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
@@ -52,6 +54,8 @@ export async function startNotifier(
       ]);
     },
   });
+  // A cancel of an ended job stops its callback's retries (handle-delivery.ts).
+  const cancels = await startJobCancels(deps);
   const attempts = await deps.bus.subscribe({
     group: `${options.group}-callbacks`,
     topics: [topics.callbacks],
@@ -60,11 +64,13 @@ export async function startNotifier(
     handler: createDeliveryHandler(deps, {
       ...options,
       hostSlots: createHostSlots(options.maxInFlightPerHost),
+      canceledAt: (jobId, orgId) => cancels.canceledAt(jobId, orgId),
     }),
   });
   return {
     async close(graceMs) {
       await Promise.all([scheduler.close(graceMs), attempts.close(graceMs)]);
+      await cancels.close();
     },
   };
 }
@@ -72,18 +78,24 @@ export async function startNotifier(
 /**
  * Which secret signs an organisation's callbacks. With WEBHOOK_SECRETS: its entry, or none
  * (unsigned, warned once per organisation). Without: the fallback (all-in-one's first-run
- * secret) for every organisation, or none at all (warned once).
+ * secret) for every organisation; with no fallback either, the notifier refuses to start unless
+ * unsigned callbacks are allowed (then warned once), so a missing secret is never silent.
  */
 export function webhookSecretResolver(
   secrets: ReadonlyMap<string, string>,
   fallback: string | undefined,
   log: Logger,
+  options: { allowUnsigned?: boolean } = {},
 ): (orgId: string) => string | undefined {
   const warned = new Set<string>();
   if (secrets.size === 0) {
+    if (!fallback && !options.allowUnsigned)
+      throw new ConfigError(
+        'WEBHOOK_SECRETS is required: callbacks would be sent without webhook-signature (set WEBHOOK_SECRETS="org1:whsec_…", or ALLOW_UNSIGNED_CALLBACKS=true to send them unsigned)',
+      );
     if (!fallback)
       log.warn('callback.unsigned', {
-        note: 'WEBHOOK_SECRETS is unset: callbacks are sent without webhook-signature',
+        note: 'WEBHOOK_SECRETS is unset and ALLOW_UNSIGNED_CALLBACKS=true: callbacks are sent without webhook-signature',
       });
     return () => fallback;
   }
@@ -116,6 +128,8 @@ export function startNotifierService(
       backoffMaxMs: config.callbackBackoffMaxMs,
       horizonMs: config.callbackRetryHorizonMs,
     },
-    secretFor: webhookSecretResolver(config.webhookSecrets, options.fallbackSecret, rt.log),
+    secretFor: webhookSecretResolver(config.webhookSecrets, options.fallbackSecret, rt.log, {
+      allowUnsigned: config.allowUnsignedCallbacks,
+    }),
   });
 }

@@ -48,6 +48,7 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     dataDir = await mkdtemp(join(tmpdir(), 'media-e2e-data-'));
     const config = loadConfig({
       PORT: '0',
+      METRICS_PORT: '0',
       API_KEYS: `${API_KEY}:org-e2e`,
       ALLOW_PRIVATE_NETWORKS: 'true',
       DATA_DIR: dataDir,

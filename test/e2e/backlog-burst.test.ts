@@ -39,6 +39,7 @@ async function allInOne(): Promise<Mode> {
   const app = await startAllInOne(
     loadConfig({
       PORT: '0',
+      METRICS_PORT: '0',
       API_KEYS: `${KEY}:org-burst`,
       ALLOW_PRIVATE_NETWORKS: 'true',
       DATA_DIR: dataDir,

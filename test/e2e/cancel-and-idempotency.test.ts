@@ -29,6 +29,7 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
   const config = () =>
     loadConfig({
       PORT: '0',
+      METRICS_PORT: '0',
       API_KEYS: `${API_KEY}:org-c`,
       ALLOW_PRIVATE_NETWORKS: 'true',
       DATA_DIR: dataDir,

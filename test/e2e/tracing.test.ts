@@ -40,6 +40,7 @@ async function startApp(env: Record<string, string>): Promise<{ app: AllInOne; d
   const dataDir = await mkdtemp(join(tmpdir(), 'media-tracing-'));
   const config = loadConfig({
     PORT: '0',
+    METRICS_PORT: '0',
     API_KEYS: `${API_KEY}:org-trace`,
     ALLOW_PRIVATE_NETWORKS: 'true',
     DATA_DIR: dataDir,

@@ -43,6 +43,7 @@ describe('all-in-one with WORKER_CONCURRENCY=1: transfers do not hold the ffmpeg
     workDir = await mkdtemp(join(tmpdir(), 'media-slots-work-'));
     const config = loadConfig({
       PORT: '0',
+      METRICS_PORT: '0',
       API_KEYS: `${API_KEY}:org-slots`,
       ALLOW_PRIVATE_NETWORKS: 'true',
       DATA_DIR: dataDir,

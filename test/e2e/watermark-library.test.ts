@@ -27,6 +27,7 @@ describe('all-in-one: a watermark uploaded with PUT /watermarks is used by image
     app = await startAllInOne(
       loadConfig({
         PORT: '0',
+        METRICS_PORT: '0',
         API_KEYS: `${KEY_A}:org-a,${KEY_B}:org-b`,
         ALLOW_PRIVATE_NETWORKS: 'true',
         DATA_DIR: dataDir,

@@ -77,4 +77,42 @@ describe('POST /jobs/:id/cancel through the HTTP app', () => {
       .set('x-api-key', KEY_A);
     expect(redeliver.status).to.equal(202);
   });
+
+  it('a job that has ended with its callback retrying: 202, and the cancel goes on the bus to stop it', async () => {
+    const { ingress, id, cancel, cancels } = await setup();
+    const event = (type: 'media.job.failed' | 'media.callback.status', data: object) => {
+      const decoded = codec.decode(codec.encode(topics.jobEvents, type, data as never));
+      if (!decoded.ok) throw new Error(decoded.reason);
+      ingress.statusView.apply(decoded.event);
+    };
+    const finishedAt = new Date(Date.now() - 60_000).toISOString();
+    event('media.job.failed', {
+      jobId: id,
+      kind: 'transcode',
+      orgId: 'org-a',
+      attempt: 1,
+      finishedAt,
+      callbacks: { failureUrl: 'https://hooks.example.com/fail' },
+      error: { code: 'input_not_found', message: 'gone', retryable: false },
+    });
+    // Still pending (not tried yet): nothing to stop, the job has ended.
+    expect((await cancel()).status).to.equal(409);
+    event('media.callback.status', {
+      jobId: id,
+      orgId: 'org-a',
+      webhookId: `${id}:media.job.failed:1`,
+      state: 'retrying',
+      attempts: 3,
+      lastError: 'connection refused',
+      nextAttemptAt: new Date(Date.now() + 60_000).toISOString(),
+      at: new Date().toISOString(),
+    });
+    const res = await cancel();
+    expect(res.status).to.equal(202);
+    expect(res.body).to.include({ id, status: 'failed' });
+    expect(Date.parse(res.body.cancelRequestedAt)).to.be.above(Date.parse(finishedAt));
+    expect(cancels().map((e) => e.data)).to.deep.equal([
+      { jobId: id, kind: 'transcode', orgId: 'org-a', requestedAt: res.body.cancelRequestedAt },
+    ]);
+  });
 });

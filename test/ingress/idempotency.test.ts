@@ -114,6 +114,22 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     expect(bad.body.error).to.match(/Idempotency-Key/);
   });
 
+  it('an empty Idempotency-Key, or one of blanks, is a 400 and queues nothing', async () => {
+    const bus = recordingBus();
+    const ingress = await makeIngress({ bus });
+    for (const key of ['', '   ', 'x'.repeat(256)]) {
+      const res = await request(ingress.server)
+        .post('/transcode')
+        .set('Idempotency-Key', key)
+        .send(validTranscode);
+      expect(res.status, JSON.stringify(key)).to.equal(400);
+      expect(res.body.error).to.equal(
+        'the Idempotency-Key header must be 1 to 255 visible ASCII characters',
+      );
+    }
+    expect(requests(bus.published)).to.deep.equal([]);
+  });
+
   it('a key is kept 24 h: after that the same key makes a new job', async () => {
     let now = Date.parse('2026-05-01T10:00:00.000Z');
     const bus = recordingBus();

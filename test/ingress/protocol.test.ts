@@ -235,13 +235,24 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     );
   });
 
-  it('serves /healthz, /readyz and Prometheus /metrics with request counts', async () => {
-    const { server } = await makeIngress();
+  it('serves /healthz and /readyz, counts requests, and keeps /metrics off the API', async () => {
+    const { server, metrics: registered } = await makeIngress();
     expect((await request(server).get('/healthz')).body).to.deep.equal({ status: 'ok' });
     expect((await request(server).get('/readyz')).body).to.deep.equal({ status: 'ready' });
+    expect((await request(server).get('/metrics')).status).to.equal(404);
     await request(server).post('/transcode').send(validTranscode);
-    const metrics = await request(server).get('/metrics');
-    expect(metrics.status).to.equal(200);
+    await request(server)
+      .post('/jobs/6f1c1f0e-8a51-4d4e-9d53-5b7a4d1f8a10')
+      .set('x-api-key', KEY_A);
+    const metrics = { text: await registered.registry.metrics() };
+    // A known route answered with 405 keeps its route; only an unknown path (here /metrics,
+    // which the API port does not serve) is unmatched.
+    expect(metrics.text).to.match(
+      /media_http_requests_total\{route="\/jobs\/:id",method="POST",status="405"\} 1/,
+    );
+    expect(metrics.text).to.match(
+      /media_http_requests_total\{route="unmatched",method="GET",status="404"\} 1/,
+    );
     expect(metrics.text).to.match(/media_jobs_submitted_total\{kind="transcode"\} 1/);
     expect(metrics.text).to.match(
       /media_http_requests_total\{route="\/transcode",method="POST",status="200"\} 1/,

@@ -519,6 +519,36 @@ describe('ingress: every field rule, through the HTTP app', () => {
   }
 });
 
+describe('ingress: a request with several problems names them all in its one error', () => {
+  const cases: [string, string, Record<string, unknown>, string][] = [
+    [
+      'two fields missing and one out of range',
+      '/transcode',
+      without(without(t({ width: 0 }), 'inputUrl'), 'encoder'),
+      'width must be >= 2; inputUrl is required; encoder is required',
+    ],
+    [
+      'a bad watermark, an unknown field and a bad callback',
+      '/summary/mp4',
+      s({ watermark: { text: 'x' }, preset: 'fast', successUrl: 'ftp://hooks.example.com' }),
+      'successUrl must be an http:// or https:// URL without user info; watermark.fontSize is required; preset is not a known field',
+    ],
+    [
+      'a bucket URL without its creds and a bad bitrate',
+      '/transcode',
+      t({ inputUrl: 's3://bucket-1/in.mp4', bitrateKbps: 1000 }),
+      'bitrateKbps must be one of the strings "1000", "2000", "4000"; inputCreds is required when inputUrl is an s3:// URL',
+    ],
+  ];
+  for (const [name, path, body, error] of cases)
+    it(name, async () => {
+      const { server } = await makeIngress();
+      const res = await request(server).post(path).send(body);
+      expect(res.status).to.equal(400);
+      expect(res.body).to.deep.equal({ error });
+    });
+});
+
 describe('ingress: ALLOW_PRIVATE_NETWORKS opens private networks, never metadata', () => {
   const metadataUrls: [string, Record<string, unknown>][] = [
     ['inputUrl', t({ inputUrl: 'http://169.254.169.254/latest/meta-data/' })],

@@ -94,6 +94,38 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
     expect(again.body).to.deep.equal({ error: 'no watermark image named "logo" for this API key' });
   });
 
+  it('gives a stored image back, as stored and with its type, to its own organisation only', async () => {
+    for (const [name, type] of [
+      ['logo.png', 'image/png'],
+      ['logo.jpg', 'image/jpeg'],
+      ['logo.webp', 'image/webp'],
+    ] as const) {
+      const image = bytes[name] ?? Buffer.alloc(0);
+      expect((await put(name, image, type)).status).to.equal(201);
+      const res = await request(handler)
+        .get(`/watermarks/${name}`)
+        .set('x-api-key', KEY_A)
+        .buffer(true)
+        .parse((r, done) => {
+          const chunks: Buffer[] = [];
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => done(null, Buffer.concat(chunks)));
+        });
+      expect(res.status, name).to.equal(200);
+      expect(res.headers['content-type'], name).to.equal(type);
+      expect(Buffer.compare(res.body as Buffer, image), name).to.equal(0);
+    }
+    const otherOrg = await request(handler).get('/watermarks/logo.png').set('x-api-key', KEY_B);
+    expect(otherOrg.status).to.equal(404);
+    expect(otherOrg.body).to.deep.equal({
+      error: 'no watermark image named "logo.png" for this API key',
+    });
+    const missing = await request(handler).get('/watermarks/none').set('x-api-key', KEY_A);
+    expect(missing.status).to.equal(404);
+    const noKey = await request(handler).get('/watermarks/logo.png');
+    expect(noKey.status).to.equal(401);
+  });
+
   it("keeps each organisation's images to itself", async () => {
     expect(
       (await put('logo', bytes['logo.png'] ?? Buffer.alloc(0), 'image/png', KEY_A)).status,

@@ -88,6 +88,7 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
     app = await startAllInOne(
       loadConfig({
         PORT: '0',
+        METRICS_PORT: '0',
         API_KEYS: `${KEY}:org-b`,
         ALLOW_PRIVATE_NETWORKS: 'true',
         DATA_DIR: dataDir,

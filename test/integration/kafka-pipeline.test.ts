@@ -106,9 +106,9 @@ describe('Kafka: the services as separate processes on a real broker', function 
       status: 'ready',
     });
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).to.match(/^media_jobs_started_total\{kind="transcode"\} [1-9]/m);
+    expect(metrics).to.match(/^media_job_attempts_total\{kind="transcode"\} [1-9]/m);
     expect(metrics).to.match(
-      /^media_job_duration_seconds_count\{kind="transcode",format="mp4",outcome="succeeded"\} [1-9]/m,
+      /^media_job_attempt_duration_seconds_count\{kind="transcode",format="mp4",outcome="succeeded"\} [1-9]/m,
     );
     // The input came from, and the output went to, the http(s) file server.
     expect(metrics).to.match(/^media_transfer_bytes_total\{direction="in",store="http"\} [1-9]/m);

@@ -117,6 +117,7 @@ describe('watermark library in an S3-compatible bucket', function () {
       app = await startAllInOne(
         loadConfig({
           PORT: '0',
+          METRICS_PORT: '0',
           API_KEYS: `${KEY_A}:org-a,${KEY_B}:org-b`,
           ALLOW_PRIVATE_NETWORKS: 'true',
           DATA_DIR: dataDir,

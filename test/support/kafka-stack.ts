@@ -51,6 +51,8 @@ export async function startKafkaStack(
     KAFKA_PARTITIONS: '4',
     KAFKA_SESSION_TIMEOUT_MS: '6000',
     API_KEYS: `${STACK_KEY}:org-k`,
+    // A notifier on its own refuses to start without a signing secret.
+    WEBHOOK_SECRETS: `org-k:whsec_${randomBytes(32).toString('base64')}`,
     CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
     ALLOW_PRIVATE_NETWORKS: 'true',
     METRICS_PORT: '0',

@@ -24,7 +24,8 @@ export const SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4'];
 
 export function spawnService(main: string, env: Record<string, string>): SpawnedService {
   const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, main], {
-    env: { PATH: process.env['PATH'] ?? '', ...env },
+    // Any free metrics port unless a test names one: copies run side by side on one machine.
+    env: { PATH: process.env['PATH'] ?? '', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];

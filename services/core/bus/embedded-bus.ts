@@ -234,6 +234,9 @@ function pendingRecords(
        WHERE ${inTopics} AND r.due > 0 AND r.due > ? AND r.seq > ? AND ${unacked}`,
   );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
+  const unackedCount = db.prepare(
+    `SELECT COUNT(*) AS n FROM records r WHERE r.topic = ? AND r.seq > ? AND ${unacked}`,
+  );
   // Acknowledged, not yet written: left out of the scans meanwhile, so the record is not
   // delivered twice; an ack that fails to be written makes its record due again (at least once).
   const acking = new Set<number>();
@@ -279,6 +282,10 @@ function pendingRecords(
       return (
         (nextDue.get(...topics, now, startSeq, group) as { due: number | null }).due ?? undefined
       );
+    },
+    backlog(topic) {
+      const after = floors.get(topic) ?? startSeq;
+      return (unackedCount.get(topic, after, group) as { n: number }).n;
     },
     read(row) {
       const found = whole.get(row.seq) as StoredBody | undefined;

@@ -13,6 +13,8 @@ export interface PendingRow {
 export interface PendingRecords {
   /** Unacknowledged records whose due time is `now` (epoch ms) or earlier, in publish order. */
   due(now: number): Iterable<PendingRow>;
+  /** Records of `topic` the group has not acknowledged yet, due or scheduled. */
+  backlog(topic: string): number;
   /** The earliest due time after `now` (epoch ms) of an unacknowledged record, if any. */
   nextDueAfter(now: number): number | undefined;
   /** The whole record, or undefined if it is gone (replaced in a compacted topic). */
@@ -22,6 +24,8 @@ export interface PendingRecords {
 
 // setTimeout fires at once for longer delays; a wake-up before the due time just re-arms.
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How often the backlog is told to `onLag` (a count query per topic; scrapes are 15 s apart). */
+const LAG_REPORT_MS = 2000;
 
 /**
  * Delivers one group's records to its handler, at most `concurrency` at once.
@@ -169,11 +173,18 @@ export function runEmbeddedSubscription(
   };
   wake.on('record', onRecord);
   queueMicrotask(pump);
+  // The one partition's lag, as Kafka's is reported: the records the group has not finished.
+  const reportLag = (): void => {
+    for (const topic of opts.topics) opts.onLag?.(topic, 0, pending.backlog(topic));
+  };
+  const lagTimer = opts.onLag ? setInterval(reportLag, LAG_REPORT_MS).unref() : undefined;
+  if (opts.onLag) queueMicrotask(reportLag);
 
   return {
     async close(graceMs = 0): Promise<void> {
       stopping = true;
       clearTimeout(timer);
+      clearInterval(lagTimer);
       wake.off('record', onRecord);
       const all = Promise.all(running.values());
       let graceTimer: NodeJS.Timeout | undefined;

@@ -13,6 +13,7 @@ import type {
   JobProcessing,
   JobProgress,
   JobRequested,
+  JobRetryScheduled,
   JobSucceeded,
   SummaryRequest,
   TranscodeRequest,
@@ -42,6 +43,7 @@ export interface Contracts {
     'media.job.progress': Contract<JobProgress>;
     'media.job.succeeded': Contract<JobSucceeded>;
     'media.job.failed': Contract<JobFailed>;
+    'media.job.retry-scheduled': Contract<JobRetryScheduled>;
     'media.job.cancel-requested': Contract<JobCancelRequested>;
     'media.callback.delivery': Contract<CallbackDelivery>;
     'media.callback.status': Contract<CallbackStatus>;
@@ -62,6 +64,7 @@ export const dataSchemaOf: Record<EventType, string> = {
   'media.job.progress': `${SCHEMA_BASE}events/job-progress.v1.schema.json`,
   'media.job.succeeded': `${SCHEMA_BASE}events/job-succeeded.v1.schema.json`,
   'media.job.failed': `${SCHEMA_BASE}events/job-failed.v1.schema.json`,
+  'media.job.retry-scheduled': `${SCHEMA_BASE}events/job-retry-scheduled.v1.schema.json`,
   'media.job.cancel-requested': `${SCHEMA_BASE}events/job-cancel-requested.v1.schema.json`,
   'media.callback.delivery': `${SCHEMA_BASE}events/callback-delivery.v1.schema.json`,
   'media.callback.status': `${SCHEMA_BASE}events/callback-status.v1.schema.json`,
@@ -73,17 +76,53 @@ function contractOf<T>(validate: ValidateFunction, root: string): Contract<T> {
     const errors = (validate.errors ?? []).map((e: ErrorObject) =>
       describeValidationError(e, root),
     );
-    const best = pickMostUseful(validate.errors ?? [], root);
-    return { ok: false, message: best, errors };
+    return { ok: false, message: describeProblems(validate.errors ?? [], root), errors };
   };
 }
 
+/**
+ * One sentence per field that breaks a rule, joined: a caller fixes every problem in one go.
+ * ajv reports each problem of a field several ways (a branch and its parent, a rule and its
+ * authored message), so each field gets its most useful sentence only.
+ */
+function describeProblems(errors: ErrorObject[], root: string): string {
+  const byField = new Map<string, ErrorObject[]>();
+  for (const error of errors) {
+    const field = fieldOf(error);
+    byField.set(field, [...(byField.get(field) ?? []), error]);
+  }
+  const groups = [...byField.values()];
+  // "must match the then schema" says only that a rule below failed; that rule speaks for itself.
+  const specific = groups.filter((g) => g.some((e) => !COMPOSITE.has(e.keyword)));
+  // A field's own bad value first, then what its value asks of others (the creds of a bucket URL).
+  const located = (g: ErrorObject[]): number => (g.some((e) => e.instancePath !== '') ? 0 : 1);
+  const ordered = (specific.length > 0 ? specific : groups).sort((a, b) => located(a) - located(b));
+  const sentences = ordered.map((group) => pickMostUseful(group, root));
+  return [...new Set(sentences)].join('; ') || `${root} is invalid`;
+}
+
+/** Keywords that only say "a branch failed"; the branch's own error is the actionable one. */
+const COMPOSITE = new Set(['if', 'anyOf', 'oneOf', 'allOf']);
+
+/** The top-level field an error is about: its path's first part, or the property it names. */
+function fieldOf(error: ErrorObject): string {
+  const [, first] = error.instancePath.split('/');
+  if (first !== undefined) return first;
+  const params = error.params as Record<string, unknown>;
+  const inner = (params['errors'] as ErrorObject[] | undefined)?.[0]?.params as
+    Record<string, unknown> | undefined;
+  const named =
+    params['missingProperty'] ??
+    params['additionalProperty'] ??
+    params['unevaluatedProperty'] ??
+    inner?.['missingProperty'];
+  return typeof named === 'string' ? named : '';
+}
+
 function pickMostUseful(errors: ErrorObject[], root: string): string {
-  // Composite keywords only say "a branch failed"; the branch's own error is the actionable one.
-  const composite = new Set(['if', 'anyOf', 'oneOf', 'allOf']);
   // A message written into the schema (ajv-errors) states the rule best.
   const authored = errors.filter((e) => e.keyword === 'errorMessage');
-  const specific = errors.filter((e) => !composite.has(e.keyword));
+  const specific = errors.filter((e) => !COMPOSITE.has(e.keyword));
   // ajv reports inner schemas first, so the last authored message is the outermost rule.
   const chosen = authored.at(-1) ?? specific[0] ?? errors[0];
   return chosen ? describeValidationError(chosen, root) : `${root} is invalid`;
@@ -121,6 +160,10 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
       'media.job.progress': contractOf(get('events/job-progress.v1.schema.json'), 'data'),
       'media.job.succeeded': contractOf(get('events/job-succeeded.v1.schema.json'), 'data'),
       'media.job.failed': contractOf(get('events/job-failed.v1.schema.json'), 'data'),
+      'media.job.retry-scheduled': contractOf(
+        get('events/job-retry-scheduled.v1.schema.json'),
+        'data',
+      ),
       'media.job.cancel-requested': contractOf(
         get('events/job-cancel-requested.v1.schema.json'),
         'data',

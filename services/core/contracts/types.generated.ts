@@ -104,13 +104,14 @@ export type BucketUrl = string;
 export type Watermark = TextWatermark | ImageUrlWatermark | ImageNameWatermark;
 export type Position = "topLeft" | "topRight" | "bottomLeft" | "bottomRight";
 export type Opacity = number;
+export type FontColor = string;
 export type ImageName = string;
 export interface TextWatermark {
   position?: Position;
   opacity?: Opacity;
   text: string;
   fontSize: number;
-  fontColor?: string;
+  fontColor?: FontColor;
 }
 export interface ImageUrlWatermark {
   position?: Position;
@@ -191,6 +192,7 @@ export interface EventEnvelope {
     | "media.job.progress"
     | "media.job.succeeded"
     | "media.job.failed"
+    | "media.job.retry-scheduled"
     | "media.job.cancel-requested"
     | "media.callback.delivery"
     | "media.callback.status";
@@ -210,6 +212,7 @@ export interface EventEnvelope {
     | "media.job.progress"
     | "media.job.succeeded"
     | "media.job.failed"
+    | "media.job.retry-scheduled"
     | "media.job.cancel-requested"
     | "media.callback.delivery"
     | "media.callback.status"
@@ -325,6 +328,28 @@ export interface SummarySpec {
   removeAudio?: boolean;
   watermark?: Watermark;
 }
+// from schemas/events/job-retry-scheduled.v1.schema.json
+export interface JobRetryScheduled {
+  jobId: string;
+  kind: "transcode" | "summary";
+  orgId: OrgId;
+  /**
+   * The attempt that will run (the failed one plus 1).
+   */
+  attempt: number;
+  /**
+   * When the retry falls due.
+   */
+  notBefore: string;
+  /**
+   * Why the previous attempt failed.
+   */
+  error: {
+    code: string;
+    message: string;
+    retryable: true;
+  };
+}
 // from schemas/events/job-succeeded.v1.schema.json
 export interface JobSucceeded {
   jobId: string;
@@ -392,14 +417,14 @@ export interface JobAck {
 }
 // from schemas/http/job-cancel.v1.schema.json
 /**
- * Body of the 202 answer to POST /jobs/:id/cancel: the cancel is on the bus; the job's status becomes canceled once a worker acts on it.
+ * Body of the 202 answer to POST /jobs/:id/cancel: the cancel is on the bus; the job's status becomes canceled once a worker acts on it, or, for a job that had ended with its callback still being tried, those tries stop.
  */
 export interface JobCancel {
   id: string;
   /**
-   * The job's status when the cancel was accepted.
+   * The job's status when the cancel was accepted: queued or processing (it ends canceled), or ended (its callback's retries stop).
    */
-  status: "queued" | "processing";
+  status: "queued" | "processing" | "succeeded" | "failed" | "canceled";
   cancelRequestedAt: string;
 }
 // from schemas/http/job-status.v1.schema.json
@@ -445,8 +470,18 @@ export type SummaryRequest = LocationRules & {
   apiKey: string;
   inputUrl: UrlString;
   outputUrl: UrlString;
-  inputCreds?: {};
-  outputCreds?: {};
+  /**
+   * The credentials object of the store inputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  inputCreds?: {
+    [k: string]: unknown;
+  };
+  /**
+   * The credentials object of the store outputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  outputCreds?: {
+    [k: string]: unknown;
+  };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
   watermark?: Watermark;
@@ -472,8 +507,18 @@ export type TranscodeRequest = LocationRules & {
   apiKey: string;
   inputUrl: UrlString;
   outputUrl: UrlString;
-  inputCreds?: {};
-  outputCreds?: {};
+  /**
+   * The credentials object of the store inputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  inputCreds?: {
+    [k: string]: unknown;
+  };
+  /**
+   * The credentials object of the store outputUrl names (AwsCredentials, AzureCredentials or GcpCredentials); required for a bucket URL, refused for an http(s) one.
+   */
+  outputCreds?: {
+    [k: string]: unknown;
+  };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
   watermark?: Watermark;

@@ -9,6 +9,7 @@ import type {
   JobProcessing,
   JobProgress,
   JobRequested,
+  JobRetryScheduled,
   JobSucceeded,
 } from '../contracts/types.generated.ts';
 import { readCloudEvent, type RecordBytes } from './read-cloudevent.ts';
@@ -19,6 +20,7 @@ export interface EventDataOf {
   'media.job.progress': JobProgress;
   'media.job.succeeded': JobSucceeded;
   'media.job.failed': JobFailed;
+  'media.job.retry-scheduled': JobRetryScheduled;
   'media.job.cancel-requested': JobCancelRequested;
   'media.callback.delivery': CallbackDelivery;
   'media.callback.status': CallbackStatus;

@@ -25,6 +25,8 @@ import type { Logger } from '../observability/logger.ts';
 export interface JobCancels {
   /** True when a cancel of this job by this organisation has been read. */
   isCanceled(jobId: string, orgId: string): boolean;
+  /** When the newest cancel of this job by this organisation was asked for (ISO 8601), if any. */
+  canceledAt(jobId: string, orgId: string): string | undefined;
   /** Calls `stop` when a cancel of the job arrives (at once if one is known); returns the unwatch. */
   watch(jobId: string, orgId: string, stop: () => void): () => void;
   close(): Promise<void>;
@@ -51,11 +53,12 @@ export async function startJobCancels(deps: {
   codec: EventCodec;
   log: Logger;
 }): Promise<JobCancels> {
-  const canceled = new Map<string, string>();
+  const canceled = new Map<string, { orgId: string; requestedAt: string }>();
   const watchers = new Map<string, { orgId: string; stop: () => void }>();
 
   const remember = (data: JobCancelRequested): void => {
-    canceled.set(data.jobId, data.orgId);
+    canceled.delete(data.jobId); // the newest last, so the oldest is forgotten first
+    canceled.set(data.jobId, { orgId: data.orgId, requestedAt: data.requestedAt });
     if (canceled.size > MAX_REMEMBERED) {
       const oldest = canceled.keys().next();
       if (!oldest.done) canceled.delete(oldest.value);
@@ -76,9 +79,14 @@ export async function startJobCancels(deps: {
     },
   });
 
-  const isCanceled = (jobId: string, orgId: string): boolean => canceled.get(jobId) === orgId;
+  const isCanceled = (jobId: string, orgId: string): boolean =>
+    canceled.get(jobId)?.orgId === orgId;
   return {
     isCanceled,
+    canceledAt(jobId, orgId) {
+      const known = canceled.get(jobId);
+      return known?.orgId === orgId ? known.requestedAt : undefined;
+    },
     watch(jobId, orgId, stop) {
       const watcher = { orgId, stop };
       watchers.set(jobId, watcher);

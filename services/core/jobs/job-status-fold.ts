@@ -104,6 +104,31 @@ function foldCancel(
   return { ...entry, cancelRequestedAt: data.requestedAt };
 }
 
+/**
+ * A retry scheduled: the job is queued again until its due time, with the attempt that will
+ * run and the error of the one that failed (the retry's request record is held by the bus
+ * until it is due, so it cannot say this while the job waits).
+ */
+function foldRetry(
+  current: StatusEntry | undefined,
+  event: Extract<JobEvent, { type: 'media.job.retry-scheduled' }>,
+): Unrevised | undefined {
+  const { data } = event;
+  if (!current || current.orgId !== data.orgId) return undefined;
+  const attempt = current.attempt ?? 1;
+  if (data.attempt < attempt || rank[current.status] === 2) return undefined;
+  if (data.attempt === attempt && current.status !== 'queued') return undefined;
+  const { progressPercent: _progress, ...left } = current;
+  return {
+    ...left,
+    status: 'queued',
+    attempt: data.attempt,
+    queuedSince: data.notBefore,
+    error: { code: data.error.code, message: data.error.message },
+    updatedAt: event.time,
+  };
+}
+
 /** The state after an event of the job, or undefined when the event changes nothing. */
 export function foldEvent(
   current: StatusEntry | undefined,
@@ -113,6 +138,7 @@ export function foldEvent(
   if (event.type === 'media.callback.delivery') return undefined;
   if (event.type === 'media.job.requested') return foldRequested(current, event.data, event.time);
   if (event.type === 'media.job.cancel-requested') return foldCancel(current, event.data);
+  if (event.type === 'media.job.retry-scheduled') return foldRetry(current, event);
   const data = event.data;
   // Anyone who can produce to the bus can name a job id: a record of another organisation
   // (a refused request failed in its name, say) never changes someone else's job.
@@ -147,6 +173,8 @@ export function foldEvent(
   }
   if (event.type === 'media.job.failed')
     next.error = { code: event.data.error.code, message: event.data.error.message };
+  // The last error stays in view while a retry runs; a success leaves none.
+  if (event.type === 'media.job.succeeded') delete next.error;
   const callback = callbackFor(event);
   if (callback) {
     next.finalCallback = callback;

@@ -254,10 +254,17 @@ async function runJob(
   }
   await publishOutcome(deps, options, record.topic, job, run, log, trace);
   deps.metrics.jobDuration.observe(
-    { kind: job.kind, format: jobFormat(job), outcome: run.error ? 'failed' : 'succeeded' },
+    { kind: job.kind, format: jobFormat(job), outcome: attemptOutcome(run, job, options) },
     seconds,
   );
   return run.error;
+}
+
+/** How an attempt ended, for its duration: a retried attempt is not the job's failure. */
+function attemptOutcome(run: RunOutcome, job: JobRequested, options: JobWorkerOptions): string {
+  if (run.handedBack || !run.error) return 'succeeded';
+  if (run.error.code === 'canceled') return 'canceled';
+  return run.error.retryable && job.attempt < options.maxAttempts ? 'retried' : 'failed';
 }
 
 type RunOutcome =
@@ -364,6 +371,17 @@ async function publishOutcome(
         trace,
       ),
     ]);
+    // After the retry is on the bus, so a status that says "waiting for a retry" has one.
+    await publish(
+      deps,
+      'media.job.retry-scheduled',
+      {
+        ...identity(next),
+        notBefore: next.notBefore ?? '',
+        error: { code: error.code, message: error.message, retryable: true },
+      },
+      trace,
+    );
     deps.metrics.jobsRetried.inc({ kind: job.kind, code: error.code });
     log.warn('job.retry_scheduled', { code: error.code, delayMs: delay });
     return;
@@ -374,7 +392,8 @@ async function publishOutcome(
     { ...identity(job), finishedAt, ...callbacks, error },
     trace,
   );
-  deps.metrics.jobsFinished.inc({ kind: job.kind, outcome: 'failed', code: error.code });
+  const outcome = error.code === 'canceled' ? 'canceled' : 'failed';
+  deps.metrics.jobsFinished.inc({ kind: job.kind, outcome, code: error.code });
   log.warn('job.failed', { code: error.code, message: error.message });
 }
 
@@ -420,7 +439,7 @@ async function refuse(
   });
 }
 
-/** The output format of a job (a label of job_duration_seconds: a GIF and an MP4 summary cost differently). */
+/** The output format of a job (a label of job_attempt_duration_seconds: a GIF and an MP4 summary cost differently). */
 export function jobFormat(job: JobRequested): string {
   return job.transcode?.container ?? job.summary?.format ?? 'unknown';
 }

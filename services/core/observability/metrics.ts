@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 
 import { errorCatalog } from '../errors.ts';
@@ -13,6 +14,10 @@ export const STORE_KINDS = ['http', 's3', 'azure', 'gcs'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];
 /** The ffmpeg passes of a job: `analyse` (summary content analysis) and `encode` (the output). */
 export const FFMPEG_PASSES = ['analyse', 'encode'] as const;
+/** How a job ended (`media_jobs_finished_total`): a cancel is the caller's choice, not a failure. */
+export const JOB_OUTCOMES = ['succeeded', 'failed', 'canceled'] as const;
+/** How one attempt ended (`media_job_attempt_duration_seconds`): `retried` failed and runs again. */
+export const ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'retried', 'canceled'] as const;
 export const DEAD_LETTER_REASONS = [
   'invalid_event',
   'unexpected_event',
@@ -22,7 +27,13 @@ export const DEAD_LETTER_REASONS = [
   'callback_exhausted',
   'callback_rejected',
 ] as const;
-export const CALLBACK_OUTCOMES = ['delivered', 'retried', 'given_up', 'deferred'] as const;
+export const CALLBACK_OUTCOMES = [
+  'delivered',
+  'retried',
+  'given_up',
+  'deferred',
+  'stopped',
+] as const;
 export const CALLBACK_ATTEMPT_OUTCOMES = ['ok', 'error'] as const;
 /** What one callback attempt met: the receiver's status class, or why there was no answer. */
 export const CALLBACK_ATTEMPT_RESULTS = [
@@ -40,9 +51,11 @@ export interface Metrics {
   httpRequests: Counter<'route' | 'method' | 'status'>;
   httpDuration: Histogram<'route' | 'method'>;
   jobsSubmitted: Counter<'kind'>;
+  /** Attempts started: a job retried twice counts three (jobs are counted by jobsFinished). */
   jobsStarted: Counter<'kind'>;
   jobsFinished: Counter<'kind' | 'outcome' | 'code'>;
   jobsRetried: Counter<'kind' | 'code'>;
+  /** Wall time of one attempt, by how it ended (ATTEMPT_OUTCOMES). */
   jobDuration: Histogram<'kind' | 'format' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
   queueWait: Histogram<'kind'>;
@@ -60,6 +73,8 @@ export interface Metrics {
   callbacks: Counter<'outcome'>;
   callbackDuration: Histogram<'outcome'>;
   callbackAttempts: Counter<'result'>;
+  /** 1, labelled with the service's version and Node's. */
+  buildInfo: Gauge<'version' | 'node_version'>;
 }
 
 export function createMetrics(
@@ -69,7 +84,16 @@ export function createMetrics(
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: PREFIX });
   const metrics = registerMetrics(registry);
   startKnownSeriesAtZero(metrics);
+  metrics.buildInfo.set({ version: serviceVersion(), node_version: process.version }, 1);
   return metrics;
+}
+
+/** The version in package.json (the image ships it beside services/). */
+function serviceVersion(): string {
+  const { version } = createRequire(import.meta.url)('../../../package.json') as {
+    version?: unknown;
+  };
+  return typeof version === 'string' ? version : 'unknown';
 }
 
 /**
@@ -86,11 +110,13 @@ function startKnownSeriesAtZero(m: Metrics): void {
     m.mediaSeconds.inc({ kind }, 0);
     m.jobsInProgress.set({ kind }, 0);
     m.jobsFinished.inc({ kind, outcome: 'succeeded', code: '' }, 0);
-    for (const code of codes) m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
+    m.jobsFinished.inc({ kind, outcome: 'canceled', code: 'canceled' }, 0);
+    for (const code of codes.filter((c) => c !== 'canceled'))
+      m.jobsFinished.inc({ kind, outcome: 'failed', code }, 0);
     for (const code of retryable) m.jobsRetried.inc({ kind, code }, 0);
     m.queueWait.zero({ kind });
     for (const format of JOB_FORMATS[kind])
-      for (const outcome of ['succeeded', 'failed']) m.jobDuration.zero({ kind, format, outcome });
+      for (const outcome of ATTEMPT_OUTCOMES) m.jobDuration.zero({ kind, format, outcome });
     for (const pass of FFMPEG_PASSES) {
       if (pass === 'analyse' && kind === 'transcode') continue;
       m.ffmpegSpeed.zero({ kind, pass });
@@ -132,14 +158,14 @@ function registerMetrics(registry: Registry): Metrics {
       registers,
     }),
     jobsStarted: new Counter({
-      name: `${PREFIX}jobs_started_total`,
-      help: 'Job attempts started by a worker.',
+      name: `${PREFIX}job_attempts_total`,
+      help: 'Job attempts started by a worker (a job retried n times counts n + 1).',
       labelNames: ['kind'],
       registers,
     }),
     jobsFinished: new Counter({
       name: `${PREFIX}jobs_finished_total`,
-      help: 'Jobs that reached a terminal state.',
+      help: 'Jobs that ended, once each: succeeded, failed (with its error code) or canceled.',
       labelNames: ['kind', 'outcome', 'code'],
       registers,
     }),
@@ -150,8 +176,8 @@ function registerMetrics(registry: Registry): Metrics {
       registers,
     }),
     jobDuration: new Histogram({
-      name: `${PREFIX}job_duration_seconds`,
-      help: 'Wall time of one job attempt, by kind, output format and outcome.',
+      name: `${PREFIX}job_attempt_duration_seconds`,
+      help: 'Wall time of one job attempt, by kind, output format and how it ended: succeeded, failed (the job failed), retried (another attempt follows), canceled.',
       labelNames: ['kind', 'format', 'outcome'],
       buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800],
       registers,
@@ -187,7 +213,7 @@ function registerMetrics(registry: Registry): Metrics {
       registers,
     }),
     mediaSeconds: new Counter({
-      name: `${PREFIX}media_processed_seconds_total`,
+      name: `${PREFIX}processed_seconds_total`,
       help: 'Seconds of output media produced.',
       labelNames: ['kind'],
       registers,
@@ -231,7 +257,7 @@ function registerMetrics(registry: Registry): Metrics {
     }),
     callbacks: new Counter({
       name: `${PREFIX}callbacks_total`,
-      help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound).',
+      help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound), stopped (its job was canceled after it ended).',
       labelNames: ['outcome'],
       registers,
     }),
@@ -240,6 +266,12 @@ function registerMetrics(registry: Registry): Metrics {
       help: 'Time to one callback attempt answered.',
       labelNames: ['outcome'],
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10],
+      registers,
+    }),
+    buildInfo: new Gauge({
+      name: `${PREFIX}build_info`,
+      help: 'Always 1; its labels name the running version of the service and of Node.',
+      labelNames: ['version', 'node_version'],
       registers,
     }),
     callbackAttempts: new Counter({

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 
-/** /healthz, /readyz and /metrics for a worker process (the ingress serves its own). */
+/** /healthz, /readyz and /metrics on METRICS_PORT, apart from the API port, in every process. */
 export function serveOps(options: {
   host: string;
   port: number;

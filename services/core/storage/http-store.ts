@@ -35,8 +35,26 @@ async function send(
   } catch (error) {
     if (error instanceof ForbiddenUrlError)
       throw new MediaError('url_forbidden', `${side} URL refused: ${error.message}`);
+    if (url.startsWith('https:') && isPlainHttpAnswer(error))
+      throw new MediaError(
+        side === 'input' ? 'input_rejected' : 'output_rejected',
+        `${SERVICE} at ${new URL(url).host} answers plain HTTP, not TLS: use an http:// URL for it`,
+      );
     throw error;
   }
+}
+
+/**
+ * OpenSSL's verdict on a first answer that is not a TLS record (a plain-HTTP server answering
+ * a handshake): no retry changes it, so it is the caller's URL to fix, not a network fault.
+ */
+function isPlainHttpAnswer(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    (code === 'EPROTO' || code === 'ERR_SSL_WRONG_VERSION_NUMBER') &&
+    typeof message === 'string' &&
+    /wrong version number|packet length too long|http request/i.test(message)
+  );
 }
 
 /** A plain file server: GET reads the input, PUT writes the output. */

@@ -52,6 +52,31 @@ describe('embedded bus (SQLite)', () => {
     await bus.close();
   });
 
+  it("reports a group's backlog as its lag (partition 0), down to 0 once it is done", async function () {
+    this.timeout(15_000);
+    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
+    const lag: number[] = [];
+    let release = (): void => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    await bus.subscribe({
+      group: 'workers',
+      topics: ['t1'],
+      fromBeginning: true,
+      concurrency: 1,
+      handler: () => gate,
+      onLag: (topic, partition, records) => {
+        expect([topic, partition]).to.deep.equal(['t1', 0]);
+        lag.push(records);
+      },
+    });
+    await bus.publish(['a', 'b', 'c', 'd', 'e'].map(rec));
+    // One record runs, four wait: all five are not finished.
+    await until(() => lag.at(-1) === 5, 5000);
+    release();
+    await until(() => lag.at(-1) === 0, 5000);
+    await bus.close();
+  });
+
   it('a group that starts late without fromBeginning sees only new records', async () => {
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
     await bus.publish([rec('old')]);

@@ -12,7 +12,7 @@ describe('contracts', () => {
 
   it('compiles every schema with one strict ajv instance', () => {
     const contracts = loadContracts();
-    expect(Object.keys(contracts.events)).to.have.length(8);
+    expect(Object.keys(contracts.events)).to.have.length(9);
   });
 
   it('rejects a requested event that carries credentials in clear', () => {

@@ -44,6 +44,7 @@ async function worker(
   bus: EventBus = createEmbeddedBus({ path: ':memory:' }),
 ) {
   const events: JobEvent[] = [];
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   await bus.subscribe({
     group: 'observer',
     topics: [topics.jobEvents],
@@ -58,7 +59,7 @@ async function worker(
       bus,
       codec,
       log: silentLogger,
-      metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+      metrics,
       clock: systemClock,
       sealingKeys: [],
     },
@@ -101,7 +102,7 @@ async function worker(
         (e.type === 'media.job.failed' || e.type === 'media.job.succeeded') &&
         e.data.jobId === j.jobId,
     );
-  return { bus, events, request, cancel, until, ended, subscription };
+  return { bus, events, request, cancel, until, ended, subscription, metrics };
 }
 
 describe('job worker: cancels and duplicate requests', () => {
@@ -156,6 +157,15 @@ describe('job worker: cancels and duplicate requests', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(w.events.filter((e) => e.type === 'media.job.requested')).to.have.length(0);
     expect(w.events.filter((e) => e.type === 'media.job.failed')).to.have.length(1);
+    // A cancel is the caller's choice: counted apart from failures, the attempt too.
+    const text = await w.metrics.registry.metrics();
+    expect(text).to.include(
+      'media_jobs_finished_total{kind="transcode",outcome="canceled",code="canceled"} 1',
+    );
+    expect(text).not.to.match(/media_jobs_finished_total\{[^}]*outcome="failed"[^}]*\} [1-9]/);
+    expect(text).to.include(
+      'media_job_attempt_duration_seconds_count{kind="transcode",format="mp4",outcome="canceled"} 1',
+    );
     await w.bus.close();
   });
 

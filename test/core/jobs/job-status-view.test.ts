@@ -52,6 +52,63 @@ describe('job status view: queued jobs', () => {
     });
   });
 
+  it('a scheduled retry makes the job queued with its next attempt and the last error, until it succeeds', () => {
+    const v = view();
+    v.applyRequested(request('j9', 'org-a'), '2026-11-23T10:00:00.100Z');
+    v.apply(processing('j9', 'org-a', 1));
+    v.apply({
+      specversion: '1.0',
+      id: 'j9:media.job.retry-scheduled:2',
+      source: 'test',
+      time: '2026-11-23T10:00:06.000Z',
+      type: 'media.job.retry-scheduled',
+      data: {
+        jobId: 'j9',
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 2,
+        notBefore: '2026-11-23T10:00:20.000Z',
+        error: { code: 'input_unreachable', message: 'down', retryable: true },
+      },
+    });
+    expect(v.get('j9', 'org-a')).to.deep.include({
+      status: 'queued',
+      attempt: 2,
+      queuedSince: '2026-11-23T10:00:20.000Z',
+      error: { code: 'input_unreachable', message: 'down' },
+    });
+    // A late processing event of the failed attempt changes nothing.
+    v.apply(processing('j9', 'org-a', 1));
+    expect(v.get('j9', 'org-a')?.status).to.equal('queued');
+    v.apply(processing('j9', 'org-a', 2));
+    expect(v.get('j9', 'org-a')).to.include({ status: 'processing', attempt: 2 });
+    v.apply({
+      specversion: '1.0',
+      id: 'j9:media.job.succeeded:2',
+      source: 'test',
+      time: '2026-11-23T10:00:30.000Z',
+      type: 'media.job.succeeded',
+      data: {
+        jobId: 'j9',
+        kind: 'transcode',
+        orgId: 'org-a',
+        attempt: 2,
+        finishedAt: '2026-11-23T10:00:30.000Z',
+        result: {
+          outputUrl: 'https://media.example.com/out/j9.mp4',
+          format: 'mp4',
+          width: 640,
+          height: 360,
+          durationSeconds: 10,
+          sizeBytes: 1_250_000,
+          videoCodec: 'h264',
+        },
+      },
+    });
+    expect(v.get('j9', 'org-a')?.status).to.equal('succeeded');
+    expect(v.get('j9', 'org-a')).not.to.have.property('error');
+  });
+
   it('counts queued jobs per organisation and kind', () => {
     const v = view();
     v.applyRequested(request('j1', 'org-a'), '2026-11-23T10:00:00Z');

@@ -16,6 +16,7 @@ import {
   startJobWorker,
   type JobHandler,
 } from '../../../services/core/jobs/run-job-worker.ts';
+import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
@@ -148,6 +149,62 @@ describe('job worker loop', () => {
     await h.until(() => h.events.some((e) => e.type === 'media.job.succeeded'));
     expect(attempts).to.deep.equal([1, 2, 3]);
     expect(h.events.filter((e) => e.type === 'media.job.failed')).to.have.length(0);
+    // Attempts and jobs are counted apart: three attempts, two retried, one job that succeeded.
+    await new Promise((r) => setTimeout(r, 50));
+    const text = await h.metrics.registry.metrics();
+    const value = (series: string): number =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${series} `))
+          ?.split(' ')[1],
+      );
+    expect(value('media_job_attempts_total{kind="transcode"}')).to.equal(3);
+    const duration = 'media_job_attempt_duration_seconds_count{kind="transcode",format="mp4"';
+    expect(value(`${duration},outcome="retried"}`)).to.equal(2);
+    expect(value(`${duration},outcome="succeeded"}`)).to.equal(1);
+    expect(value(`${duration},outcome="failed"}`)).to.equal(0);
+    expect(
+      value('media_jobs_finished_total{kind="transcode",outcome="succeeded",code=""}'),
+    ).to.equal(1);
+    expect(
+      value(
+        'media_jobs_finished_total{kind="transcode",outcome="failed",code="input_unreachable"}',
+      ),
+    ).to.equal(0);
+    await h.bus.close();
+  });
+
+  it('a job waiting for its retry shows queued, since the due time, with its next attempt and the last error', async () => {
+    const h = await harness(
+      async () => {
+        throw new MediaError('input_unreachable', 'the file server is unavailable (503)');
+      },
+      3,
+      { retryBackoffMs: 20_000, random: () => 0.5 },
+    );
+    const view = createJobStatusView(
+      { bus: h.bus, codec: h.codec, log: silentLogger },
+      {
+        maxJobs: 100,
+      },
+    );
+    await view.start();
+    const waiting = job(11);
+    await h.submit(waiting);
+    await h.until(() => view.get(waiting.jobId, 'o')?.attempt === 2);
+    const status = view.get(waiting.jobId, 'o');
+    expect(status).to.include({ status: 'queued', attempt: 2 });
+    expect(status?.error).to.deep.equal({
+      code: 'input_unreachable',
+      message: 'the file server is unavailable (503)',
+    });
+    // The retry falls due about 10 s out (half of the 20 s ceiling); the job waits from then.
+    const due = Date.parse(status?.queuedSince ?? '') - Date.now();
+    expect(due).to.be.within(5_000, 11_000);
+    expect(status).not.to.have.property('progressPercent');
+    expect(view.waiting().get('o\u0000transcode')?.count).to.equal(1);
+    await view.close();
     await h.bus.close();
   });
 

@@ -129,4 +129,32 @@ describe('http store specifics', () => {
       expect((await stat(join(dir, 'out.bin'))).size).to.be.at.most(100_000);
     await bucket.remove();
   });
+
+  it('an https:// URL to a plain-HTTP server is a permanent error that says so, both ways', async () => {
+    const bucket = await harness.createBucket();
+    const plainAsTls = bucket.url('a.bin').replace(/^http:/, 'https:');
+    const source = join(dir, 'tls.bin');
+    await writeFile(source, Buffer.alloc(1000, 1));
+    const failures = [
+      await harness.store
+        .download(plainAsTls, join(dir, 'tls-out.bin'), { signal: never, maxBytes: 1e6 })
+        .catch((e: unknown) => e),
+      await harness.store
+        .upload(source, plainAsTls, { signal: never, contentType: 'video/mp4' })
+        .catch((e: unknown) => e),
+    ];
+    const port = new URL(plainAsTls).port;
+    for (const [error, code] of [
+      [failures[0], 'input_rejected'],
+      [failures[1], 'output_rejected'],
+    ] as const) {
+      expect(error).to.be.instanceOf(MediaError);
+      expect((error as MediaError).code).to.equal(code);
+      expect((error as MediaError).retryable).to.equal(false);
+      expect((error as MediaError).message).to.equal(
+        `the file server at 127.0.0.1:${port} answers plain HTTP, not TLS: use an http:// URL for it`,
+      );
+    }
+    await bucket.remove();
+  });
 });
