@@ -271,8 +271,9 @@ function inputsOf(o: SummaryRender): string[] {
         '-threads',
         '1',
         ...probing,
-        '-ss',
-        String(c.startSeconds),
+        // No seek for a clip from the start: FLV's demuxer, asked to seek to 0, starts a
+        // sixth of a second late and then ends the clip early (a 2 s clip came out 0.33 s).
+        ...(c.startSeconds > 0 ? ['-ss', String(c.startSeconds)] : []),
         '-t',
         String(c.durationSeconds),
       ]),

@@ -24,10 +24,15 @@ export function audioTarget(
   return { layout, sampleRate, channels: layout === 'mono' ? 1 : layout === '5.1' ? 6 : 2 };
 }
 
-/** The filter that gives an output's audio its layout and rate (see audioTarget). */
+/**
+ * The filter that gives an output's audio its layout and rate (see audioTarget), its samples
+ * laid on their timestamps: where a saved stream's segments join, audio that overlaps is cut
+ * and a gap filled with silence (without it, two Opus packets of a joined TS shared one
+ * timestamp), so audio stays in step with the video.
+ */
 export function audioFormatFilter(audio: AudioInfo, encoder: AudioEncoder): string {
   const target = audioTarget(audio, encoder);
-  return `aformat=sample_rates=${target.sampleRate}:channel_layouts=${target.layout}`;
+  return `aresample=async=1,aformat=sample_rates=${target.sampleRate}:channel_layouts=${target.layout}`;
 }
 
 /** Encoder arguments, the bitrate by channel count (5.1 needs about three times stereo's). */

@@ -10,10 +10,10 @@ describe('audio layout and rate per encoder', () => {
   it('5.1(side) (AC-3 from cameras and DVDs, which libopus refuses) becomes 5.1 for Opus and AAC', () => {
     const side = audioInfo({ codec: 'ac3', channels: 6, layout: '5.1(side)', sampleRate: 48000 });
     expect(audioFormatFilter(side, 'opus')).to.equal(
-      'aformat=sample_rates=48000:channel_layouts=5.1',
+      'aresample=async=1,aformat=sample_rates=48000:channel_layouts=5.1',
     );
     expect(audioFormatFilter(side, 'aac')).to.equal(
-      'aformat=sample_rates=48000:channel_layouts=5.1',
+      'aresample=async=1,aformat=sample_rates=48000:channel_layouts=5.1',
     );
     expect(audioEncoderArgs(side, 'opus')).to.deep.equal(['-c:a', 'libopus', '-b:a', '256k']);
   });

@@ -31,7 +31,9 @@ describe('picture filters (what every output shows)', () => {
       'lanczos',
       'fps=12',
     );
-    expect(chain).to.match(/^bwdif=mode=send_frame:parity=bff:deint=all,fps=12,scale=/);
+    expect(chain).to.match(
+      /^format=yuv420p,bwdif=mode=send_frame:parity=bff:deint=all,fps=12,scale=/,
+    );
   });
 
   it('PQ and HLG are tone-mapped to BT.709 before scaling; SDR has no colour step', () => {
