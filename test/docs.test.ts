@@ -34,6 +34,12 @@ describe('README and docs/: the layout', () => {
     expect(links).to.include('docs/spec/api.md');
   });
 
+  it('docs/spec/api.md is the shared contract, byte for byte (where the shared copy is at hand)', function () {
+    const shared = join(root, '../shared/spec/api.md');
+    if (!existsSync(shared)) this.skip();
+    expect(read('docs/spec/api.md')).to.equal(readFileSync(shared, 'utf8'));
+  });
+
   it('every relative link of README and docs/ names a file of the repository and a heading in it', () => {
     const broken: string[] = [];
     for (const page of pages) {
