@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SealedSecret } from '../services/core/contracts/types.generated.ts';
@@ -9,14 +9,14 @@ import { open } from '../services/core/crypto/secret-box.ts';
 import { readTopic } from './support/kafka-raw.ts';
 import { requireEnv } from './support/kafka-stack.ts';
 
-// Every command the README shows must work as written on a fresh machine after its first line,
+// Every command README.md and docs/ show must work as written on a fresh machine after the README's first line,
 // whatever `node` the machine has (Debian's is Node 20, which cannot run our .ts files): so
 // each goes through npm, whose scripts find Node 24 in node_modules/.bin. The commands run here
 // with a PATH that holds the machine's own tools only.
 const root = new URL('..', import.meta.url).pathname;
 const machinePath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-/** Commands in the README: lines of its sh blocks (continuations joined) and inline npm/node spans. */
+/** Commands of a page: lines of its sh blocks (continuations joined) and inline npm/node spans. */
 function readmeCommands(readme: string): string[] {
   const commands = new Set<string>();
   for (const block of readme.matchAll(/```sh\n([\s\S]*?)```/g)) {
@@ -104,7 +104,13 @@ describe('README commands, run as written with the machine’s own node on PATH'
   let dataDir: string;
 
   before(async () => {
-    commands = readmeCommands(await readFile(join(root, 'README.md'), 'utf8'));
+    const docs = (await readdir(join(root, 'docs'), { recursive: true }))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => join('docs', f));
+    const pages = await Promise.all(
+      ['README.md', ...docs].map((page) => readFile(join(root, page), 'utf8')),
+    );
+    commands = [...new Set(pages.flatMap(readmeCommands))];
     dataDir = await mkdtemp(join(tmpdir(), 'readme-commands-'));
   });
   after(async () => {
@@ -122,6 +128,8 @@ describe('README commands, run as written with the machine’s own node on PATH'
   it('every command is one this test runs, or says why not', () => {
     const known = [
       /^npm install && npm (start|test)$/, // the two first lines: npm start is run below; npm test is this suite
+      /^npm install$/, // the Quick start's first step: test/quickstart.test.ts runs it with node_modules in place
+      /^npm run quickstart:files$/, // the Quick start: test/quickstart.test.ts runs it as written
       /^npm start$/,
       /^npm test$/, // this suite
       /^npm run test:unit$/, // part of this suite
@@ -136,12 +144,15 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment
+      /^ACK=\$\(curl /, // the Quick start's submission: test/quickstart.test.ts runs it as written
+      /^echo "\$ACK"$/, // the Quick start: its acknowledgement shown
+      /^ID=\$\(echo "\$ACK" \| sed /, // the Quick start: the job id read from it
       /^export [A-Z_]+=/, // settings for the commands that follow
       /^npm install [a-z@]/, // a package for the reader's own project (e.g. a callback receiver)
       /^curl /, // HTTP calls to the running service: the API tests make the same calls
     ];
     const unknown = commands.filter((c) => !known.some((k) => k.test(program(c)) || k.test(c)));
-    expect(unknown, 'README commands this test does not cover').to.deep.equal([]);
+    expect(unknown, 'commands of README.md and docs/ this test does not cover').to.deep.equal([]);
   });
 
   for (const script of ['generate:types', 'generate:openapi', 'generate:config-table'])
@@ -275,7 +286,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
 
   it('echo … | npm run --silent seal-credentials -- <job id>: a sealed object that opens only in that job', async () => {
     const line = commands.find((c) => c.includes('seal-credentials'));
-    expect(line, 'the README shows the command').to.be.a('string');
+    expect(line, 'docs/kafka.md shows the command').to.be.a('string');
     const key = randomBytes(32);
     const child = spawn('sh', ['-c', line ?? ''], {
       cwd: root,

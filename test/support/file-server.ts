@@ -31,7 +31,17 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(): Promise<TestServer> {
+/** Options of {@link startTestServer}; the tests use none. */
+export interface TestServerOptions {
+  /** Port on 127.0.0.1 (default 0: any free port). */
+  port?: number;
+  /** Called once an upload (PUT) is stored, with its file name and size in bytes. */
+  onUpload?: (name: string, sizeBytes: number) => void;
+  /** Called for each callback before it is answered; a number returned is the status sent. */
+  onCallback?: (callback: ReceivedCallback) => number | undefined;
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dir = await mkdtemp(join(tmpdir(), 'media-test-files-'));
   const callbacks: ReceivedCallback[] = [];
   const callbackStatus = new Map<string, number>();
@@ -44,6 +54,7 @@ export async function startTestServer(): Promise<TestServer> {
         const path = join(dir, name);
         if (req.method === 'PUT') {
           await pipeline(req, createWriteStream(path));
+          options.onUpload?.(name, (await stat(path)).size);
           return res.writeHead(201).end();
         }
         if (req.method === 'GET') {
@@ -60,14 +71,16 @@ export async function startTestServer(): Promise<TestServer> {
         const chunks: Buffer[] = [];
         for await (const c of req) chunks.push(c as Buffer);
         const raw = Buffer.concat(chunks).toString('utf8');
-        callbacks.push({
+        const callback: ReceivedCallback = {
           path: url.pathname,
           headers: req.headers,
           body: JSON.parse(raw) as Record<string, unknown>,
           raw,
-        });
+        };
+        callbacks.push(callback);
         waiters.forEach((w) => w());
-        return res.writeHead(callbackStatus.get(url.pathname) ?? 200).end();
+        const status = options.onCallback?.(callback) ?? callbackStatus.get(url.pathname) ?? 200;
+        return res.writeHead(status).end();
       }
       res.writeHead(404).end();
     })().catch(() => {
@@ -76,7 +89,10 @@ export async function startTestServer(): Promise<TestServer> {
       else res.writeHead(500).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject); // a port in use
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
