@@ -166,7 +166,11 @@ describe("packaging: the image's default command runs as the node user", functio
     await mkdir(app, { recursive: true });
     for (const entry of ['package.json', 'schemas', 'services'])
       await cp(join(root, entry), join(app, entry), { recursive: true });
-    await symlink(join(root, 'node_modules'), join(app, 'node_modules'));
+    // Hard links, not a symlink: the node user must reach the modules, and a checkout under a
+    // folder only root may enter (CI's clone) would hide them behind a link.
+    await run('cp', ['-al', join(root, 'node_modules'), join(app, 'node_modules')]).catch(() =>
+      symlink(join(root, 'node_modules'), join(app, 'node_modules')),
+    );
     for (const path of layout.nodeOwned) {
       await mkdir(at(path), { recursive: true });
       await chown(at(path), NODE_UID, NODE_UID);

@@ -328,6 +328,8 @@ describe('README commands, run as written with the machine’s own node on PATH'
         KAFKA_TOPIC_PREFIX: `readme-${randomUUID().slice(0, 8)}.`,
         CREDENTIALS_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
         API_KEYS: 'readme-test-key-0123456789:acme',
+        // The notifier refuses to send unsigned callbacks unless told to.
+        WEBHOOK_SECRETS: `acme:whsec_${Buffer.alloc(24, 7).toString('base64')}`,
         PORT: '0',
         METRICS_PORT: '0',
       };
