@@ -4,6 +4,7 @@ import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters
 import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { thumbnailFilters, thumbnailOutputs, type ThumbnailPlan } from './thumbnails.ts';
 
 /** The rendition name of the audio group's one rendition (its folder in the output). */
 export const AUDIO_RENDITION = 'audio';
@@ -19,6 +20,8 @@ export interface LadderArgsOptions {
   outDir: string;
   threads: number;
   watermark?: PreparedWatermark;
+  /** Sprite sheets and a poster from the same decode (see thumbnails.ts). */
+  thumbnails?: ThumbnailPlan;
 }
 
 /**
@@ -26,7 +29,7 @@ export interface LadderArgsOptions {
  * (deinterlaced, tone-mapped, BT.709, upright, watermarked), then `split` to every rung and
  * scaled down from there. Each rung is its own encoder; a keyframe is forced at every segment
  * boundary (scene cuts add none), so all rungs switch at the same instants. Audio is encoded
- * once (AAC) into its own rendition. The HLS muxer writes CMAF fMP4 segments and a media
+ * once (AAC) into its own rendition; thumbnails and the poster are two more branches. The HLS muxer writes CMAF fMP4 segments and a media
  * playlist per rendition; the master playlist and the MPD are written afterwards from the
  * measured segments (see write-manifests.ts).
  */
@@ -57,20 +60,22 @@ export function buildLadderArgs(o: LadderArgsOptions): string[] {
     '-map_metadata',
     '-1',
     ...muxerArgs(o, audio !== undefined),
+    ...(o.thumbnails ? thumbnailOutputs(o.outDir) : []),
   ];
 }
 
 function ladderGraph(o: LadderArgsOptions, top: Rung): string {
   const picture = `[0:${o.input.video.index}]${pictureFilters(o.input, top, 'bicubic')}`;
   const source = o.watermark ? `${picture}[in];${o.watermark.filter(1)};[out]` : `${picture},`;
-  const n = o.rungs.length;
-  const split = `${source}split=${n}${o.rungs.map((_, k) => `[s${k}]`).join('')}`;
+  const labels = [...o.rungs.map((_, k) => `[s${k}]`), ...(o.thumbnails ? ['[st]', '[sp]'] : [])];
+  const split = `${source}split=${labels.length}${labels.join('')}`;
   const scaled = o.rungs.map((r, k) =>
     k === 0
       ? `[s0]format=yuv420p[v0]`
       : `[s${k}]scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=yuv420p[v${k}]`,
   );
-  return [split, ...scaled].join(';');
+  const images = o.thumbnails ? [thumbnailFilters(o.thumbnails, 'st', 'sp')] : [];
+  return [split, ...scaled, ...images].join(';');
 }
 
 /** Frames per GOP: one segment's worth (25 frames/s when the input does not say). */

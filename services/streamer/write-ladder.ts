@@ -2,6 +2,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { audioTarget } from '../core/media/audio-format.ts';
 import { AUDIO_RENDITION, buildLadderArgs, type LadderArgsOptions } from './build-ladder-args.ts';
+import {
+  THUMBNAILS_DIR,
+  THUMBNAIL_TRACK,
+  POSTER_FILE,
+  sheetName,
+  thumbnailTrack,
+} from './thumbnails.ts';
 import { measureRenditions, type MeasuredRendition } from './measure-renditions.ts';
 import {
   DASH_MANIFEST,
@@ -18,6 +25,8 @@ export interface WrittenLadder {
   renditions: MeasuredRendition[];
   /** Manifest file names under the output folder, by format. */
   manifests: Partial<Record<StreamFormat, string>>;
+  /** Paths under the output folder of the poster, the WebVTT track and its sprite sheets. */
+  thumbnails?: { poster: string; track: string; sheets: string[] };
 }
 
 /**
@@ -32,6 +41,7 @@ export async function writeLadder(
   await Promise.all([
     ...o.rungs.map((r) => mkdir(join(o.outDir, r.name), { recursive: true })),
     ...(audio ? [mkdir(join(o.outDir, AUDIO_RENDITION), { recursive: true })] : []),
+    ...(o.thumbnails ? [mkdir(join(o.outDir, THUMBNAILS_DIR), { recursive: true })] : []),
   ]);
   await run(buildLadderArgs(o));
   const renditions = await measureRenditions(o.outDir, o.rungs, audio !== undefined);
@@ -50,5 +60,14 @@ export async function writeLadder(
     await writeFile(join(o.outDir, DASH_MANIFEST), dashManifest(options));
     manifests.dash = DASH_MANIFEST;
   }
-  return { renditions, manifests };
+  const plan = o.thumbnails;
+  if (!plan) return { renditions, manifests };
+  const track = `${THUMBNAILS_DIR}/${THUMBNAIL_TRACK}`;
+  await writeFile(join(o.outDir, track), thumbnailTrack(plan, o.input.info.durationSeconds));
+  const thumbnails = {
+    poster: `${THUMBNAILS_DIR}/${POSTER_FILE}`,
+    track,
+    sheets: Array.from({ length: plan.sheets }, (_, k) => `${THUMBNAILS_DIR}/${sheetName(k + 1)}`),
+  };
+  return { renditions, manifests, thumbnails };
 }

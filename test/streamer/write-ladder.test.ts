@@ -7,8 +7,10 @@ import { promisify } from 'node:util';
 import { defaultLadder, type Rung } from '../../services/core/media/ladder.ts';
 import { readInput, type JobInput } from '../../services/core/media/read-input.ts';
 import { buildLadderArgs } from '../../services/streamer/build-ladder-args.ts';
+import { planThumbnails } from '../../services/streamer/thumbnails.ts';
 import { writeLadder, type WrittenLadder } from '../../services/streamer/write-ladder.ts';
 import { generateClip } from '../support/generate-clip.ts';
+import { pictureStats } from '../support/media-checks.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
@@ -65,6 +67,13 @@ const attr = (line: string, name: string): string | undefined =>
 
 async function encode(dir: string, input: JobInput, rungs: Rung[]): Promise<WrittenLadder> {
   const signal = new AbortController().signal;
+  const top = rungs[0] ?? input.video.display;
+  const thumbnails = planThumbnails(
+    { intervalSeconds: 2 },
+    input.video.display,
+    input.info.durationSeconds,
+    top,
+  );
   return writeLadder((args) => deps.runFfmpeg(args, { signal, stallTimeoutMs: 30_000 }), {
     input,
     rungs,
@@ -73,6 +82,7 @@ async function encode(dir: string, input: JobInput, rungs: Rung[]): Promise<Writ
     outDir: join(dir, 'out'),
     threads: 2,
     formats: ['hls', 'dash'],
+    thumbnails,
   });
 }
 
@@ -185,6 +195,44 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
     }
     expect(mpd).to.match(/<Representation id="480p"[^>]*width="852" height="480"/);
     expect(mpd).to.contain('<AudioChannelConfiguration');
+  });
+
+  it('the same decode makes a poster, a sprite sheet and a WebVTT track of its tiles', async () => {
+    const out = join(dir, 'out');
+    expect(ladder.thumbnails).to.deep.equal({
+      poster: 'thumbnails/poster.jpg',
+      track: 'thumbnails/thumbnails.vtt',
+      sheets: ['thumbnails/sprite_001.jpg'],
+    });
+    const size = async (p: string) => {
+      const { stdout } = await run(FFPROBE, [
+        ...['-v', 'error', '-show_entries', 'stream=codec_name,width,height', '-of', 'csv=p=0'],
+        join(out, p),
+      ]);
+      return stdout.trim();
+    };
+    expect(await size('thumbnails/poster.jpg')).to.equal('mjpeg,852,480');
+    expect(await size('thumbnails/sprite_001.jpg')).to.equal('mjpeg,1600,900');
+    const vtt = await readFile(join(out, 'thumbnails/thumbnails.vtt'), 'utf8');
+    expect(vtt.trim().split('\n\n').slice(1)).to.deep.equal([
+      '00:00:00.000 --> 00:00:02.000\nsprite_001.jpg#xywh=0,0,160,90',
+      '00:00:02.000 --> 00:00:04.000\nsprite_001.jpg#xywh=160,0,160,90',
+      '00:00:04.000 --> 00:00:06.000\nsprite_001.jpg#xywh=320,0,160,90',
+      '00:00:06.000 --> 00:00:07.000\nsprite_001.jpg#xywh=480,0,160,90',
+    ]);
+  });
+
+  it('the sheet holds as many tiles as the track names: the fourth shows the clip, the fifth is empty', async () => {
+    const tile = async (x: number) => {
+      const path = join(dir, `tile-${x}.png`);
+      await run(process.env['TEST_FFMPEG'] ?? 'ffmpeg', [
+        ...['-v', 'error', '-i', join(dir, 'out', 'thumbnails/sprite_001.jpg')],
+        ...['-vf', `crop=160:90:${x}:0`, '-y', path],
+      ]);
+      return pictureStats(path);
+    };
+    expect((await tile(480)).luma).to.be.above(60);
+    expect((await tile(640)).luma).to.be.below(20);
   });
 
   it('a portrait phone video (stored landscape, turned 90°) comes out upright at portrait rung sizes', async () => {
