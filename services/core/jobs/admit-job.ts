@@ -164,7 +164,7 @@ export function readJobOwner(
   return {
     jobId,
     orgId,
-    kind: kind === 'transcode' || kind === 'summary' ? kind : fallbackKind,
+    kind: kind === 'transcode' || kind === 'summary' || kind === 'stream' ? kind : fallbackKind,
     attempt:
       typeof attempt === 'number' && Number.isInteger(attempt) && attempt >= 1 && attempt <= 100
         ? attempt
