@@ -1,0 +1,194 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { JobRequested, JobResult, StreamSpec } from '../core/contracts/types.generated.ts';
+import { MediaError } from '../core/errors.ts';
+import {
+  fetchInput,
+  inWorkDir,
+  jobWatermark,
+  storeKind,
+  withCpuSlot,
+  type MediaJobDeps,
+} from '../core/jobs/media-job.ts';
+import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
+import { describeInput } from '../core/media/describe-media.ts';
+import { defaultLadder, requestedLadder, type Rung } from '../core/media/ladder.ts';
+import { checkOutputPixels } from '../core/media/pixel-budget.ts';
+import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
+import { runEncode } from '../core/media/run-encode.ts';
+import { verifyOutput } from '../core/media/verify-output.ts';
+import { publishObjects } from '../core/storage/publish-objects.ts';
+import { publishPhases, streamResult } from './publish-stream.ts';
+import { planThumbnails } from './thumbnails.ts';
+import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladder.ts';
+
+/** Objects of one stream uploaded at once (each also takes a transfer slot of the process). */
+export const PUBLISH_CONCURRENCY = 4;
+const DEFAULT_SEGMENT_SECONDS = 4;
+const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp9: 'vp9' } as const;
+
+/**
+ * How much a ladder's encode counts in its organisation's fair share of the CPU slots: the
+ * pixels it encodes over those of its top rung alone (a transcode at that size counts 1). The
+ * default 1080p and 720p ladders count 1.8.
+ */
+export function ladderCost(rungs: readonly Rung[]): number {
+  const top = rungs[0];
+  if (!top) return 1;
+  const pixels = rungs.reduce((n, r) => n + r.width * r.height, 0);
+  return Math.max(1, Math.round((pixels / (top.width * top.height)) * 100) / 100);
+}
+
+/**
+ * fetch input (transfer slot) → read it (CPU slot) → the ladder, thumbnails and manifests from
+ * one ffmpeg (a CPU slot weighted by ladderCost) → verify each rung → publish every object,
+ * manifests last (transfer slots). Same job id → same keys under the prefix, overwritten.
+ */
+export function createStreamHandler(deps: MediaJobDeps): JobHandler {
+  return async (job, ctx) => {
+    const spec = job.stream;
+    if (!spec) throw new MediaError('internal', 'a stream job without stream options');
+    return inWorkDir(deps, ctx, async (workDir) => {
+      const inputPath = join(workDir, 'input');
+      await fetchInput(deps, job, ctx, inputPath);
+      const input = await withCpuSlot(deps, ctx, () =>
+        readInput(deps, ctx.signal, { inputPath, workDir }),
+      );
+      const encoder = spec.encoder ?? 'h264';
+      const rungs = spec.ladder
+        ? requestedLadder(input.video, spec.ladder)
+        : defaultLadder(input.video, encoder);
+      for (const rung of rungs) checkOutputPixels(rung, deps.maxPixels);
+      const outDir = join(workDir, 'out');
+      const ladder = await deps.slots.cpu.use(
+        ctx.signal,
+        () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }),
+        ctx.orgId,
+        ladderCost(rungs),
+      );
+      return publish(deps, job, ctx, { spec, input, rungs, outDir, ladder });
+    });
+  };
+}
+
+interface LadderJob {
+  spec: StreamSpec;
+  input: JobInput;
+  rungs: Rung[];
+  workDir: string;
+  outDir: string;
+}
+
+async function encodeLadder(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  o: LadderJob,
+): Promise<WrittenLadder> {
+  const { spec, input, rungs } = o;
+  const top = rungs[0] ?? input.video.display;
+  const watermark = await jobWatermark(deps, job, ctx, o.workDir, spec.watermark);
+  let decoded = 0;
+  const ladder = await writeLadder(
+    async (args) => {
+      decoded = await runEncode(deps, ctx, args, {
+        from: 5,
+        to: 85,
+        expectedSeconds: input.info.durationSeconds,
+      });
+    },
+    {
+      input,
+      rungs,
+      encoder: spec.encoder ?? 'h264',
+      segmentSeconds: spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
+      outDir: o.outDir,
+      threads: deps.threads,
+      formats: spec.formats ?? (['hls', 'dash'] satisfies StreamFormat[]),
+      ...(watermark ? { watermark } : {}),
+      ...(spec.thumbnails
+        ? {
+            thumbnails: planThumbnails(
+              spec.thumbnails,
+              input.video.display,
+              input.info.durationSeconds,
+              top,
+            ),
+          }
+        : {}),
+    },
+  );
+  checkDecodedLength(input.info, decoded);
+  await verifyRungs(deps, o, ladder);
+  return ladder;
+}
+
+/**
+ * Each rung read back with ffprobe (its init and first segment joined): container, codec and
+ * size as asked. The segments' lengths were measured when the manifests were written.
+ */
+async function verifyRungs(deps: MediaJobDeps, o: LadderJob, ladder: WrittenLadder): Promise<void> {
+  for (const r of ladder.renditions.filter((x) => x.type === 'video')) {
+    const first = r.segments[0];
+    if (!first) throw new MediaError('output_invalid', `rung ${r.name} has no segments`);
+    const dir = join(o.outDir, r.name);
+    const path = join(o.workDir, `verify-${r.name}.mp4`);
+    await writeFile(
+      path,
+      Buffer.concat([await readFile(join(dir, r.init)), await readFile(join(dir, first.uri))]),
+    );
+    await verifyOutput(deps.probe, path, {
+      format: 'mp4',
+      videoCodec: VIDEO_CODEC[o.spec.encoder ?? 'h264'],
+      width: r.width ?? 0,
+      height: r.height ?? 0,
+      durationSeconds: first.durationSeconds,
+      toleranceSeconds: 0.5,
+    });
+  }
+}
+
+async function publish(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  o: Omit<LadderJob, 'workDir'> & { ladder: WrittenLadder },
+): Promise<JobResult> {
+  const prefix = job.output.url;
+  const store = deps.resolveStore(prefix, ctx.openSecret(job.output.creds));
+  const phases = await publishPhases(o.outDir, o.ladder);
+  const total = phases.flat().reduce((n, i) => n + i.sizeBytes, 0);
+  const published = await ctx.span('upload', () =>
+    publishObjects({
+      store,
+      prefix,
+      phases,
+      concurrency: PUBLISH_CONCURRENCY,
+      rateFloor: deps.rateFloor,
+      signal: ctx.signal,
+      around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
+      onBytes: (n) => ctx.progress(86 + (13 * n) / Math.max(1, total), 'upload'),
+    }),
+  );
+  deps.metrics.bytesTransferred.inc(
+    { direction: 'out', store: storeKind(prefix) },
+    published.bytes,
+  );
+  const top = o.rungs[0];
+  const seconds = o.ladder.renditions[0]?.segments.reduce((n, s) => n + s.durationSeconds, 0) ?? 0;
+  return {
+    outputUrl: prefix,
+    format: 'cmaf',
+    videoCodec: VIDEO_CODEC[o.spec.encoder ?? 'h264'],
+    width: top?.width ?? 0,
+    height: top?.height ?? 0,
+    durationSeconds: Math.round(seconds * 1000) / 1000,
+    sizeBytes: published.bytes,
+    stream: streamResult(prefix, o.ladder, o.rungs, {
+      segmentSeconds: o.spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
+      objects: published.keys.length,
+      totalBytes: published.bytes,
+    }),
+    input: describeInput(o.input),
+  };
+}
