@@ -65,7 +65,12 @@ async function videoPackets(
 const attr = (line: string, name: string): string | undefined =>
   new RegExp(`(?:^|,|:)${name}=("[^"]*"|[^,]*)`).exec(line)?.[1]?.replace(/"/g, '');
 
-async function encode(dir: string, input: JobInput, rungs: Rung[]): Promise<WrittenLadder> {
+async function encode(
+  dir: string,
+  input: JobInput,
+  rungs: Rung[],
+  encoder: 'h264' | 'h265' | 'vp9' = 'h264',
+): Promise<WrittenLadder> {
   const signal = new AbortController().signal;
   const top = rungs[0] ?? input.video.display;
   const thumbnails = planThumbnails(
@@ -77,7 +82,7 @@ async function encode(dir: string, input: JobInput, rungs: Rung[]): Promise<Writ
   return writeLadder((args) => deps.runFfmpeg(args, { signal, stallTimeoutMs: 30_000 }), {
     input,
     rungs,
-    encoder: 'h264',
+    encoder,
     segmentSeconds: SEGMENT,
     outDir: join(dir, 'out'),
     threads: 2,
@@ -254,4 +259,35 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
       expect([probed.w, probed.h]).to.deep.equal([rung.width, rung.height]);
     }
   });
+
+  const others: ['h265' | 'vp9', string, RegExp, string][] = [
+    ['h265', 'hevc', /^hvc1\.1\.6\.L\d+(\.[0-9A-F]{1,2})+$/, 'hvc1'],
+    ['vp9', 'vp9', /^vp09\.00\.\d\d\.08$/, 'vp09'],
+  ];
+  for (const [encoder, codec, codecs, tag] of others)
+    it(`${encoder}: every rung in CMAF as ${tag}, keyframes at the same boundaries, its codec string declared`, async () => {
+      const sub = join(dir, encoder);
+      const written = await encode(sub, input, rungs, encoder);
+      const times: string[] = [];
+      for (const rung of rungs) {
+        const r = written.renditions.find((x) => x.name === rung.name);
+        expect(r?.codecs).to.match(codecs);
+        const path = await joined(join(sub, 'out'), rung.name, written);
+        const probed = await videoPackets(path);
+        expect([probed.codec, probed.w, probed.h]).to.deep.equal([codec, rung.width, rung.height]);
+        const { stdout } = await run(FFPROBE, [
+          ...['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_tag_string'],
+          ...['-of', 'csv=p=0', path],
+        ]);
+        expect(stdout.trim()).to.equal(tag);
+        const keys = probed.packets
+          .filter((p) => p.flags.startsWith('K'))
+          .map((p) => Number(p.pts_time));
+        times.push(keys.map((t) => (t - (keys[0] ?? 0)).toFixed(2)).join());
+      }
+      expect(new Set(times)).to.have.property('size', 1);
+      expect(times[0]).to.equal('0.00,2.00,4.00,6.00');
+      const master = await readFile(join(sub, 'out', 'master.m3u8'), 'utf8');
+      expect(master).to.contain(`CODECS="${written.renditions[0]?.codecs},mp4a.40.2"`);
+    });
 });
