@@ -17,8 +17,11 @@ import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
 import { runEncode } from '../core/media/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
+import type { MediaStore } from '../core/storage/media-store.ts';
 import { publishObjects } from '../core/storage/publish-objects.ts';
-import { publishPhases, streamResult } from './publish-stream.ts';
+import { AUDIO_RENDITION } from './build-ladder-args.ts';
+import { publishDuringEncode } from './publish-during-encode.ts';
+import { item, publishPhases, streamResult } from './publish-stream.ts';
 import { planThumbnails } from './thumbnails.ts';
 import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladder.ts';
 
@@ -60,13 +63,16 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
         : defaultLadder(input.video, encoder);
       for (const rung of rungs) checkOutputPixels(rung, deps.maxPixels);
       const outDir = join(workDir, 'out');
-      const ladder = await deps.slots.cpu.use(
+      const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
+      const upload = (key: string): Promise<unknown> =>
+        publishOne(deps, ctx, { store, prefix: job.output.url, outDir, key });
+      const { ladder, early } = await deps.slots.cpu.use(
         ctx.signal,
-        () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }),
+        () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }, upload),
         ctx.orgId,
         ladderCost(rungs),
       );
-      return publish(deps, job, ctx, { spec, input, rungs, outDir, ladder });
+      return publish(deps, job, ctx, { spec, input, rungs, outDir, ladder, early, store });
     });
   };
 }
@@ -79,23 +85,56 @@ interface LadderJob {
   outDir: string;
 }
 
+/** One object of the output folder published on its own (a segment while the encode goes on). */
+async function publishOne(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: { store: MediaStore; prefix: string; outDir: string; key: string },
+): Promise<unknown> {
+  const one = await item(o.outDir, o.key, o.key.startsWith(`${AUDIO_RENDITION}/`));
+  return publishObjects({
+    store: o.store,
+    prefix: o.prefix,
+    phases: [[one]],
+    concurrency: 1,
+    rateFloor: deps.rateFloor,
+    signal: ctx.signal,
+    around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
+  });
+}
+
 async function encodeLadder(
   deps: MediaJobDeps,
   job: JobRequested,
   ctx: JobContext,
   o: LadderJob,
-): Promise<WrittenLadder> {
+  upload: (key: string) => Promise<unknown>,
+): Promise<{ ladder: WrittenLadder; early: Set<string> }> {
   const { spec, input, rungs } = o;
   const top = rungs[0] ?? input.video.display;
   const watermark = await jobWatermark(deps, job, ctx, o.workDir, spec.watermark);
   let decoded = 0;
+  let early = new Set<string>();
   const ladder = await writeLadder(
     async (args) => {
-      decoded = await runEncode(deps, ctx, args, {
-        from: 5,
-        to: 85,
-        expectedSeconds: input.info.durationSeconds,
+      // Whole segments go out while ffmpeg writes the next ones.
+      const publishing = publishDuringEncode({
+        outDir: o.outDir,
+        renditions: [...rungs.map((r) => r.name), AUDIO_RENDITION],
+        concurrency: PUBLISH_CONCURRENCY,
+        upload,
       });
+      try {
+        decoded = await runEncode(deps, ctx, args, {
+          from: 5,
+          to: 85,
+          expectedSeconds: input.info.durationSeconds,
+        });
+      } catch (error) {
+        await publishing.stop().catch(() => undefined);
+        throw error;
+      }
+      early = await publishing.stop();
     },
     {
       input,
@@ -120,7 +159,7 @@ async function encodeLadder(
   );
   checkDecodedLength(input.info, decoded);
   await verifyRungs(deps, o, ladder);
-  return ladder;
+  return { ladder, early };
 }
 
 /**
@@ -152,11 +191,14 @@ async function publish(
   deps: MediaJobDeps,
   job: JobRequested,
   ctx: JobContext,
-  o: Omit<LadderJob, 'workDir'> & { ladder: WrittenLadder },
+  o: Omit<LadderJob, 'workDir'> & { ladder: WrittenLadder; early: Set<string>; store: MediaStore },
 ): Promise<JobResult> {
   const prefix = job.output.url;
-  const store = deps.resolveStore(prefix, ctx.openSecret(job.output.creds));
-  const phases = await publishPhases(o.outDir, o.ladder);
+  const { store, early } = o;
+  const earlyBytes = o.ladder.renditions
+    .flatMap((r) => r.segments.filter((s) => early.has(`${r.name}/${s.uri}`)))
+    .reduce((n, s) => n + s.bytes, 0);
+  const phases = await publishPhases(o.outDir, o.ladder, early);
   const total = phases.flat().reduce((n, i) => n + i.sizeBytes, 0);
   const published = await ctx.span('upload', () =>
     publishObjects({
@@ -170,10 +212,8 @@ async function publish(
       onBytes: (n) => ctx.progress(86 + (13 * n) / Math.max(1, total), 'upload'),
     }),
   );
-  deps.metrics.bytesTransferred.inc(
-    { direction: 'out', store: storeKind(prefix) },
-    published.bytes,
-  );
+  const bytes = earlyBytes + published.bytes;
+  deps.metrics.bytesTransferred.inc({ direction: 'out', store: storeKind(prefix) }, bytes);
   const top = o.rungs[0];
   const seconds = o.ladder.renditions[0]?.segments.reduce((n, s) => n + s.durationSeconds, 0) ?? 0;
   return {
@@ -183,11 +223,11 @@ async function publish(
     width: top?.width ?? 0,
     height: top?.height ?? 0,
     durationSeconds: Math.round(seconds * 1000) / 1000,
-    sizeBytes: published.bytes,
+    sizeBytes: bytes,
     stream: streamResult(prefix, o.ladder, o.rungs, {
       segmentSeconds: o.spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
-      objects: published.keys.length,
-      totalBytes: published.bytes,
+      objects: early.size + published.keys.length,
+      totalBytes: bytes,
     }),
     input: describeInput(o.input),
   };

@@ -14,7 +14,8 @@ const CONTENT_TYPES: Record<string, string> = {
   vtt: 'text/vtt',
 };
 
-async function item(outDir: string, key: string, audio = false): Promise<PublishItem> {
+/** One file under the output folder as a publish item (its content type by extension). */
+export async function item(outDir: string, key: string, audio = false): Promise<PublishItem> {
   const extension = key.slice(key.lastIndexOf('.') + 1);
   const contentType =
     audio && extension === 'mp4'
@@ -27,18 +28,22 @@ async function item(outDir: string, key: string, audio = false): Promise<Publish
 /**
  * The stream's objects in three phases: media (init and media segments, images), then what
  * names them (media playlists, the thumbnail track), then the manifests players open (HLS
- * master, MPD). A player that finds a manifest finds everything it names.
+ * master, MPD). A player that finds a manifest finds everything it names. Keys in `published`
+ * (segments uploaded while the encode went on) are left out.
  */
 export async function publishPhases(
   outDir: string,
   ladder: WrittenLadder,
+  published: ReadonlySet<string> = new Set(),
 ): Promise<PublishItem[][]> {
   const media: Promise<PublishItem>[] = [];
   const playlists: Promise<PublishItem>[] = [];
   for (const r of ladder.renditions) {
     const audio = r.type === 'audio';
     media.push(item(outDir, `${r.name}/${r.init}`, audio));
-    for (const s of r.segments) media.push(item(outDir, `${r.name}/${s.uri}`, audio));
+    for (const s of r.segments)
+      if (!published.has(`${r.name}/${s.uri}`))
+        media.push(item(outDir, `${r.name}/${s.uri}`, audio));
     // DASH alone needs no media playlists.
     if (ladder.manifests.hls) playlists.push(item(outDir, `${r.name}/index.m3u8`));
   }
