@@ -169,6 +169,33 @@ describe('stream handler: encode, verify, publish (file server)', function () {
     }
   });
 
+  it('a cancel during the encode stops ffmpeg at once: nothing named by a manifest is published', async () => {
+    const stop = new AbortController();
+    const out = await startStreamFileServer();
+    try {
+      const ctx = context(stop.signal);
+      const started = performance.now();
+      let abortedAt = 0;
+      ctx.progress = (p, stage) => {
+        if (stage === 'encode' && p > 5 && !stop.signal.aborted) {
+          abortedAt = performance.now();
+          stop.abort(new MediaError('canceled', 'canceled'));
+        }
+      };
+      const error = await handler(job(out, { segmentSeconds: 1 }), ctx).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(Error);
+      expect(abortedAt, 'the encode reported progress').to.be.above(0);
+      expect(performance.now() - abortedAt).to.be.below(2000);
+      expect(performance.now() - started).to.be.below(20_000);
+      expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+
   it('a caller ladder above the input is refused before any encode', async () => {
     const out = await startStreamFileServer();
     try {
