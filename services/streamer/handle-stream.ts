@@ -28,6 +28,8 @@ import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladd
 /** Objects of one stream uploaded at once (each also takes a transfer slot of the process). */
 export const PUBLISH_CONCURRENCY = 4;
 const DEFAULT_SEGMENT_SECONDS = 4;
+/** Wait before removing a failed publish's objects a second time, ms. */
+const REMOVE_AGAIN_MS = 1000;
 const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp9: 'vp9' } as const;
 
 /**
@@ -64,15 +66,27 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
       for (const rung of rungs) checkOutputPixels(rung, deps.maxPixels);
       const outDir = join(workDir, 'out');
       const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
-      const upload = (key: string): Promise<unknown> =>
-        publishOne(deps, ctx, { store, prefix: job.output.url, outDir, key });
-      const { ladder, early } = await deps.slots.cpu.use(
-        ctx.signal,
-        () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }, upload),
-        ctx.orgId,
-        ladderCost(rungs),
-      );
-      return publish(deps, job, ctx, { spec, input, rungs, outDir, ladder, early, store });
+      // Every key this attempt began to upload: what a failure removes again.
+      const touched = new Set<string>();
+      const upload = async (key: string): Promise<void> => {
+        touched.add(key);
+        await publishOne(deps, ctx, { store, prefix: job.output.url, outDir, key });
+      };
+      try {
+        const { ladder, early } = await deps.slots.cpu.use(
+          ctx.signal,
+          () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }, upload),
+          ctx.orgId,
+          ladderCost(rungs),
+        );
+        return await publish(deps, job, ctx, {
+          ...{ spec, input, rungs, outDir, ladder, early, store },
+          onStarted: (key) => touched.add(key),
+        });
+      } catch (error) {
+        await removePublished(store, job.output.url, touched, ctx);
+        throw error;
+      }
     });
   };
 }
@@ -83,6 +97,38 @@ interface LadderJob {
   rungs: Rung[];
   workDir: string;
   outDir: string;
+}
+
+/**
+ * After a failure or a cancel, what this attempt had published is removed again (best effort,
+ * with its own time limit: a canceled job's signal is already aborted), so the prefix holds
+ * nothing of it; what cannot be removed is logged, and no manifest names it.
+ */
+async function removePublished(
+  store: MediaStore,
+  prefix: string,
+  keys: ReadonlySet<string>,
+  ctx: JobContext,
+): Promise<void> {
+  if (keys.size === 0) return;
+  const signal = AbortSignal.timeout(60_000);
+  let failed: string[] = [];
+  const pass = async (): Promise<void> => {
+    failed = [];
+    const queue = [...keys];
+    const worker = async (): Promise<void> => {
+      for (let key = queue.shift(); key !== undefined; key = queue.shift())
+        await store.remove(prefix + key, { signal }).catch(() => void failed.push(key));
+    };
+    await Promise.all(Array.from({ length: PUBLISH_CONCURRENCY }, worker));
+  };
+  await pass();
+  // An upload cut short on this side may still be stored by the service a moment later (its
+  // body had arrived): a second pass removes what such a race left.
+  await new Promise((resolve) => setTimeout(resolve, REMOVE_AGAIN_MS));
+  await pass();
+  if (failed.length > 0)
+    ctx.log.warn('stream.objects_left', { count: failed.length, first: failed[0] });
 }
 
 /** One object of the output folder published on its own (a segment while the encode goes on). */
@@ -191,7 +237,12 @@ async function publish(
   deps: MediaJobDeps,
   job: JobRequested,
   ctx: JobContext,
-  o: Omit<LadderJob, 'workDir'> & { ladder: WrittenLadder; early: Set<string>; store: MediaStore },
+  o: Omit<LadderJob, 'workDir'> & {
+    ladder: WrittenLadder;
+    early: Set<string>;
+    store: MediaStore;
+    onStarted: (key: string) => void;
+  },
 ): Promise<JobResult> {
   const prefix = job.output.url;
   const { store, early } = o;
@@ -210,6 +261,7 @@ async function publish(
       signal: ctx.signal,
       around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
       onBytes: (n) => ctx.progress(86 + (13 * n) / Math.max(1, total), 'upload'),
+      onStarted: o.onStarted,
     }),
   );
   const bytes = earlyBytes + published.bytes;

@@ -131,7 +131,7 @@ describe('stream handler: encode, verify, publish (file server)', function () {
     }
   });
 
-  it('an upload that fails: the job fails and no playlist or manifest is published', async () => {
+  it('an upload that fails: the job fails, no manifest is ever published and what was uploaded is removed', async () => {
     const out = await startStreamFileServer({
       refuse: (p) => (p.endsWith('240p/seg_00001.m4s') ? 403 : undefined),
     });
@@ -143,12 +143,15 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       expect(error).to.be.instanceOf(MediaError);
       expect((error as MediaError).code).to.equal('output_rejected');
       expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+      expect(out.uploads.length).to.be.above(0);
+      expect(out.deletes).to.include.members(out.uploads);
+      expect(await out.stored('streams')).to.deep.equal([]);
     } finally {
       await out.close();
     }
   });
 
-  it('a cancel while publishing: stopped, and no playlist or manifest is published', async () => {
+  it('a cancel while publishing: stopped, no manifest published, the objects uploaded removed', async () => {
     const stop = new AbortController();
     const out = await startStreamFileServer({
       refuse: (p) => {
@@ -164,6 +167,7 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       expect(error).to.be.instanceOf(Error);
       expect(out.uploads.filter(isManifest)).to.deep.equal([]);
       expect(out.uploads.length).to.be.below(14);
+      expect(await out.stored('streams')).to.deep.equal([]);
     } finally {
       await out.close();
     }

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -27,6 +27,10 @@ export interface StreamFileServer {
   dir: string;
   /** Paths of completed PUTs, in the order they completed. */
   uploads: string[];
+  /** Paths of DELETEs answered. */
+  deletes: string[];
+  /** Files stored now under `prefix` (relative to the server's root), sorted. */
+  stored(prefix: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -40,6 +44,7 @@ export async function startStreamFileServer(
 ): Promise<StreamFileServer> {
   const dir = await mkdtemp(join(tmpdir(), 'stream-files-'));
   const uploads: string[] = [];
+  const deletes: string[] = [];
   const server = http.createServer((req, res) => {
     void (async () => {
       const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
@@ -53,9 +58,24 @@ export async function startStreamFileServer(
         }
         const file = join(dir, path);
         await mkdir(dirname(file), { recursive: true });
-        await pipeline(req, createWriteStream(file));
+        try {
+          await pipeline(req, createWriteStream(file));
+        } catch (error) {
+          // As a bucket does, a PUT cut short leaves no object.
+          await rm(file, { force: true });
+          throw error;
+        }
         uploads.push(path.slice(1));
         return res.writeHead(201).end();
+      }
+      if (req.method === 'DELETE') {
+        const gone = await stat(join(dir, path)).then(
+          () => false,
+          () => true,
+        );
+        await rm(join(dir, path), { force: true });
+        deletes.push(path.slice(1));
+        return res.writeHead(gone ? 404 : 204).end();
       }
       if (req.method === 'GET' || req.method === 'HEAD') {
         const mount = Object.entries(o.mounts ?? {}).find(([p]) => path.startsWith(p));
@@ -76,6 +96,17 @@ export async function startStreamFileServer(
     url: `http://127.0.0.1:${port}`,
     dir,
     uploads,
+    deletes,
+    async stored(prefix) {
+      const files = await readdir(join(dir, prefix), {
+        recursive: true,
+        withFileTypes: true,
+      }).catch(() => []);
+      return files
+        .filter((f) => f.isFile())
+        .map((f) => join(f.parentPath, f.name).slice(dir.length + 1))
+        .sort();
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

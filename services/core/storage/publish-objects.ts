@@ -33,6 +33,8 @@ export interface PublishOptions {
   around?: <T>(upload: () => Promise<T>) => Promise<T>;
   /** Bytes published so far, of all objects. */
   onBytes?: (bytes: number) => void;
+  /** Called with each key as its upload starts (what a failed publish may have to remove). */
+  onStarted?: (key: string) => void;
 }
 
 /** What was published, in the order each object was finished. */
@@ -56,6 +58,7 @@ export async function publishObjects(o: PublishOptions): Promise<Published> {
   const around = o.around ?? (<T>(upload: () => Promise<T>) => upload());
   const publishOne = async (item: PublishItem): Promise<void> => {
     const url = o.prefix + item.key;
+    o.onStarted?.(item.key);
     const { bytes } = await around(() =>
       withRateFloor(o.rateFloor, 'output', signal, (s, onBytes) =>
         o.store.upload(item.path, url, {
