@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
-const services = ['ingress', 'transcoder', 'summarizer', 'notifier', 'all-in-one'];
+const services = ['ingress', 'transcoder', 'summarizer', 'streamer', 'notifier', 'all-in-one'];
 const otherServices = (self) =>
   services
     .filter((s) => s !== self)
@@ -31,6 +31,8 @@ export default tseslint.config(
       'services/core/contracts/types.generated.ts',
       '.data/',
       'test/support/*.cjs',
+      // The stream playback test's page script runs in the browser, outside the TS project.
+      'test/streamer/playback/*.js',
     ],
   },
   ...tseslint.configs.recommendedTypeChecked,

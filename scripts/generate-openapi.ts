@@ -410,7 +410,7 @@ const securitySchemes: Json = {
     in: 'header',
     name: 'X-Api-Key',
     description:
-      'The API key, on every route but the three job submissions (POST /transcode, /summary/gif, /summary/mp4), which carry it in the body field `apiKey` instead.',
+      'The API key, on every route but the job submissions (POST /transcode, /summary/gif, /summary/mp4, /streams), which carry it in the body field `apiKey` instead.',
   },
   BearerKey: {
     type: 'http',
@@ -438,7 +438,7 @@ export async function buildOpenApi(): Promise<Json> {
       version,
       license: { name: license, identifier: license },
       description:
-        'Transcode and video-summary jobs over HTTP. Generated from schemas/ by scripts/generate-openapi.ts; the HTTP contract is spec/api.md. The job submissions carry the API key in the body (`apiKey`); every other keyed route takes it in `X-Api-Key` or as a Bearer token.',
+        'Transcode, video-summary and adaptive-streaming jobs over HTTP. Generated from schemas/ by scripts/generate-openapi.ts; the HTTP contract is spec/api.md. The job submissions carry the API key in the body (`apiKey`); every other keyed route takes it in `X-Api-Key` or as a Bearer token.',
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     servers: [
@@ -465,6 +465,12 @@ export async function buildOpenApi(): Promise<Json> {
         'Submit an MP4 summary job',
         'SummaryRequest',
         examplesOf('SummaryRequest'),
+      ),
+      '/streams': jobSubmission(
+        'submitStream',
+        'Submit a stream job: an HLS and/or DASH ladder with thumbnails under an output prefix',
+        'StreamRequest',
+        examplesOf('StreamRequest'),
       ),
       ...jobPaths,
       ...watermarkPaths,

@@ -87,7 +87,7 @@ describe("packaging: Node's options of the services", () => {
     ).scripts;
     const flags = SERVICE_NODE_ARGS.join(' ');
     const starts = Object.entries(scripts).filter(([name]) => /^start(:|$)/.test(name));
-    expect(starts).to.have.length(5);
+    expect(starts).to.have.length(6);
     for (const [name, command] of starts)
       expect(command, name).to.match(new RegExp(`^node ${flags} services/[a-z-]+/main\\.ts$`));
     const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');

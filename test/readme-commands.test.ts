@@ -134,9 +134,10 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm test$/, // this suite
       /^npm run test:unit$/, // part of this suite
       /^npm run generate:(types|openapi|config-table)$/,
-      /^npm run start:(ingress|transcoder|summarizer|notifier)$/,
+      /^npm run start:(ingress|transcoder|summarizer|streamer|notifier)$/,
       /^npm run bench:transcode -- /,
       /^npm run bench:summary -- /,
+      /^npm run bench:stream -- /,
       /^npm run bench:tracing -- /,
       /^npm run bench:fairness -- /,
       /^npm run bench:(ingress|footprint) -- /,
@@ -165,6 +166,12 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/\| h264\/mp4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
+  });
+
+  it('npm run bench:stream -- 2 1 (a short input)', async () => {
+    const ran = await run(['run', 'bench:stream', '--', '2', '1'], {}, 300_000);
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| service \/ separate \| [\d.]+ \|/);
   });
 
   it('npm run bench:tracing -- 1 20 (short arguments)', async () => {

@@ -58,9 +58,11 @@ bash "$HERE/ffmpeg.sh" install &
 JOBS[ffmpeg]=$!
 bash "$HERE/schema-registry.sh" start &
 JOBS[schema-registry]=$!
+bash "$HERE/chromium.sh" install &
+JOBS[chromium]=$!
 
 failed=()
-for name in kafka s3 gcs azurite ffmpeg schema-registry; do
+for name in kafka s3 gcs azurite ffmpeg schema-registry chromium; do
   if ! wait "${JOBS[$name]}"; then
     failed+=("$name")
   fi
@@ -84,6 +86,7 @@ tmp_env="$ENV_FILE.tmp.$$"
   bash "$HERE/gcs.sh" env
   bash "$HERE/ffmpeg.sh" env
   bash "$HERE/schema-registry.sh" env
+  bash "$HERE/chromium.sh" env
 } >"$tmp_env"
 mv "$tmp_env" "$ENV_FILE"
 cp "$ENV_FILE" "$STATE/env"

@@ -10,6 +10,7 @@ import {
 } from '../core/runtime/first-run-secrets.ts';
 import { startIngress, type RunningIngress } from '../ingress/start-ingress.ts';
 import { startNotifierService } from '../notifier/start-notifier.ts';
+import { startStreamer } from '../streamer/start-streamer.ts';
 import { startSummarizer } from '../summarizer/start-summarizer.ts';
 import { startTranscoder } from '../transcoder/start-transcoder.ts';
 
@@ -66,6 +67,7 @@ export async function startAllInOne(
   const workers = await Promise.all([
     startTranscoder(rt),
     startSummarizer(rt),
+    startStreamer(rt),
     startNotifierService(rt, notifierOptions),
   ]);
   const [current] = sealingKeys;

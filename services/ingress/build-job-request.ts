@@ -1,5 +1,6 @@
 import type {
   JobRequested,
+  StreamRequest,
   SummaryRequest,
   TranscodeRequest,
 } from '../core/contracts/types.generated.ts';
@@ -8,7 +9,10 @@ import { MediaError } from '../core/errors.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import { firstUrlRefusal } from '../core/net/refuse-urls.ts';
 
-export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4';
+export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4' | 'stream';
+
+/** A validated body of any job submission. */
+export type JobBody = TranscodeRequest | SummaryRequest | StreamRequest;
 
 /**
  * The job-requested event for a validated request. The API key stays here (the event names the
@@ -16,7 +20,7 @@ export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4';
  */
 export function buildJobRequest(
   type: JobType,
-  body: TranscodeRequest | SummaryRequest,
+  body: JobBody,
   ids: { jobId: string; orgId: string; submittedAt: string },
   sealingKey: SealingKey,
 ): JobRequested {
@@ -36,7 +40,9 @@ export function buildJobRequest(
     ...(Object.keys(callbacks).length ? { callbacks } : {}),
   };
   const watermark = body.watermark ? { watermark: body.watermark } : {};
-  const width = body.width === undefined ? {} : { width: body.width };
+  if (type === 'stream') return { ...common, kind: 'stream', stream: streamSpecOf(body) };
+  const { width: w } = body as TranscodeRequest | SummaryRequest;
+  const width = w === undefined ? {} : { width: w };
   if (type === 'transcode') {
     const t = body as TranscodeRequest;
     const height = t.height === undefined ? {} : { height: t.height };
@@ -67,14 +73,26 @@ export function buildJobRequest(
   };
 }
 
+/** The stream options of a POST /streams body: its fields beside the locations and callbacks. */
+function streamSpecOf(body: JobBody): NonNullable<JobRequested['stream']> {
+  const {
+    apiKey: _apiKey,
+    inputUrl: _inputUrl,
+    outputUrl: _outputUrl,
+    inputCreds: _inputCreds,
+    outputCreds: _outputCreds,
+    successUrl: _successUrl,
+    failureUrl: _failureUrl,
+    ...spec
+  } = body as StreamRequest;
+  return spec;
+}
+
 /**
  * Early refusal of URLs that name this machine or a private network literally. Names that
  * resolve there are caught again when the worker connects.
  */
-export function refuseLocalUrls(
-  body: TranscodeRequest | SummaryRequest,
-  policy: AddressPolicy,
-): void {
+export function refuseLocalUrls(body: JobBody, policy: AddressPolicy): void {
   const urls: [string, string | undefined][] = [
     ['inputUrl', body.inputUrl],
     ['outputUrl', body.outputUrl],
@@ -94,10 +112,7 @@ export function refuseLocalUrls(
  * whose requested width × height is over the pixel budget. (A single side is checked by the
  * worker, once the input's aspect ratio is known.)
  */
-export function refuseOverPixelBudget(
-  body: TranscodeRequest | SummaryRequest,
-  maxPixels: number,
-): void {
+export function refuseOverPixelBudget(body: JobBody, maxPixels: number): void {
   const { width, height } = body as Partial<TranscodeRequest>;
   if (typeof width !== 'number' || typeof height !== 'number' || width * height <= maxPixels)
     return;

@@ -34,7 +34,7 @@ export async function cancelJob(
     const record = cancelRecord(deps.codec, {
       jobId: id,
       orgId,
-      kind: status.type === 'transcode' ? 'transcode' : 'summary',
+      kind: status.type === 'transcode' || status.type === 'stream' ? status.type : 'summary',
       requestedAt,
     });
     try {

@@ -73,6 +73,7 @@ const JOB_ROUTES: Record<string, JobType> = {
   '/transcode': 'transcode',
   '/summary/gif': 'summary/gif',
   '/summary/mp4': 'summary/mp4',
+  '/streams': 'stream',
 };
 /** Connection failures a client causes: resets, early ends, requests the parser cannot read. */
 const CLIENT_SIDE_CODES =
@@ -183,7 +184,9 @@ async function submitJob(
     const checked =
       type === 'transcode'
         ? deps.contracts.transcodeRequest(body)
-        : deps.contracts.summaryRequest(body);
+        : type === 'stream'
+          ? deps.contracts.streamRequest(body)
+          : deps.contracts.summaryRequest(body);
     if (!checked.ok) throw new MediaError('invalid_request', checked.message);
     refuseOverPixelBudget(checked.value, deps.maxPixels);
     refuseLocalUrls(checked.value, deps.addressPolicy);
@@ -222,7 +225,7 @@ async function publishRequest(
   job: JobRequested,
   trace: TraceContext,
 ): Promise<void> {
-  const type = job.kind === 'transcode' ? 'transcode' : `summary/${job.summary?.format}`;
+  const type = job.kind === 'summary' ? `summary/${job.summary?.format}` : job.kind;
   // A random event id: the workers tell a duplicate request of one job (two ingress copies
   // answering one Idempotency-Key at once) from a redelivery of the same record by it.
   const topic = requestTopicOf[job.kind];

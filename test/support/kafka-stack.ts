@@ -23,8 +23,8 @@ export interface KafkaStack {
   prefix: string;
   env: Record<string, string>;
   ingresses: { url: string; process: SpawnedService }[];
-  workers: Record<'transcoder' | 'summarizer' | 'notifier', SpawnedService[]>;
-  start(service: 'transcoder' | 'summarizer' | 'notifier'): Promise<SpawnedService>;
+  workers: Record<'transcoder' | 'summarizer' | 'streamer' | 'notifier', SpawnedService[]>;
+  start(service: 'transcoder' | 'summarizer' | 'streamer' | 'notifier'): Promise<SpawnedService>;
   submit(
     path: string,
     body: Record<string, unknown>,
@@ -39,6 +39,7 @@ export async function startKafkaStack(
     ingresses?: number;
     transcoders?: number;
     summarizers?: number;
+    streamers?: number;
     notifiers?: number;
     extraEnv?: Record<string, string>;
   } = {},
@@ -64,9 +65,14 @@ export async function startKafkaStack(
     ...options.extraEnv,
   };
   const all: SpawnedService[] = [];
-  const workers: KafkaStack['workers'] = { transcoder: [], summarizer: [], notifier: [] };
+  const workers: KafkaStack['workers'] = {
+    transcoder: [],
+    summarizer: [],
+    streamer: [],
+    notifier: [],
+  };
   const start = async (
-    service: 'transcoder' | 'summarizer' | 'notifier',
+    service: 'transcoder' | 'summarizer' | 'streamer' | 'notifier',
   ): Promise<SpawnedService> => {
     const p = spawnService(main(service), env);
     all.push(p);
@@ -85,6 +91,7 @@ export async function startKafkaStack(
     }
     for (let i = 0; i < (options.transcoders ?? 1); i++) await start('transcoder');
     for (let i = 0; i < (options.summarizers ?? 0); i++) await start('summarizer');
+    for (let i = 0; i < (options.streamers ?? 0); i++) await start('streamer');
     for (let i = 0; i < (options.notifiers ?? 1); i++) await start('notifier');
   } catch (error) {
     await Promise.all(all.map((p) => p.kill()));

@@ -122,6 +122,7 @@ export class BusUnavailableError extends Error {
 export const topics = {
   transcodeRequests: 'media.jobs.transcode.v1',
   summaryRequests: 'media.jobs.summary.v1',
+  streamRequests: 'media.jobs.stream.v1',
   jobEvents: 'media.jobs.events.v1',
   /** Cancels of jobs (key job id); every worker process reads all of them (run-job-worker.ts). */
   jobCancels: 'media.jobs.cancel.v1',
@@ -148,4 +149,5 @@ export const compactedTopics: ReadonlySet<string> = new Set([topics.jobStatus]);
 export const requestTopicOf = {
   transcode: topics.transcodeRequests,
   summary: topics.summaryRequests,
+  stream: topics.streamRequests,
 } as const;

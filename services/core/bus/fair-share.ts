@@ -9,6 +9,9 @@
  * each start advances the tenant's pass by 1 ÷ weight, and a tenant that was idle comes back at
  * the current virtual time, so idling banks no credit. Ties left after that go to the oldest
  * record. An optional cap bounds what one tenant runs at once on this worker.
+ *
+ * An item may cost more than 1 (a stream ladder's encode: see the streamer): it then counts as
+ * that many running items of its tenant and advances the tenant's pass by cost ÷ weight.
  */
 
 export interface FairShareOptions {
@@ -24,9 +27,14 @@ export interface FairShare {
    * may start (not blocked by an earlier record of their key), oldest first. Every picked item
    * counts as running for its tenant until `finished` is called for it.
    */
-  pick<T>(ready: readonly T[], free: number, tenantOf: (item: T) => string): T[];
-  /** An item picked earlier has finished (whatever its outcome). */
-  finished(tenant: string): void;
+  pick<T>(
+    ready: readonly T[],
+    free: number,
+    tenantOf: (item: T) => string,
+    costOf?: (item: T) => number,
+  ): T[];
+  /** An item picked earlier has finished (whatever its outcome); `cost` as it was picked with. */
+  finished(tenant: string, cost?: number): void;
   /** Running items per tenant (for metrics and tests). */
   running(): ReadonlyMap<string, number>;
 }
@@ -54,7 +62,12 @@ export function createFairShare(options: FairShareOptions = {}): FairShare {
   };
 
   return {
-    pick<T>(ready: readonly T[], free: number, tenantOf: (item: T) => string): T[] {
+    pick<T>(
+      ready: readonly T[],
+      free: number,
+      tenantOf: (item: T) => string,
+      costOf: (item: T) => number = () => 1,
+    ): T[] {
       const queues = new Map<string, T[]>();
       for (const item of ready) {
         const t = tenantOf(item);
@@ -75,8 +88,9 @@ export function createFairShare(options: FairShareOptions = {}): FairShare {
         if (!best) break;
         queues.get(best.tenant)?.shift();
         virtualTime = Math.max(virtualTime, best.state.pass);
-        best.state.pass += 1 / weightOf(best.tenant);
-        best.state.running += 1;
+        const cost = costOf(best.head);
+        best.state.pass += cost / weightOf(best.tenant);
+        best.state.running += cost;
         picked.push(best.head);
       }
       return picked;
@@ -95,10 +109,11 @@ export function createFairShare(options: FairShareOptions = {}): FairShare {
       }
     },
 
-    finished(tenant) {
+    finished(tenant, cost = 1) {
       const s = tenants.get(tenant);
       if (!s) return;
-      s.running = Math.max(0, s.running - 1);
+      // Fractional costs may leave a rounding residue; below a millionth is nothing running.
+      s.running = s.running - cost < 1e-6 ? 0 : s.running - cost;
       // Idle and without credit: forget it, so the map holds only tenants with work.
       if (s.running === 0 && s.pass <= virtualTime) tenants.delete(tenant);
     },

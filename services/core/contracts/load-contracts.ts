@@ -15,6 +15,7 @@ import type {
   JobRequested,
   JobRetryScheduled,
   JobSucceeded,
+  StreamRequest,
   SummaryRequest,
   TranscodeRequest,
 } from './types.generated.ts';
@@ -37,6 +38,7 @@ export type Contract<T> = (data: unknown) => Checked<T>;
 export interface Contracts {
   transcodeRequest: Contract<TranscodeRequest>;
   summaryRequest: Contract<SummaryRequest>;
+  streamRequest: Contract<StreamRequest>;
   events: {
     'media.job.requested': Contract<JobRequested>;
     'media.job.processing': Contract<JobProcessing>;
@@ -154,6 +156,7 @@ export function loadContracts(schemasDir: string = defaultSchemasDir): Contracts
   return {
     transcodeRequest: contractOf(get('http/transcode-request.v1.schema.json'), 'body'),
     summaryRequest: contractOf(get('http/summary-request.v1.schema.json'), 'body'),
+    streamRequest: contractOf(get('http/stream-request.v1.schema.json'), 'body'),
     events: {
       'media.job.requested': contractOf(get('events/job-requested.v1.schema.json'), 'data'),
       'media.job.processing': contractOf(get('events/job-processing.v1.schema.json'), 'data'),

@@ -222,14 +222,14 @@ export interface EventEnvelope {
 // from schemas/events/job-cancel-requested.v1.schema.json
 export interface JobCancelRequested {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   requestedAt: string;
 }
 // from schemas/events/job-failed.v1.schema.json
 export interface JobFailed {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   attempt: number;
   finishedAt: string;
@@ -250,7 +250,7 @@ export interface JobError {
 // from schemas/events/job-processing.v1.schema.json
 export interface JobProcessing {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   attempt: number;
   startedAt: string;
@@ -258,7 +258,7 @@ export interface JobProcessing {
 // from schemas/events/job-progress.v1.schema.json
 export interface JobProgress {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   attempt: number;
   percent: number;
@@ -269,8 +269,10 @@ export interface JobProgress {
  * data of a media.job.requested event. Bucket credentials are sealed; API keys never appear.
  */
 export type JobRequested = {
+  [k: string]: unknown;
+} & {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   attempt: number;
   submittedAt: string;
@@ -278,6 +280,7 @@ export type JobRequested = {
   output: JobLocation;
   transcode?: TranscodeSpec;
   summary?: SummarySpec;
+  stream?: StreamSpec;
   callbacks?: {
     successUrl?: HttpUrl;
     failureUrl?: HttpUrl;
@@ -328,10 +331,68 @@ export interface SummarySpec {
   removeAudio?: boolean;
   watermark?: Watermark;
 }
+/**
+ * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`.
+ */
+export interface StreamSpec {
+  /**
+   * Manifests to publish over the same segments; default both.
+   *
+   * @minItems 1
+   * @maxItems 2
+   */
+  formats?: ["hls" | "dash"] | ["hls" | "dash", "hls" | "dash"];
+  /**
+   * Video codec of every rung; default h264. vp9 only with formats ["dash"] (Apple's HLS does not carry it).
+   */
+  encoder?: "h264" | "h265" | "vp9";
+  /**
+   * The rungs, instead of the default ladder derived from the input: each a picture height (the width follows the input's displayed aspect) and a video bitrate. Heights above the input's are refused by the worker.
+   *
+   * @minItems 1
+   * @maxItems 8
+   */
+  ladder?:
+    | [LadderRung]
+    | [LadderRung, LadderRung]
+    | [LadderRung, LadderRung, LadderRung]
+    | [LadderRung, LadderRung, LadderRung, LadderRung]
+    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung];
+  /**
+   * Segment length in seconds; default 4. Every rung has a keyframe at each segment boundary.
+   */
+  segmentSeconds?: number;
+  thumbnails?: ThumbnailSpec;
+  watermark?: Watermark;
+}
+export interface LadderRung {
+  height: number;
+  bitrateKbps: number;
+}
+/**
+ * Present: a poster, sprite sheets of 10 x 10 tiles and a WebVTT track of them are made.
+ */
+export interface ThumbnailSpec {
+  /**
+   * Seconds between tiles; default 5.
+   */
+  intervalSeconds?: number;
+  /**
+   * Tile width in pixels; default 160 (height from the displayed aspect).
+   */
+  width?: number;
+  /**
+   * Where the poster is taken; default a quarter into the input.
+   */
+  posterSeconds?: number;
+}
 // from schemas/events/job-retry-scheduled.v1.schema.json
 export interface JobRetryScheduled {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   /**
    * The attempt that will run (the failed one plus 1).
@@ -353,7 +414,7 @@ export interface JobRetryScheduled {
 // from schemas/events/job-succeeded.v1.schema.json
 export interface JobSucceeded {
   jobId: string;
-  kind: "transcode" | "summary";
+  kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
   attempt: number;
   finishedAt: string;
@@ -365,7 +426,7 @@ export interface JobSucceeded {
 }
 export interface JobResult {
   outputUrl: UrlString;
-  format: "mp4" | "webm" | "gif";
+  format: "mp4" | "webm" | "gif" | "cmaf";
   videoCodec?: string;
   width: number;
   height: number;
@@ -390,12 +451,80 @@ export interface JobResult {
      */
     sceneIndex?: number;
   }[];
+  stream?: StreamResult;
   input?: MediaDescription;
   output?: MediaDescription;
 }
 /**
+ * What a stream job published, measured from its files: the manifests, each rung and the audio rendition, the thumbnails, the object count and total bytes. URLs are under the job's output prefix.
+ */
+export interface StreamResult {
+  manifests: {
+    hls?: UrlString;
+    dash?: UrlString;
+  };
+  /**
+   * @minItems 1
+   * @maxItems 8
+   */
+  rungs:
+    | [StreamRung]
+    | [StreamRung, StreamRung]
+    | [StreamRung, StreamRung, StreamRung]
+    | [StreamRung, StreamRung, StreamRung, StreamRung]
+    | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung]
+    | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung]
+    | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung]
+    | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung];
+  audio?: {
+    codecs: string;
+    averageKbps: number;
+    peakKbps: number;
+    sizeBytes: number;
+  };
+  thumbnails?: {
+    posterUrl: UrlString;
+    trackUrl: UrlString;
+    /**
+     * @maxItems 1000
+     */
+    sheetUrls: UrlString[];
+  };
+  segmentSeconds: number;
+  /**
+   * Objects published under the prefix (segments, playlists, manifests, images).
+   */
+  objects: number;
+  totalBytes: number;
+}
+export interface StreamRung {
+  name: string;
+  width: number;
+  height: number;
+  /**
+   * RFC 6381 codec string of the video, as the manifests declare it (e.g. avc1.64001F).
+   */
+  codecs: string;
+  /**
+   * The bitrate the rung was encoded for (VBV peak 1.2 times it).
+   */
+  targetKbps: number;
+  /**
+   * Measured: all the rung's segment bits over its duration (the video only).
+   */
+  averageKbps: number;
+  /**
+   * Measured: the peak segment bit rate (RFC 8216bis), the video only.
+   */
+  peakKbps: number;
+  sizeBytes: number;
+  playlistUrl?: UrlString;
+}
+/**
  * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
  */
+// from schemas/events/stream-result.v1.schema.json
+// from schemas/events/stream-spec.v1.schema.json
 // from schemas/http/callback-redelivery.v1.schema.json
 /**
  * Body of the 202 answer to POST /jobs/:id/callbacks/redeliver.
@@ -430,7 +559,7 @@ export interface JobCancel {
 // from schemas/http/job-status.v1.schema.json
 export interface JobStatus {
   id: string;
-  type: "transcode" | "summary/gif" | "summary/mp4";
+  type: "transcode" | "summary/gif" | "summary/mp4" | "stream";
   /**
    * canceled: ended by POST /jobs/:id/cancel (error.code is then canceled).
    */
@@ -462,6 +591,73 @@ export interface CallbackView {
   lastError?: string;
   nextAttemptAt?: string;
 }
+// from schemas/http/stream-request.v1.schema.json
+/**
+ * Body of POST /streams: an adaptive bitrate ladder published under an output prefix.
+ */
+export type StreamRequest = LocationRules & {
+  apiKey: string;
+  inputUrl: UrlString;
+  /**
+   * The prefix (folder) the manifests, segments and thumbnails are published under; ends with /.
+   */
+  outputUrl: UrlString & string;
+  /**
+   * The credentials object of the store inputUrl names; required for a bucket URL, refused for an http(s) one.
+   */
+  inputCreds?: {
+    [k: string]: unknown;
+  };
+  /**
+   * The credentials object of the store outputUrl names; required for a bucket URL, refused for an http(s) one.
+   */
+  outputCreds?: {
+    [k: string]: unknown;
+  };
+  successUrl?: HttpUrl;
+  failureUrl?: HttpUrl;
+  watermark?: Watermark;
+  formats?: Formats;
+  /**
+   * Video codec of every rung; default h264. vp9 only with formats ["dash"] (Apple's HLS does not carry it).
+   */
+  encoder?: "h264" | "h265" | "vp9";
+  ladder?: Ladder;
+  /**
+   * Segment length in seconds; default 4. Every rung has a keyframe at each segment boundary.
+   */
+  segmentSeconds?: number;
+  thumbnails?: ThumbnailSpec;
+};
+/**
+ * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
+ */
+export type LocationRules = {
+  [k: string]: unknown;
+};
+/**
+ * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
+ */
+export type Formats = ["hls" | "dash"] | ["hls" | "dash", "hls" | "dash"];
+/**
+ * The rungs, instead of the default ladder derived from the input: each a picture height (the width follows the input's displayed aspect) and a video bitrate. Heights above the input's are refused by the worker.
+ *
+ * @minItems 1
+ * @maxItems 8
+ */
+export type Ladder =
+  | [LadderRung]
+  | [LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung];
+
+/**
+ * Exactly one of text, imageUrl or imageName is present; it tells the variant.
+ */
 // from schemas/http/summary-request.v1.schema.json
 /**
  * Body of POST /summary/gif and POST /summary/mp4.
@@ -490,12 +686,6 @@ export type SummaryRequest = LocationRules & {
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
- */
-export type LocationRules = {
-  [k: string]: unknown;
-};
-/**
- * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
  */
 export type Dimension = number;
 

@@ -15,7 +15,7 @@ export interface AdmissionRules {
   /** Organisations a job may name (KNOWN_ORGS); undefined: any organisation is accepted. */
   knownOrgs?: ReadonlySet<string> | undefined;
   /** The HTTP request contracts: a job is checked as the request that would have made it. */
-  contracts: Pick<Contracts, 'transcodeRequest' | 'summaryRequest'>;
+  contracts: Pick<Contracts, 'transcodeRequest' | 'summaryRequest' | 'streamRequest'>;
 }
 
 /** Why a job request is refused: the dead-letter reason, and a message that names the field. */
@@ -26,7 +26,7 @@ export interface Refusal {
 
 /** The job's URLs, named by their place in the event's data. */
 export function jobUrls(job: JobRequested): [string, string | undefined][] {
-  const spec = job.kind === 'transcode' ? job.transcode : job.summary;
+  const spec = job.kind === 'transcode' ? job.transcode : (job.stream ?? job.summary);
   const watermark =
     spec?.watermark && 'imageUrl' in spec.watermark ? spec.watermark.imageUrl : undefined;
   return [
@@ -93,7 +93,9 @@ function httpRuleRefusal(
   const check =
     job.kind === 'transcode' && job.transcode
       ? contracts.transcodeRequest({ ...common, ...job.transcode })
-      : contracts.summaryRequest({ ...common, ...omitFormat(job.summary) });
+      : job.kind === 'stream' && job.stream
+        ? contracts.streamRequest({ ...common, ...job.stream })
+        : contracts.summaryRequest({ ...common, ...omitFormat(job.summary) });
   if (check.ok) return undefined;
   return { reason: 'invalid_event', message: inDataTerms(check.message, job.kind) };
 }
@@ -113,7 +115,8 @@ function inDataTerms(message: string, kind: JobRequested['kind']): string {
     successUrl: 'data.callbacks.successUrl',
     failureUrl: 'data.callbacks.failureUrl',
   };
-  const spec = /^(watermark|width|height|encoder|container|bitrateKbps|removeAudio)$/;
+  const spec =
+    /^(watermark|width|height|encoder|container|bitrateKbps|removeAudio|formats|ladder|segmentSeconds|thumbnails)$/;
   return message.replace(
     /(?<![\w.])[A-Za-z]+\b/g,
     (name: string) => place[name] ?? (spec.test(name) ? `data.${kind}.${name}` : name),
@@ -164,7 +167,7 @@ export function readJobOwner(
   return {
     jobId,
     orgId,
-    kind: kind === 'transcode' || kind === 'summary' ? kind : fallbackKind,
+    kind: kind === 'transcode' || kind === 'summary' || kind === 'stream' ? kind : fallbackKind,
     attempt:
       typeof attempt === 'number' && Number.isInteger(attempt) && attempt >= 1 && attempt <= 100
         ? attempt

@@ -46,8 +46,8 @@ export function foldRequested(
   time: string,
 ): Unrevised | undefined {
   const type =
-    data.kind === 'transcode'
-      ? 'transcode'
+    data.kind === 'transcode' || data.kind === 'stream'
+      ? data.kind
       : data.summary?.format === 'gif'
         ? 'summary/gif'
         : 'summary/mp4';
@@ -95,7 +95,7 @@ function foldCancel(
   const entry: Unrevised = current ?? {
     id: data.jobId,
     orgId: data.orgId,
-    type: data.kind === 'transcode' ? 'transcode' : 'summary/mp4',
+    type: data.kind === 'summary' ? 'summary/mp4' : data.kind,
     status: 'queued',
     createdAt: data.requestedAt,
     updatedAt: data.requestedAt,

@@ -22,7 +22,7 @@ export interface Submission {
   requestSeen: boolean;
 }
 
-type Kind = 'transcode' | 'summary';
+type Kind = 'transcode' | 'summary' | 'stream';
 
 /**
  * Job status read from the bus itself (no database), in two parts:
@@ -114,7 +114,7 @@ export function createJobStatusView(
     jobs.set(entry.id, text, ACTIVE.has(entry.status));
     forget(entry.id);
     if (ACTIVE.has(entry.status)) {
-      const kind = entry.type === 'transcode' ? 'transcode' : 'summary';
+      const kind = entry.type === 'transcode' || entry.type === 'stream' ? entry.type : 'summary';
       activeIds.set(entry.id, { orgId: entry.orgId, kind, queued: entry.status === 'queued' });
       count(entry.orgId, 1);
     }
@@ -295,6 +295,7 @@ export function createJobStatusView(
           topics: [
             topics.transcodeRequests,
             topics.summaryRequests,
+            topics.streamRequests,
             topics.jobEvents,
             topics.jobCancels,
           ],

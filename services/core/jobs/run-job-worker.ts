@@ -441,7 +441,7 @@ async function refuse(
 
 /** The output format of a job (a label of job_attempt_duration_seconds: a GIF and an MP4 summary cost differently). */
 export function jobFormat(job: JobRequested): string {
-  return job.transcode?.container ?? job.summary?.format ?? 'unknown';
+  return job.transcode?.container ?? job.summary?.format ?? (job.stream ? 'cmaf' : 'unknown');
 }
 
 function identity(job: JobRequested): Pick<JobRequested, 'jobId' | 'kind' | 'orgId' | 'attempt'> {

@@ -9,9 +9,10 @@ export interface Semaphore {
   /**
    * Runs `work` while holding one slot. Waiting ends early when `signal` aborts (rejecting with
    * its reason), so a job stopped while queued never takes a slot. `tenant` defaults to one
-   * shared by every caller that names none.
+   * shared by every caller that names none. `cost` (default 1) is what the holder counts for in
+   * its tenant's fair share (still one slot held): a stream ladder counts its rungs' pixels.
    */
-  use<T>(signal: AbortSignal, work: () => Promise<T>, tenant?: string): Promise<T>;
+  use<T>(signal: AbortSignal, work: () => Promise<T>, tenant?: string, cost?: number): Promise<T>;
   /** Slots held right now. */
   readonly inUse: number;
 }
@@ -21,13 +22,14 @@ export function createSemaphore(size: number): Semaphore {
     throw new RangeError(`a semaphore needs at least 1 slot, got ${size}`);
   let held = 0;
   const fair = createFairShare();
-  const waiters: { grant: () => void; tenant: string }[] = [];
+  const waiters: { grant: () => void; tenant: string; cost: number }[] = [];
   const tenantOf = (w: { tenant: string }): string => w.tenant;
+  const costOf = (w: { cost: number }): number => w.cost;
 
-  const acquire = (signal: AbortSignal, tenant: string): Promise<void> => {
+  const acquire = (signal: AbortSignal, tenant: string, cost: number): Promise<void> => {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
     if (held < size) {
-      fair.pick([{ tenant }], 1, tenantOf);
+      fair.pick([{ tenant, cost }], 1, tenantOf, costOf);
       held++;
       return Promise.resolve();
     }
@@ -37,7 +39,7 @@ export function createSemaphore(size: number): Semaphore {
         held++;
         resolve();
       };
-      const waiter = { grant, tenant };
+      const waiter = { grant, tenant, cost };
       const onAbort = (): void => {
         const at = waiters.indexOf(waiter);
         if (at >= 0) waiters.splice(at, 1);
@@ -48,22 +50,22 @@ export function createSemaphore(size: number): Semaphore {
     });
   };
 
-  const release = (tenant: string): void => {
+  const release = (tenant: string, cost: number): void => {
     held--;
-    fair.finished(tenant);
-    const [next] = fair.pick(waiters, 1, tenantOf);
+    fair.finished(tenant, cost);
+    const [next] = fair.pick(waiters, 1, tenantOf, costOf);
     if (!next) return;
     waiters.splice(waiters.indexOf(next), 1);
     next.grant();
   };
 
   return {
-    async use(signal, work, tenant = '') {
-      await acquire(signal, tenant);
+    async use(signal, work, tenant = '', cost = 1) {
+      await acquire(signal, tenant, cost);
       try {
         return await work();
       } finally {
-        release(tenant);
+        release(tenant, cost);
       }
     },
     get inUse() {

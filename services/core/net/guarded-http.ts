@@ -10,7 +10,7 @@ export class ForbiddenUrlError extends Error {
 }
 
 export interface GuardedRequest {
-  method: 'GET' | 'PUT' | 'POST' | 'HEAD';
+  method: 'GET' | 'PUT' | 'POST' | 'HEAD' | 'DELETE';
   headers?: Record<string, string>;
   body?: Buffer | Readable;
   signal?: AbortSignal;

@@ -6,9 +6,13 @@ import { errorCatalog } from '../errors.ts';
 const PREFIX = 'media_';
 
 /** Label values known before anything happens: their series exist, at 0, from the start. */
-export const JOB_KINDS = ['transcode', 'summary'] as const;
+export const JOB_KINDS = ['transcode', 'summary', 'stream'] as const;
 /** Output formats by job kind (the `format` label of job durations). */
-export const JOB_FORMATS = { transcode: ['mp4', 'webm'], summary: ['gif', 'mp4'] } as const;
+export const JOB_FORMATS = {
+  transcode: ['mp4', 'webm'],
+  summary: ['gif', 'mp4'],
+  stream: ['cmaf'],
+} as const;
 /** Where bytes are moved from and to (the URL scheme's store). */
 export const STORE_KINDS = ['http', 's3', 'azure', 'gcs'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];

@@ -128,5 +128,14 @@ export function createAzureStoreFactory(
         return { bytes: size };
       });
     },
+
+    remove(url, { signal }) {
+      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
+        const { bucket, key } = parseBucketUrl(url, 'azure', 'output');
+        await containerFor(credentials, 'output', bucket)
+          .getBlobClient(key)
+          .deleteIfExists({ abortSignal: signal });
+      });
+    },
   });
 }

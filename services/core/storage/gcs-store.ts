@@ -132,5 +132,12 @@ export function createGcsStoreFactory(
         return { bytes: size };
       });
     },
+
+    remove(url, { signal }) {
+      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
+        const { bucket, key } = parseBucketUrl(url, 'gcp', 'output');
+        await bucketFor(credentials, 'output', bucket).file(key).delete({ ignoreNotFound: true });
+      });
+    },
   });
 }

@@ -102,5 +102,23 @@ export function createHttpStore(http: HttpClient): MediaStore {
         return { bytes: size };
       });
     },
+
+    remove(url, { signal }) {
+      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
+        let res: IncomingMessage;
+        try {
+          res = await http.request(url, { method: 'DELETE', signal });
+        } catch (error) {
+          if (error instanceof ForbiddenUrlError)
+            throw new MediaError('url_forbidden', `output URL refused: ${error.message}`);
+          throw error;
+        }
+        const status = res.statusCode ?? 0;
+        res.resume();
+        // Already gone is what was asked for.
+        if ((status >= 200 && status < 300) || status === 404 || status === 410) return;
+        throw failureToMediaError(SERVICE, 'output', { status });
+      });
+    },
   };
 }

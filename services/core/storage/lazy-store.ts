@@ -19,5 +19,6 @@ export function lazyStoreFactory(load: () => Promise<StoreFactory>): StoreFactor
       (await factory())(credentials).download(url, destPath, options),
     upload: async (srcPath, url, options) =>
       (await factory())(credentials).upload(srcPath, url, options),
+    remove: async (url, options) => (await factory())(credentials).remove(url, options),
   });
 }

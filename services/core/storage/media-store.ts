@@ -12,6 +12,11 @@ export interface MediaStore {
     url: string,
     options: TransferOptions & { contentType: string },
   ): Promise<{ bytes: number }>;
+  /**
+   * Removes the object at `url` if it is there (what a failed stream publish had uploaded);
+   * resolves when it is gone or was never there; rejects with MediaError (output_*).
+   */
+  remove(url: string, options: { signal: AbortSignal }): Promise<void>;
 }
 
 export interface TransferOptions {

@@ -1,6 +1,11 @@
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { GetObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { AwsCredentials } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
@@ -165,6 +170,17 @@ export function createS3StoreFactory(
             signal.removeEventListener('abort', onAbort);
           }
         });
+      });
+    },
+
+    remove(url, { signal }) {
+      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
+        const { bucket, key } = parseBucketUrl(url, 's3', 'output');
+        await withClient(credentials, 'output', (client) =>
+          client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), {
+            abortSignal: signal,
+          }),
+        );
       });
     },
   });

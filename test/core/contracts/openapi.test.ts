@@ -72,6 +72,7 @@ describe('OpenAPI description (schemas/openapi.json)', () => {
       '/transcode': contracts.transcodeRequest,
       '/summary/gif': contracts.summaryRequest,
       '/summary/mp4': contracts.summaryRequest,
+      '/streams': contracts.streamRequest,
     };
     let checked = 0;
     for (const [path, operations] of Object.entries(document.paths))

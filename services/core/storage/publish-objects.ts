@@ -1,0 +1,121 @@
+/**
+ * Publishing many objects of one job under an output prefix (a stream's segments, playlists,
+ * images): bounded concurrency, each object with the transfer-rate floor of a single file, in
+ * phases, so that what refers to other objects (playlists, then the manifests players open)
+ * is written only once everything it names is there. The first failure stops the rest; what
+ * later phases hold is then never written.
+ */
+import { MediaError } from '../errors.ts';
+import type { MediaStore } from './media-store.ts';
+import { withRateFloor, type RateFloor } from './transfer-rate.ts';
+
+/** One file to publish: its local path and its key under the prefix. */
+export interface PublishItem {
+  path: string;
+  key: string;
+  contentType: string;
+  sizeBytes: number;
+}
+
+export interface PublishOptions {
+  store: MediaStore;
+  /** Ends with `/`; keys are appended to it. */
+  prefix: string;
+  /** Published in order: every object of a phase is written before the next phase starts. */
+  phases: readonly (readonly PublishItem[])[];
+  /** Objects in flight at once. */
+  concurrency: number;
+  rateFloor: RateFloor;
+  signal: AbortSignal;
+  /**
+   * Runs one upload (a transfer slot of the process, a span): by default the upload itself.
+   */
+  around?: <T>(upload: () => Promise<T>) => Promise<T>;
+  /** Bytes published so far, of all objects. */
+  onBytes?: (bytes: number) => void;
+  /** Called with each key as its upload starts (what a failed publish may have to remove). */
+  onStarted?: (key: string) => void;
+}
+
+/** What was published, in the order each object was finished. */
+export interface Published {
+  keys: string[];
+  bytes: number;
+}
+
+/** Publishes `phases` under `prefix`; rejects with the first failure, having stopped the rest. */
+export async function publishObjects(o: PublishOptions): Promise<Published> {
+  const stop = new AbortController();
+  const signal = AbortSignal.any([o.signal, stop.signal]);
+  const done: string[] = [];
+  const inFlight = new Map<string, number>();
+  let finishedBytes = 0;
+  const report = (): void => {
+    let moving = 0;
+    for (const n of inFlight.values()) moving += n;
+    o.onBytes?.(finishedBytes + moving);
+  };
+  const around = o.around ?? (<T>(upload: () => Promise<T>) => upload());
+  const publishOne = async (item: PublishItem): Promise<void> => {
+    const url = o.prefix + item.key;
+    o.onStarted?.(item.key);
+    const { bytes } = await around(() =>
+      withRateFloor(o.rateFloor, 'output', signal, (s, onBytes) =>
+        o.store.upload(item.path, url, {
+          signal: s,
+          contentType: item.contentType,
+          onProgress: (n) => {
+            onBytes(n);
+            inFlight.set(item.key, n);
+            report();
+          },
+        }),
+      ),
+    );
+    inFlight.delete(item.key);
+    finishedBytes += bytes;
+    done.push(item.key);
+    report();
+  };
+  // The first failure stops the uploads under way at once, not only the ones to come.
+  const stoppingOthers = (item: PublishItem): Promise<void> =>
+    publishOne(item).catch((error: unknown) => {
+      stop.abort(error);
+      throw error;
+    });
+  for (const phase of o.phases) await inPool(phase, o.concurrency, signal, stoppingOthers);
+  return { keys: done, bytes: finishedBytes };
+}
+
+/**
+ * Runs `work` over `items` with at most `size` at once; after the first failure no new one
+ * starts, and it is thrown once the ones under way have ended.
+ */
+async function inPool<T>(
+  items: readonly T[],
+  size: number,
+  signal: AbortSignal,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined && next < items.length) {
+      if (signal.aborted) throw stopped(signal);
+      const item = items[next++] as T;
+      try {
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(size, items.length)) }, worker));
+  if (failure) throw failure.error;
+}
+
+function stopped(signal: AbortSignal): unknown {
+  return signal.reason instanceof Error
+    ? signal.reason
+    : new MediaError('interrupted', 'the job was stopped');
+}

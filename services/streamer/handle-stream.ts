@@ -1,0 +1,286 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { JobRequested, JobResult, StreamSpec } from '../core/contracts/types.generated.ts';
+import { MediaError } from '../core/errors.ts';
+import {
+  fetchInput,
+  inWorkDir,
+  jobWatermark,
+  storeKind,
+  withCpuSlot,
+  type MediaJobDeps,
+} from '../core/jobs/media-job.ts';
+import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
+import { describeInput } from '../core/media/describe-media.ts';
+import { defaultLadder, requestedLadder, type Rung } from '../core/media/ladder.ts';
+import { checkOutputPixels } from '../core/media/pixel-budget.ts';
+import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
+import { runEncode } from '../core/media/run-encode.ts';
+import { verifyOutput } from '../core/media/verify-output.ts';
+import type { MediaStore } from '../core/storage/media-store.ts';
+import { publishObjects } from '../core/storage/publish-objects.ts';
+import { AUDIO_RENDITION } from './build-ladder-args.ts';
+import { publishDuringEncode } from './publish-during-encode.ts';
+import { item, publishPhases, streamResult } from './publish-stream.ts';
+import { planThumbnails } from './thumbnails.ts';
+import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladder.ts';
+
+/** Objects of one stream uploaded at once (each also takes a transfer slot of the process). */
+export const PUBLISH_CONCURRENCY = 4;
+const DEFAULT_SEGMENT_SECONDS = 4;
+/** Wait before removing a failed publish's objects a second time, ms. */
+const REMOVE_AGAIN_MS = 1000;
+const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp9: 'vp9' } as const;
+
+/**
+ * How much a ladder's encode counts in its organisation's fair share of the CPU slots: the
+ * pixels it encodes over those of its top rung alone (a transcode at that size counts 1). The
+ * default 1080p and 720p ladders count 1.8.
+ */
+export function ladderCost(rungs: readonly Rung[]): number {
+  const top = rungs[0];
+  if (!top) return 1;
+  const pixels = rungs.reduce((n, r) => n + r.width * r.height, 0);
+  return Math.max(1, Math.round((pixels / (top.width * top.height)) * 100) / 100);
+}
+
+/**
+ * fetch input (transfer slot) → read it (CPU slot) → the ladder, thumbnails and manifests from
+ * one ffmpeg (a CPU slot weighted by ladderCost) → verify each rung → publish every object,
+ * manifests last (transfer slots). Same job id → same keys under the prefix, overwritten.
+ */
+export function createStreamHandler(deps: MediaJobDeps): JobHandler {
+  return async (job, ctx) => {
+    const spec = job.stream;
+    if (!spec) throw new MediaError('internal', 'a stream job without stream options');
+    return inWorkDir(deps, ctx, async (workDir) => {
+      const inputPath = join(workDir, 'input');
+      await fetchInput(deps, job, ctx, inputPath);
+      const input = await withCpuSlot(deps, ctx, () =>
+        readInput(deps, ctx.signal, { inputPath, workDir }),
+      );
+      const encoder = spec.encoder ?? 'h264';
+      const rungs = spec.ladder
+        ? requestedLadder(input.video, spec.ladder)
+        : defaultLadder(input.video, encoder);
+      for (const rung of rungs) checkOutputPixels(rung, deps.maxPixels);
+      const outDir = join(workDir, 'out');
+      const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
+      // Every key this attempt began to upload: what a failure removes again.
+      const touched = new Set<string>();
+      const upload = async (key: string): Promise<void> => {
+        touched.add(key);
+        await publishOne(deps, ctx, { store, prefix: job.output.url, outDir, key });
+      };
+      try {
+        const { ladder, early } = await deps.slots.cpu.use(
+          ctx.signal,
+          () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }, upload),
+          ctx.orgId,
+          ladderCost(rungs),
+        );
+        return await publish(deps, job, ctx, {
+          ...{ spec, input, rungs, outDir, ladder, early, store },
+          onStarted: (key) => touched.add(key),
+        });
+      } catch (error) {
+        await removePublished(store, job.output.url, touched, ctx);
+        throw error;
+      }
+    });
+  };
+}
+
+interface LadderJob {
+  spec: StreamSpec;
+  input: JobInput;
+  rungs: Rung[];
+  workDir: string;
+  outDir: string;
+}
+
+/**
+ * After a failure or a cancel, what this attempt had published is removed again (best effort,
+ * with its own time limit: a canceled job's signal is already aborted), so the prefix holds
+ * nothing of it; what cannot be removed is logged, and no manifest names it.
+ */
+async function removePublished(
+  store: MediaStore,
+  prefix: string,
+  keys: ReadonlySet<string>,
+  ctx: JobContext,
+): Promise<void> {
+  if (keys.size === 0) return;
+  const signal = AbortSignal.timeout(60_000);
+  let failed: string[] = [];
+  const pass = async (): Promise<void> => {
+    failed = [];
+    const queue = [...keys];
+    const worker = async (): Promise<void> => {
+      for (let key = queue.shift(); key !== undefined; key = queue.shift())
+        await store.remove(prefix + key, { signal }).catch(() => void failed.push(key));
+    };
+    await Promise.all(Array.from({ length: PUBLISH_CONCURRENCY }, worker));
+  };
+  await pass();
+  // An upload cut short on this side may still be stored by the service a moment later (its
+  // body had arrived): a second pass removes what such a race left.
+  await new Promise((resolve) => setTimeout(resolve, REMOVE_AGAIN_MS));
+  await pass();
+  if (failed.length > 0)
+    ctx.log.warn('stream.objects_left', { count: failed.length, first: failed[0] });
+}
+
+/** One object of the output folder published on its own (a segment while the encode goes on). */
+async function publishOne(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: { store: MediaStore; prefix: string; outDir: string; key: string },
+): Promise<unknown> {
+  const one = await item(o.outDir, o.key, o.key.startsWith(`${AUDIO_RENDITION}/`));
+  return publishObjects({
+    store: o.store,
+    prefix: o.prefix,
+    phases: [[one]],
+    concurrency: 1,
+    rateFloor: deps.rateFloor,
+    signal: ctx.signal,
+    around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
+  });
+}
+
+async function encodeLadder(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  o: LadderJob,
+  upload: (key: string) => Promise<unknown>,
+): Promise<{ ladder: WrittenLadder; early: Set<string> }> {
+  const { spec, input, rungs } = o;
+  const top = rungs[0] ?? input.video.display;
+  const watermark = await jobWatermark(deps, job, ctx, o.workDir, spec.watermark);
+  let decoded = 0;
+  let early = new Set<string>();
+  const ladder = await writeLadder(
+    async (args) => {
+      // Whole segments go out while ffmpeg writes the next ones.
+      const publishing = publishDuringEncode({
+        outDir: o.outDir,
+        renditions: [...rungs.map((r) => r.name), AUDIO_RENDITION],
+        concurrency: PUBLISH_CONCURRENCY,
+        upload,
+      });
+      try {
+        decoded = await runEncode(deps, ctx, args, {
+          from: 5,
+          to: 85,
+          expectedSeconds: input.info.durationSeconds,
+        });
+      } catch (error) {
+        await publishing.stop().catch(() => undefined);
+        throw error;
+      }
+      early = await publishing.stop();
+    },
+    {
+      input,
+      rungs,
+      encoder: spec.encoder ?? 'h264',
+      segmentSeconds: spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
+      outDir: o.outDir,
+      threads: deps.threads,
+      formats: spec.formats ?? (['hls', 'dash'] satisfies StreamFormat[]),
+      ...(watermark ? { watermark } : {}),
+      ...(spec.thumbnails
+        ? {
+            thumbnails: planThumbnails(
+              spec.thumbnails,
+              input.video.display,
+              input.info.durationSeconds,
+              top,
+            ),
+          }
+        : {}),
+    },
+  );
+  checkDecodedLength(input.info, decoded);
+  await verifyRungs(deps, o, ladder);
+  return { ladder, early };
+}
+
+/**
+ * Each rung read back with ffprobe (its init and first segment joined): container, codec and
+ * size as asked. The segments' lengths were measured when the manifests were written.
+ */
+async function verifyRungs(deps: MediaJobDeps, o: LadderJob, ladder: WrittenLadder): Promise<void> {
+  for (const r of ladder.renditions.filter((x) => x.type === 'video')) {
+    const first = r.segments[0];
+    if (!first) throw new MediaError('output_invalid', `rung ${r.name} has no segments`);
+    const dir = join(o.outDir, r.name);
+    const path = join(o.workDir, `verify-${r.name}.mp4`);
+    await writeFile(
+      path,
+      Buffer.concat([await readFile(join(dir, r.init)), await readFile(join(dir, first.uri))]),
+    );
+    await verifyOutput(deps.probe, path, {
+      format: 'mp4',
+      videoCodec: VIDEO_CODEC[o.spec.encoder ?? 'h264'],
+      width: r.width ?? 0,
+      height: r.height ?? 0,
+      durationSeconds: first.durationSeconds,
+      toleranceSeconds: 0.5,
+    });
+  }
+}
+
+async function publish(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  o: Omit<LadderJob, 'workDir'> & {
+    ladder: WrittenLadder;
+    early: Set<string>;
+    store: MediaStore;
+    onStarted: (key: string) => void;
+  },
+): Promise<JobResult> {
+  const prefix = job.output.url;
+  const { store, early } = o;
+  const earlyBytes = o.ladder.renditions
+    .flatMap((r) => r.segments.filter((s) => early.has(`${r.name}/${s.uri}`)))
+    .reduce((n, s) => n + s.bytes, 0);
+  const phases = await publishPhases(o.outDir, o.ladder, early);
+  const total = phases.flat().reduce((n, i) => n + i.sizeBytes, 0);
+  const published = await ctx.span('upload', () =>
+    publishObjects({
+      store,
+      prefix,
+      phases,
+      concurrency: PUBLISH_CONCURRENCY,
+      rateFloor: deps.rateFloor,
+      signal: ctx.signal,
+      around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
+      onBytes: (n) => ctx.progress(86 + (13 * n) / Math.max(1, total), 'upload'),
+      onStarted: o.onStarted,
+    }),
+  );
+  const bytes = earlyBytes + published.bytes;
+  deps.metrics.bytesTransferred.inc({ direction: 'out', store: storeKind(prefix) }, bytes);
+  const top = o.rungs[0];
+  const seconds = o.ladder.renditions[0]?.segments.reduce((n, s) => n + s.durationSeconds, 0) ?? 0;
+  return {
+    outputUrl: prefix,
+    format: 'cmaf',
+    videoCodec: VIDEO_CODEC[o.spec.encoder ?? 'h264'],
+    width: top?.width ?? 0,
+    height: top?.height ?? 0,
+    durationSeconds: Math.round(seconds * 1000) / 1000,
+    sizeBytes: bytes,
+    stream: streamResult(prefix, o.ladder, o.rungs, {
+      segmentSeconds: o.spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
+      objects: early.size + published.keys.length,
+      totalBytes: bytes,
+    }),
+    input: describeInput(o.input),
+  };
+}

@@ -1,0 +1,73 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { audioTarget } from '../core/media/audio-format.ts';
+import { AUDIO_RENDITION, buildLadderArgs, type LadderArgsOptions } from './build-ladder-args.ts';
+import {
+  THUMBNAILS_DIR,
+  THUMBNAIL_TRACK,
+  POSTER_FILE,
+  sheetName,
+  thumbnailTrack,
+} from './thumbnails.ts';
+import { measureRenditions, type MeasuredRendition } from './measure-renditions.ts';
+import {
+  DASH_MANIFEST,
+  HLS_MASTER,
+  dashManifest,
+  hlsMaster,
+  type ManifestOptions,
+} from './write-manifests.ts';
+
+/** Which manifests a stream job publishes. */
+export type StreamFormat = 'hls' | 'dash';
+
+export interface WrittenLadder {
+  renditions: MeasuredRendition[];
+  /** Manifest file names under the output folder, by format. */
+  manifests: Partial<Record<StreamFormat, string>>;
+  /** Paths under the output folder of the poster, the WebVTT track and its sprite sheets. */
+  thumbnails?: { poster: string; track: string; sheets: string[] };
+}
+
+/**
+ * Encodes the ladder with one ffmpeg (`run` runs it: the job's cancel, stall limit, progress),
+ * then measures what it wrote and writes the manifests beside it, in `o.outDir`.
+ */
+export async function writeLadder(
+  run: (args: readonly string[]) => Promise<unknown>,
+  o: LadderArgsOptions & { formats: readonly StreamFormat[] },
+): Promise<WrittenLadder> {
+  const audio = o.input.info.audio;
+  await Promise.all([
+    ...o.rungs.map((r) => mkdir(join(o.outDir, r.name), { recursive: true })),
+    ...(audio ? [mkdir(join(o.outDir, AUDIO_RENDITION), { recursive: true })] : []),
+    ...(o.thumbnails ? [mkdir(join(o.outDir, THUMBNAILS_DIR), { recursive: true })] : []),
+  ]);
+  await run(buildLadderArgs(o));
+  const renditions = await measureRenditions(o.outDir, o.rungs, audio !== undefined);
+  const target = audio ? audioTarget(audio, 'aac') : undefined;
+  const options: ManifestOptions = {
+    renditions,
+    frameRate: o.input.video.frameRate,
+    ...(target ? { audio: { channels: target.channels, sampleRate: target.sampleRate } } : {}),
+  };
+  const manifests: WrittenLadder['manifests'] = {};
+  if (o.formats.includes('hls')) {
+    await writeFile(join(o.outDir, HLS_MASTER), hlsMaster(options));
+    manifests.hls = HLS_MASTER;
+  }
+  if (o.formats.includes('dash')) {
+    await writeFile(join(o.outDir, DASH_MANIFEST), dashManifest(options));
+    manifests.dash = DASH_MANIFEST;
+  }
+  const plan = o.thumbnails;
+  if (!plan) return { renditions, manifests };
+  const track = `${THUMBNAILS_DIR}/${THUMBNAIL_TRACK}`;
+  await writeFile(join(o.outDir, track), thumbnailTrack(plan, o.input.info.durationSeconds));
+  const thumbnails = {
+    poster: `${THUMBNAILS_DIR}/${POSTER_FILE}`,
+    track,
+    sheets: Array.from({ length: plan.sheets }, (_, k) => `${THUMBNAILS_DIR}/${sheetName(k + 1)}`),
+  };
+  return { renditions, manifests, thumbnails };
+}

@@ -1,0 +1,92 @@
+import { expect } from 'chai';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../services/core/config.ts';
+import { silentLogger } from '../../services/core/observability/logger.ts';
+import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
+
+const API_KEY = 'e2e-stream-key-0123456789';
+
+describe('all-in-one: POST /streams → streamer → published ladder → status and callback', function () {
+  this.timeout(120_000);
+  let hooks: TestServer;
+  let files: StreamFileServer;
+  let app: AllInOne;
+  let dataDir: string;
+
+  before(async () => {
+    hooks = await startTestServer();
+    files = await startStreamFileServer();
+    await generateClip(join(files.dir, 'in.mp4'), {
+      seconds: 4,
+      width: 640,
+      height: 360,
+      audio: true,
+    });
+    dataDir = await mkdtemp(join(tmpdir(), 'media-e2e-stream-'));
+    app = await startAllInOne(
+      loadConfig({
+        PORT: '0',
+        METRICS_PORT: '0',
+        API_KEYS: `${API_KEY}:org-e2e`,
+        ALLOW_PRIVATE_NETWORKS: 'true',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+      }),
+      { log: silentLogger },
+    );
+  });
+  after(async () => {
+    await app?.close();
+    await hooks?.close();
+    await files?.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('the callback and GET /jobs/:id carry the manifest URLs, rungs, thumbnails and totals', async () => {
+    const prefix = `${files.url}/out/film/`;
+    const res = await fetch(`${app.ingress.url}/streams`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        apiKey: API_KEY,
+        inputUrl: `${files.url}/in.mp4`,
+        outputUrl: prefix,
+        segmentSeconds: 2,
+        thumbnails: {},
+        successUrl: `${hooks.url}/callbacks/ok`,
+        failureUrl: `${hooks.url}/callbacks/fail`,
+      }),
+    });
+    expect(res.status).to.equal(200);
+    const { id } = (await res.json()) as { id: string };
+    const callback = await hooks.waitForCallback((c) => c.body['jobId'] === id, 100_000);
+    expect(callback.path).to.equal('/callbacks/ok');
+    expect(callback.body).to.include({ kind: 'stream', status: 'succeeded' });
+    const result = callback.body['result'] as {
+      stream: {
+        manifests: { hls: string; dash: string };
+        rungs: { name: string }[];
+        thumbnails: { trackUrl: string };
+        totalBytes: number;
+      };
+    };
+    expect(result.stream.manifests).to.deep.equal({
+      hls: `${prefix}master.m3u8`,
+      dash: `${prefix}manifest.mpd`,
+    });
+    expect(result.stream.rungs.map((r) => r.name)).to.deep.equal(['360p', '240p']);
+    expect(result.stream.thumbnails.trackUrl).to.equal(`${prefix}thumbnails/thumbnails.vtt`);
+    const master = await readFile(join(files.dir, 'out/film/master.m3u8'), 'utf8');
+    expect(master).to.contain('360p/index.m3u8');
+    const status = (await (
+      await fetch(`${app.ingress.url}/jobs/${id}`, { headers: { 'x-api-key': API_KEY } })
+    ).json()) as Record<string, unknown>;
+    expect(status).to.include({ type: 'stream', status: 'succeeded', progressPercent: 100 });
+    expect(status['result']).to.deep.equal(callback.body['result']);
+  });
+});

@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { defaultLadder } from '../../services/core/media/ladder.ts';
+import { buildLadderArgs, gopFrames } from '../../services/streamer/build-ladder-args.ts';
+import { planThumbnails } from '../../services/streamer/thumbnails.ts';
+import { jobInputOf, mediaInfo } from '../support/job-input.ts';
+
+const graphOf = (args: string[]): string => args[args.indexOf('-filter_complex') + 1] ?? '';
+
+describe('ladder arguments', () => {
+  const info = mediaInfo({ width: 1280, height: 720 });
+  const input = jobInputOf('/in/input', info);
+  const rungs = defaultLadder(info.video);
+  const base = {
+    input,
+    rungs,
+    encoder: 'h264' as const,
+    segmentSeconds: 4,
+    outDir: '/o',
+    threads: 2,
+  };
+
+  it('one input, the picture made once at the top size then split and scaled down per rung', () => {
+    const args = buildLadderArgs(base);
+    expect(args.filter((a) => a === '-i')).to.have.length(1);
+    const graph = graphOf(args);
+    expect(graph.match(/scale=1280:720:flags=bicubic:in_color_matrix/g)).to.have.length(1);
+    expect(graph).to.contain(',split=4[s0][s1][s2][s3];[s0]format=yuv420p[v0];');
+    expect(graph).to.contain('[s3]scale=426:240:flags=bicubic,setsar=1,format=yuv420p[v3]');
+  });
+
+  it('VBV from each rung, keyframes forced at every segment boundary, one AAC audio rendition', () => {
+    const args = buildLadderArgs(base).join(' ');
+    expect(args).to.contain('-b:v:0 2800k -maxrate:v:0 3360k -bufsize:v:0 3360k');
+    expect(args).to.contain('-b:v:3 400k -maxrate:v:3 480k -bufsize:v:3 480k');
+    expect(args).to.contain('-force_key_frames expr:gte(t,n_forced*4) -g 100 -keyint_min 100');
+    expect(args).to.contain('-sc_threshold 0');
+    expect(args).to.contain('-c:a aac');
+    expect(args).to.contain(
+      '-var_stream_map v:0,agroup:audio,name:720p v:1,agroup:audio,name:480p v:2,agroup:audio,name:360p v:3,agroup:audio,name:240p a:0,agroup:audio,name:audio',
+    );
+    expect(gopFrames(29.97, 2)).to.equal(60);
+    expect(gopFrames(0, 2)).to.equal(50);
+  });
+
+  it('a watermark is drawn once, before the split; thumbnails and the poster are two more branches', () => {
+    const args = buildLadderArgs({
+      ...base,
+      watermark: {
+        inputs: ['/w/mark.png'],
+        filter: (k) => `[${k}:v]scale=64:32[wm];[in][wm]overlay=16:16[out]`,
+      },
+      thumbnails: planThumbnails({}, { width: 1280, height: 720 }, 10, {
+        width: 1280,
+        height: 720,
+      }),
+    });
+    expect(args.filter((a) => a === '-i')).to.have.length(2);
+    const graph = graphOf(args);
+    expect(graph).to.contain('[in];[1:v]scale=64:32[wm];[in][wm]overlay=16:16[out];[out]split=6');
+    expect(graph).to.contain('[st]fps=1/5:round=down:eof_action=pass,scale=160:90');
+    expect(graph).to.contain("[sp]select='gte(t\\,2.500)',scale=1280:720");
+    expect(args.slice(-3)).to.deep.equal(['-update', '1', '/o/thumbnails/poster.jpg']);
+  });
+});

@@ -1,0 +1,234 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
+import type { JobRequested, StreamSpec } from '../../services/core/contracts/types.generated.ts';
+import { MediaError } from '../../services/core/errors.ts';
+import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
+import { silentLogger } from '../../services/core/observability/logger.ts';
+import { createStreamHandler, ladderCost } from '../../services/streamer/handle-stream.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
+
+const contracts = loadContracts();
+const isManifest = (p: string): boolean => /\.(m3u8|mpd|vtt)$/.test(p);
+
+function context(signal = new AbortController().signal, progress: number[] = []): JobContext {
+  return {
+    signal,
+    attempt: 1,
+    kind: 'stream',
+    orgId: 'o',
+    span: (_name, work) => work(),
+    log: silentLogger,
+    progress: (p) => void progress.push(p),
+    openSecret: () => undefined,
+  };
+}
+
+describe('stream handler: encode, verify, publish (file server)', function () {
+  this.timeout(120_000);
+  let input: StreamFileServer;
+  const handler = createStreamHandler(testMediaJobDeps());
+  const job = (out: StreamFileServer, spec: StreamSpec = {}): JobRequested => ({
+    jobId: '00000000-0000-4000-8000-000000000024',
+    kind: 'stream',
+    orgId: 'o',
+    attempt: 1,
+    submittedAt: new Date().toISOString(),
+    input: { url: `${input.url}/in.mp4` },
+    output: { url: `${out.url}/streams/film/` },
+    stream: { segmentSeconds: 2, thumbnails: { intervalSeconds: 2 }, ...spec },
+  });
+
+  before(async () => {
+    input = await startStreamFileServer();
+    await generateClip(join(input.dir, 'in.mp4'), {
+      seconds: 5,
+      width: 640,
+      height: 360,
+      audio: true,
+      noise: true,
+    });
+  });
+  after(() => input.close());
+
+  it('publishes every object, playlists after the media they name and the two manifests last', async () => {
+    const out = await startStreamFileServer();
+    try {
+      const progress: number[] = [];
+      const result = await handler(job(out), context(undefined, progress));
+      const names = out.uploads.map((p) => p.replace('streams/film/', ''));
+      expect(names.slice(-2).sort()).to.deep.equal(['manifest.mpd', 'master.m3u8']);
+      const lastMedia = Math.max(...names.map((n, k) => (isManifest(n) ? -1 : k)));
+      const firstPlaylist = names.findIndex(isManifest);
+      expect(firstPlaylist).to.be.greaterThan(lastMedia);
+      // Audio segments follow AAC frames, not the video's keyframes: their count is checked apart.
+      expect(names.filter((n) => n.startsWith('audio/seg_')).length).to.be.within(3, 4);
+      expect(names.filter((n) => !n.startsWith('audio/seg_')).sort()).to.deep.equal([
+        '240p/index.m3u8',
+        '240p/init_1.mp4',
+        ...['240p/seg_00000.m4s', '240p/seg_00001.m4s', '240p/seg_00002.m4s'],
+        '360p/index.m3u8',
+        '360p/init_0.mp4',
+        ...['360p/seg_00000.m4s', '360p/seg_00001.m4s', '360p/seg_00002.m4s'],
+        'audio/index.m3u8',
+        'audio/init_2.mp4',
+        'manifest.mpd',
+        'master.m3u8',
+        'thumbnails/poster.jpg',
+        'thumbnails/sprite_001.jpg',
+        'thumbnails/thumbnails.vtt',
+      ]);
+      // The success event carries the result as its schema says.
+      const event = contracts.events['media.job.succeeded']({
+        jobId: job(out).jobId,
+        kind: 'stream',
+        orgId: 'o',
+        attempt: 1,
+        finishedAt: new Date().toISOString(),
+        result,
+      });
+      expect(event.ok, event.ok ? '' : event.message).to.equal(true);
+      const prefix = `${out.url}/streams/film/`;
+      expect(result).to.include({ outputUrl: prefix, format: 'cmaf', width: 640, height: 360 });
+      expect(result.stream?.manifests).to.deep.equal({
+        hls: `${prefix}master.m3u8`,
+        dash: `${prefix}manifest.mpd`,
+      });
+      expect(result.stream?.rungs.map((r) => [r.name, r.width, r.height])).to.deep.equal([
+        ['360p', 640, 360],
+        ['240p', 426, 240],
+      ]);
+      for (const r of result.stream?.rungs ?? []) {
+        expect(r.codecs).to.match(/^avc1\.64/);
+        expect(r.peakKbps).to.be.at.least(r.averageKbps);
+        expect(r.averageKbps).to.be.within(r.targetKbps * 0.6, r.targetKbps * 1.2);
+      }
+      expect(result.stream?.thumbnails?.trackUrl).to.equal(`${prefix}thumbnails/thumbnails.vtt`);
+      expect(result.stream?.objects).to.equal(out.uploads.length);
+      expect(result.sizeBytes).to.equal(result.stream?.totalBytes).and.be.above(100_000);
+      // Progress covers the encode of the whole ladder and the publishing, in order.
+      expect(progress.every((p, k) => k === 0 || p >= (progress[k - 1] ?? 0))).to.equal(true);
+      expect(progress.some((p) => p > 5 && p < 85)).to.equal(true);
+      expect(progress.at(-1)).to.be.at.least(98);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('DASH alone: no media playlists, one manifest', async () => {
+    const out = await startStreamFileServer();
+    try {
+      const result = await handler(job(out, { formats: ['dash'] }), context());
+      expect(out.uploads.filter(isManifest)).to.deep.equal([
+        'streams/film/thumbnails/thumbnails.vtt',
+        'streams/film/manifest.mpd',
+      ]);
+      expect(result.stream?.manifests).to.have.keys(['dash']);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('an upload that fails: the job fails, no manifest is ever published and what was uploaded is removed', async () => {
+    const out = await startStreamFileServer({
+      refuse: (p) => (p.endsWith('240p/seg_00001.m4s') ? 403 : undefined),
+    });
+    try {
+      const error = await handler(job(out), context()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(MediaError);
+      expect((error as MediaError).code).to.equal('output_rejected');
+      expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+      expect(out.uploads.length).to.be.above(0);
+      expect(out.deletes).to.include.members(out.uploads);
+      expect(await out.stored('streams')).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('a cancel while publishing: stopped, no manifest published, the objects uploaded removed', async () => {
+    const stop = new AbortController();
+    const out = await startStreamFileServer({
+      refuse: (p) => {
+        if (p.includes('seg_00001')) stop.abort(new MediaError('canceled', 'canceled'));
+        return undefined;
+      },
+    });
+    try {
+      const error = await handler(job(out), context(stop.signal)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(Error);
+      expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+      expect(out.uploads.length).to.be.below(14);
+      expect(await out.stored('streams')).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('a cancel during the encode stops ffmpeg at once: nothing named by a manifest is published', async () => {
+    const stop = new AbortController();
+    const out = await startStreamFileServer();
+    try {
+      const ctx = context(stop.signal);
+      const started = performance.now();
+      let abortedAt = 0;
+      ctx.progress = (p, stage) => {
+        if (stage === 'encode' && p > 5 && !stop.signal.aborted) {
+          abortedAt = performance.now();
+          stop.abort(new MediaError('canceled', 'canceled'));
+        }
+      };
+      const error = await handler(job(out, { segmentSeconds: 1 }), ctx).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(Error);
+      expect(abortedAt, 'the encode reported progress').to.be.above(0);
+      expect(performance.now() - abortedAt).to.be.below(2000);
+      expect(performance.now() - started).to.be.below(20_000);
+      expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('a caller ladder above the input is refused before any encode', async () => {
+    const out = await startStreamFileServer();
+    try {
+      const error = await handler(
+        job(out, { ladder: [{ height: 720, bitrateKbps: 2000 }] }),
+        context(),
+      ).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((error as MediaError).code).to.equal('invalid_request');
+      expect(out.uploads).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('weighs a ladder by the pixels it encodes against its top rung', () => {
+    const r = (width: number, height: number) => ({
+      name: '',
+      width,
+      height,
+      bitrateKbps: 1,
+      maxrateKbps: 1,
+      bufsizeKbps: 1,
+    });
+    expect(
+      ladderCost([r(1920, 1080), r(1280, 720), r(852, 480), r(640, 360), r(426, 240)]),
+    ).to.equal(1.8);
+    expect(ladderCost([r(320, 240)])).to.equal(1);
+  });
+});

@@ -1,0 +1,116 @@
+import http from 'node:http';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, normalize } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { AddressInfo } from 'node:net';
+
+const TYPES: Record<string, string> = {
+  m3u8: 'application/vnd.apple.mpegurl',
+  mpd: 'application/dash+xml',
+  m4s: 'video/iso.segment',
+  mp4: 'video/mp4',
+  jpg: 'image/jpeg',
+  vtt: 'text/vtt',
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript',
+};
+
+/**
+ * A file server for stream tests: PUT and GET of nested paths (a stream's folders), the order
+ * in which uploads completed, a hook that may refuse an upload, and CORS, so that a browser
+ * page on it plays what it serves. Extra folders (a player's dist/) can be mounted read-only.
+ */
+export interface StreamFileServer {
+  url: string;
+  dir: string;
+  /** Paths of completed PUTs, in the order they completed. */
+  uploads: string[];
+  /** Paths of DELETEs answered. */
+  deletes: string[];
+  /** Files stored now under `prefix` (relative to the server's root), sorted. */
+  stored(prefix: string): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export async function startStreamFileServer(
+  o: {
+    /** Status to answer a PUT of this path with instead of storing it (undefined: store it). */
+    refuse?: (path: string) => number | undefined;
+    /** URL prefix → local folder, served read-only (GET). */
+    mounts?: Record<string, string>;
+  } = {},
+): Promise<StreamFileServer> {
+  const dir = await mkdtemp(join(tmpdir(), 'stream-files-'));
+  const uploads: string[] = [];
+  const deletes: string[] = [];
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
+      if (path.includes('..')) return res.writeHead(400).end();
+      res.setHeader('access-control-allow-origin', '*');
+      if (req.method === 'PUT') {
+        const refused = o.refuse?.(path);
+        if (refused !== undefined) {
+          req.resume();
+          return res.writeHead(refused).end();
+        }
+        const file = join(dir, path);
+        await mkdir(dirname(file), { recursive: true });
+        try {
+          await pipeline(req, createWriteStream(file));
+        } catch (error) {
+          // As a bucket does, a PUT cut short leaves no object.
+          await rm(file, { force: true });
+          throw error;
+        }
+        uploads.push(path.slice(1));
+        return res.writeHead(201).end();
+      }
+      if (req.method === 'DELETE') {
+        const gone = await stat(join(dir, path)).then(
+          () => false,
+          () => true,
+        );
+        await rm(join(dir, path), { force: true });
+        deletes.push(path.slice(1));
+        return res.writeHead(gone ? 404 : 204).end();
+      }
+      if (req.method === 'GET' || req.method === 'HEAD') {
+        const mount = Object.entries(o.mounts ?? {}).find(([p]) => path.startsWith(p));
+        const file = mount ? join(mount[1], path.slice(mount[0].length)) : join(dir, path);
+        const info = await stat(file).catch(() => undefined);
+        if (!info?.isFile()) return res.writeHead(404).end('not found');
+        const type = TYPES[file.slice(file.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+        res.writeHead(200, { 'content-length': info.size, 'content-type': type });
+        if (req.method === 'HEAD') return res.end();
+        return pipeline(createReadStream(file), res);
+      }
+      res.writeHead(405).end();
+    })().catch(() => res.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dir,
+    uploads,
+    deletes,
+    async stored(prefix) {
+      const files = await readdir(join(dir, prefix), {
+        recursive: true,
+        withFileTypes: true,
+      }).catch(() => []);
+      return files
+        .filter((f) => f.isFile())
+        .map((f) => join(f.parentPath, f.name).slice(dir.length + 1))
+        .sort();
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
