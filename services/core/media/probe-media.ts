@@ -1,6 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ExecFileException } from 'node:child_process';
 import { MediaError } from '../errors.ts';
-import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
+import {
+  boundedCommand,
+  looksOutOfMemory,
+  stoppedFromOutside,
+  type CommandBounds,
+} from './bounded-command.ts';
 import { INPUT_FORMATS, PROTOCOLS } from './run-ffmpeg.ts';
 
 export interface MediaInfo {
@@ -97,7 +102,10 @@ export function createProber(ffprobePath: string, bounds: CommandBounds): Prober
     });
 }
 
-function probeFailure(error: Error, stderr: string, bounds: CommandBounds): MediaError {
+function probeFailure(error: ExecFileException, stderr: string, bounds: CommandBounds): MediaError {
+  // `killed`: execFile's own time-out stopped it, a signal the service sent.
+  const stopped = error.killed ? undefined : stoppedFromOutside('ffprobe', null, error.signal);
+  if (stopped) return stopped;
   const cause = new Error(`ffprobe failed: ${stderr.trim() || error.message}`, { cause: error });
   if (looksOutOfMemory(stderr))
     return new MediaError(
