@@ -56,6 +56,7 @@ export async function startIngress(
       maxWidth: rt.config.watermarkMaxWidth,
       maxHeight: rt.config.watermarkMaxHeight,
     },
+    isDraining: () => rt.drain.draining,
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: rt.config.allowPrivateNetworks,
       allowList: rt.config.addressAllowList,
@@ -77,6 +78,7 @@ export async function startIngress(
           port: rt.config.ingressMetricsPort,
           registry: rt.metrics.registry,
           isReady: () => rt.bus.isReady(),
+          isDraining: () => rt.drain.draining,
         });
   const opsAddress = ops?.address();
   const metricsUrl =

@@ -70,6 +70,14 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
     await waitForProgress(port, id);
 
     service.signalGroup('SIGINT');
+    // The API stays up while the job drains, and says it is not ready.
+    let readyz = 200;
+    while (readyz === 200)
+      readyz = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
+    expect(readyz, '/readyz during the drain').to.equal(503);
     expect(await service.groupGone(30_000), 'every process of the group ended').to.equal(true);
     const msgs = service.logs.map((r) => r['msg']);
     expect(msgs).to.include('service.stopping');
