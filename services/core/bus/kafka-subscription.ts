@@ -1,7 +1,10 @@
+import kafkajs from 'kafkajs';
 import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createFairShare, NO_TENANT, type FairShare } from './fair-share.ts';
+import { busyAwareAssigner, type MemberLoad } from './kafka-assigner.ts';
+import { createRebalanceNudge, type RebalanceNudge } from './kafka-rebalance-nudge.ts';
 import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
 import {
   admit,
@@ -71,6 +74,13 @@ interface State {
   drainWaiters: Array<() => void>;
   timer: NodeJS.Timeout | undefined;
   stopping: boolean;
+  /**
+   * Between this member's JoinGroup and its new assignment: the partitions it reported busy,
+   * the only ones it may start records from meanwhile (the others may be given to another
+   * member, which will start their records: a start here would be a second one).
+   */
+  joinHold: Set<string> | undefined;
+  nudge: RebalanceNudge;
 }
 
 /**
@@ -87,9 +97,14 @@ interface State {
  * finished offsets beyond it in the metadata; the group's generation fences a member that lost
  * the partition. A crash between a handler's outcome and this commit (milliseconds) still runs
  * that record again: closing that gap would take Kafka transactions around outcome and offset.
- * Rebalances are eager (kafkajs has no cooperative protocol): a running record whose partition
- * moves is aborted here and started again by its new owner. A rejected record is handed back: it waits `redeliveryDelayMs` in the window,
- * and later records of its key wait behind it.
+ * Rebalances are eager (kafkajs has no cooperative protocol), so the partitions are assigned by
+ * kafka-assigner.ts: a partition on which this member runs a record stays with it, and those
+ * whose records only wait go where slots are free. A stopping member makes the group rebalance
+ * (kafka-rebalance-nudge.ts) when it starts to drain and each time one of its jobs ends, so its
+ * waiting records move at once. A running record whose partition moves anyway (its member was
+ * taken for dead) is aborted here and started again by its new owner. A rejected record is
+ * handed back: it waits `redeliveryDelayMs` in the window, and later records of its key wait
+ * behind it.
  */
 export async function startKafkaSubscription(
   kafka: Kafka,
@@ -97,22 +112,31 @@ export async function startKafkaSubscription(
   settings: ConsumerSettings,
   options: SubscribeOptions,
 ): Promise<Subscription> {
+  const concurrency = Math.max(1, options.concurrency ?? 1);
+  // Read at each join, once the state exists (kafkajs asks for it only when it joins).
+  const made: { state?: State } = {};
   const consumer = kafka.consumer({
     groupId: options.group,
+    // Round robin too: members of an older version announce only that one, and the group uses
+    // the assigner every member announces.
+    partitionAssigners: [
+      busyAwareAssigner(() => reportLoad(made.state, concurrency)),
+      kafkajs.PartitionAssigners.roundRobin,
+    ],
     sessionTimeout: settings.sessionTimeoutMs,
     heartbeatInterval: settings.heartbeatIntervalMs,
     rebalanceTimeout: settings.rebalanceTimeoutMs,
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
   });
-  const concurrency = Math.max(1, options.concurrency ?? 1);
+  const fullTopics = options.topics.map((t) => settings.topicPrefix + t);
   const s: State = {
     consumer,
     admin: kafka.admin(),
     log: log.child({ group: options.group }),
     settings,
     options,
-    fullTopics: options.topics.map((t) => settings.topicPrefix + t),
+    fullTopics,
     concurrency,
     limit: Math.max(concurrency + 1, settings.windowRecords ?? 256),
     fair: createFairShare(options.fairness),
@@ -127,7 +151,17 @@ export async function startKafkaSubscription(
     drainWaiters: [],
     timer: undefined,
     stopping: false,
+    joinHold: undefined,
+    nudge: createRebalanceNudge(kafka, log.child({ group: options.group }), {
+      group: options.group,
+      topics: fullTopics,
+      sessionTimeoutMs: settings.sessionTimeoutMs,
+      heartbeatIntervalMs: settings.heartbeatIntervalMs,
+      rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+      maxWaitTimeMs: settings.maxWaitTimeMs,
+    }),
   };
+  made.state = s;
   watchGroup(s);
   try {
     await s.admin.connect();
@@ -153,22 +187,43 @@ export async function startKafkaSubscription(
 
 const idOf = (topic: string, partition: number): string => `${topic}:${partition}`;
 
+/**
+ * What this member tells the group leader as it joins (kafka-assigner.ts), and the hold on
+ * starting records of the partitions it did not report busy until the assignment arrives.
+ */
+function reportLoad(s: State | undefined, slots: number): MemberLoad {
+  const busy = new Set<string>();
+  const waiting: Record<string, number> = {};
+  for (const [id, track] of s?.tracks ?? [])
+    for (const item of track.items) {
+      if (item.state === 'running') busy.add(id);
+      else if (item.state === 'waiting') waiting[id] = (waiting[id] ?? 0) + 1;
+    }
+  if (s) s.joinHold = busy;
+  return {
+    slots,
+    running: s?.running.size ?? 0,
+    busy: [...busy],
+    waiting,
+    stopping: s?.stopping ?? false,
+    nudge: false,
+  };
+}
+
 function watchGroup(s: State): void {
   const { consumer, log } = s;
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    s.joinHold = undefined;
     const owned = new Set(
       Object.entries(payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => idOf(t, p))),
     );
     s.owned = owned;
-    for (const [id, track] of s.tracks) {
-      if (!owned.has(id)) {
-        dropTrack(s, id, track, 'partition revoked by a rebalance');
-        continue;
-      }
-      // Kept: kafkajs fetches it again from the committed offset; records not started yet will
-      // come again, running and finished ones are recognised and skipped.
-      track.items = track.items.filter((i) => i.state !== 'waiting');
-    }
+    // A kept partition keeps its whole window, waiting records included: kafkajs fetches it again
+    // from the committed offset and every record already held is recognised ('seen'). Dropping
+    // the waiting ones would leave a gap the next commit passes over while the partitions are
+    // paused (a full window, a stop): those records would never run.
+    for (const [id, track] of s.tracks)
+      if (!owned.has(id)) dropTrack(s, id, track, 'partition revoked by a rebalance');
     // Pauses survive a rejoin in kafkajs: `paused` stays as it is, and pump resumes if it may.
     s.loading.clear();
     log.info('kafka.group_joined', {
@@ -184,6 +239,7 @@ function watchGroup(s: State): void {
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
     s.owned = new Set();
+    s.joinHold = undefined;
     for (const [id, track] of s.tracks) dropTrack(s, id, track, 'the consumer crashed');
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     if (!payload.restart) s.settings.onConsumerDown?.();
@@ -282,7 +338,10 @@ function pump(s: State): void {
   const now = Date.now();
   const free = s.concurrency - s.running.size;
   if (free > 0) {
-    const ready = readyItems(s.tracks.values(), now);
+    const hold = s.joinHold;
+    const ready = readyItems(s.tracks.values(), now).filter(
+      (i) => !hold || hold.has(idOf(i.topic, i.partition)),
+    );
     for (const item of s.fair.pick(ready, free, (i) => i.tenant)) start(s, item);
   }
   if (s.paused && windowCount(s.tracks.values()) < s.limit) resumeAll(s);
@@ -333,6 +392,8 @@ function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | '
     item.retryAt = Date.now() + s.settings.redeliveryDelayMs;
   }
   if (s.running.size === 0) for (const wake of s.drainWaiters.splice(0)) wake();
+  // Draining: the partition of the job that ended (and its waiting records) can move now.
+  else if (s.stopping) s.nudge.request('a job of a stopping member ended');
   pump(s);
 }
 
@@ -407,7 +468,10 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   } catch {
     // Not running (crashed or never joined): nothing to pause.
   }
+  // Its waiting records and idle partitions go to other members now, not after the drain.
+  if (s.running.size > 0 && graceMs > 0) s.nudge.request('the member is stopping');
   await waitDrained(s, graceMs);
+  await withDeadline(s.nudge.close(), Date.now() + 5000, 'rebalance nudge').catch(() => undefined);
   const unfinished = [...s.running.values()];
   for (const r of unfinished) r.controller.abort(new Error('the subscription closed'));
   if (unfinished.length > 0) s.log.info('kafka.handlers_aborted', { count: unfinished.length });
