@@ -46,6 +46,18 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
       extraEnv: { SHUTDOWN_GRACE_MS: '180000', KAFKA_PARTITIONS: '12' },
     });
   });
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return;
+    const shown =
+      /^(job\.(started|succeeded|failed|handed_back|retry_scheduled)|kafka\.(?!client_log))/;
+    for (const [service, workers] of Object.entries(stack.workers))
+      for (const [i, w] of workers.entries())
+        for (const r of w.logs)
+          if (shown.test(String(r['msg'])))
+            console.error(
+              `${service}#${i} ${String(r['time'])} ${String(r['msg'])} ${JSON.stringify(r['jobId'] ?? r['reason'] ?? r['partitions'] ?? '')} ${JSON.stringify(r['error'] ?? '').slice(0, 600)}`,
+            );
+  });
   after(async () => {
     await stack?.close();
     await files?.close();
@@ -72,7 +84,7 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
     }),
   };
 
-  for (const service of ['transcoder', 'summarizer'] as const)
+  for (const service of ['summarizer', 'transcoder'] as const)
     it(`${service}: every job of the batch starts once, succeeds and calls back once`, async () => {
       const t0 = Date.now();
       const first = await stack.start(service);

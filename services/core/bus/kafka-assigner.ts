@@ -9,13 +9,18 @@ import kafkajs, { type Assigner, type GroupMember, type PartitionAssigner } from
  * autoscaler adds workers because the backlog is long). Two routes keep a running job with its
  * worker:
  *
- * - KIP-848 (the broker-side incremental protocol in Kafka 4.x): an owner gives a partition up
- *   only when it is ready. No maintained Node client speaks it (kafkajs has had no release since
- *   February 2023 and speaks only the classic protocol); moving the bus to another client would
- *   replace every consumer of the project at once.
+ * - KIP-848 (the broker-side consumer protocol of Kafka 4.x), where a member gives a revoked
+ *   partition up when it acknowledges the revocation, so it could hold it until its job ends.
+ *   In Node only Confluent's client (librdkafka, a native module, `group.protocol=consumer`
+ *   since 1.6) speaks it. Its assignors run on the broker and know nothing of the jobs: the
+ *   partition they move may be the busy one (the newcomer then waits for that job to end) while
+ *   partitions of waiting records stay put, the opposite of what the issue asks; and the move
+ *   would replace every consumer of the project (the bus, the tail, the delay forwarder). Not
+ *   built, not measured.
  * - A partition assigner in kafkajs (`partitionAssigners`), chosen here. The classic protocol
  *   lets each member send user data with its join, and the leader runs the assignment: so each
- *   member reports, at every join, the partitions on which it runs a job, its slots and its
+ *   member reports, at every join, the partitions on which it runs a job (or has finished one
+ *   that no successful commit names yet: its next owner would run it again), its slots and its
  *   running count, and how many fetched records of each partition are only waiting. The leader
  *   then (1) leaves every partition with a running job to the member running it (a partition
  *   with a running record cannot move without that job starting again: the next owner reads
@@ -23,13 +28,20 @@ import kafkajs, { type Assigner, type GroupMember, type PartitionAssigner } from
  *   records to the members with the most free slots (a newcomer, typically), so new capacity
  *   gets work at once; (3) spreads the idle partitions so every member owns about as many,
  *   ready for what arrives next. A stopping member reports so, keeps only its busy partitions
- *   and gets nothing new (kafka-subscription.ts makes the group rebalance when a member starts to
- *   stop and each time one of its running jobs ends, so its waiting records move at once rather
- *   than after the drain).
+ *   and gets nothing new.
  *
- * Measured on the test broker (README, "Scaling and stopping workers"): with this assigner no
- * job restarted when a second worker joined or the first was stopped, where the eager round
- * robin restarted 1 to 3 of 6. What it cannot do: the records queued behind a running job in
+ * The assignment is made only when the membership changes, and kafkajs has no call to rejoin, so
+ * a member that wants one has a short-lived member join and leave (kafka-rebalance-nudge.ts):
+ * a stopping member when it starts to drain and as each of its jobs ends (its waiting records
+ * move at once rather than after the drain), and a member whose slots are all busy while records
+ * wait on partitions it could give away (records that arrived after the assignment landed where
+ * their partition was), with a doubling back-off so a backlog that fills every member costs a few
+ * rebalances, not a stream.
+ *
+ * Measured on the test broker (README, "Scaling and stopping workers"; bench/scale-out.ts): no
+ * job restarted when a second worker joined or the first was stopped (issue 22 saw 1 to 3 of 6
+ * with the eager round robin), and the newcomer started waiting work about 0.3 s after its join.
+ * What it cannot do: the records queued behind a running job in
  * the same partition wait for that worker (one partition, one owner); more partitions than
  * slots make that rarer. Members of an older version announce only the round-robin assigner;
  * the group then uses that one (every member announces both) until all run this one.

@@ -3,6 +3,8 @@ import type { Logger } from '../observability/logger.ts';
 import { busyAwareAssigner } from './kafka-assigner.ts';
 import { withDeadline } from './kafka-support.ts';
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 export interface RebalanceNudge {
   /** Makes the group rebalance soon; requests while one runs are served by one more. */
   request(reason: string): void;
@@ -28,6 +30,8 @@ export function createRebalanceNudge(
     heartbeatIntervalMs: number;
     rebalanceTimeoutMs: number;
     maxWaitTimeMs: number;
+    /** Least time between the end of one nudge and the start of the next, ms (default 3000). */
+    minGapMs?: number;
   },
 ): RebalanceNudge {
   let running: Promise<void> | undefined;
@@ -36,6 +40,9 @@ export function createRebalanceNudge(
   const run = (reason: string): void => {
     running = nudgeOnce(kafka, log, options, reason)
       .catch((error: unknown) => log.warn('kafka.rebalance_nudge_failed', { reason, error }))
+      // Rebalances back to back (a nudge leaving, the next joining) can exhaust kafkajs's join
+      // retries and crash a member: the next one waits until the group has settled a while.
+      .then(() => (closed ? undefined : sleep(options.minGapMs ?? 3000)))
       .finally(() => {
         running = undefined;
         const next = again;
@@ -99,4 +106,35 @@ async function nudgeOnce(
     await consumer.disconnect().catch(() => undefined);
   }
   log.info('kafka.rebalance_nudged', { reason, ms: Math.round(performance.now() - started) });
+}
+
+/**
+ * When a member whose slots are all busy should ask for a rebalance: once records have waited in
+ * its window on partitions it could give away (no running record there) for `firstAfterMs`, then
+ * again only after twice as long each time it is still crowded (up to `maxAfterMs`), so a backlog
+ * that keeps every member busy costs a few rebalances, not a stream of them. Reset once nothing
+ * waits. Another member with a free slot then gets those partitions (kafka-assigner.ts).
+ */
+export function createCrowdWatch(options: { firstAfterMs?: number; maxAfterMs?: number } = {}): {
+  /** True when a rebalance is due now. */
+  check(now: number, crowded: boolean, anyWaiting: boolean): boolean;
+} {
+  const first = options.firstAfterMs ?? 3000;
+  const max = options.maxAfterMs ?? 120_000;
+  let since: number | undefined;
+  let after = first;
+  return {
+    check(now, crowded, anyWaiting) {
+      if (!crowded) {
+        since = undefined;
+        if (!anyWaiting) after = first;
+        return false;
+      }
+      since ??= now;
+      if (now - since < after) return false;
+      since = now;
+      after = Math.min(after * 2, max);
+      return true;
+    },
+  };
 }

@@ -4,10 +4,15 @@ import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from 
 import type { Logger } from '../observability/logger.ts';
 import { createFairShare, NO_TENANT, type FairShare } from './fair-share.ts';
 import { busyAwareAssigner, type MemberLoad } from './kafka-assigner.ts';
-import { createRebalanceNudge, type RebalanceNudge } from './kafka-rebalance-nudge.ts';
+import {
+  createCrowdWatch,
+  createRebalanceNudge,
+  type RebalanceNudge,
+} from './kafka-rebalance-nudge.ts';
 import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
 import {
   admit,
+  decodeDone,
   finishedOffsets,
   forgetCommitted,
   commitPoint,
@@ -72,6 +77,8 @@ interface State {
   arrivals: number;
   paused: boolean;
   drainWaiters: Array<() => void>;
+  /** Called at the next group join. */
+  joinWaiters: Array<() => void>;
   timer: NodeJS.Timeout | undefined;
   stopping: boolean;
   /**
@@ -81,6 +88,8 @@ interface State {
    */
   joinHold: Set<string> | undefined;
   nudge: RebalanceNudge;
+  /** Checks every second whether records wait here while another member may have free slots. */
+  crowdTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -149,7 +158,9 @@ export async function startKafkaSubscription(
     arrivals: 0,
     paused: false,
     drainWaiters: [],
+    joinWaiters: [],
     timer: undefined,
+    crowdTimer: undefined,
     stopping: false,
     joinHold: undefined,
     nudge: createRebalanceNudge(kafka, log.child({ group: options.group }), {
@@ -163,6 +174,7 @@ export async function startKafkaSubscription(
   };
   made.state = s;
   watchGroup(s);
+  watchCrowding(s);
   try {
     await s.admin.connect();
     await consumer.connect();
@@ -177,6 +189,7 @@ export async function startKafkaSubscription(
       eachBatch: (payload) => takeBatch(s, payload),
     });
   } catch (error) {
+    clearInterval(s.crowdTimer);
     await consumer.disconnect().catch(() => undefined);
     await s.admin.disconnect().catch(() => undefined);
     throw asBusUnavailable(error, `subscribe (group ${options.group})`);
@@ -187,6 +200,39 @@ export async function startKafkaSubscription(
 
 const idOf = (topic: string, partition: number): string => `${topic}:${partition}`;
 
+/** Whether the partition has finished records that its last successful commit does not cover. */
+function unsettled(track: PartitionTrack): boolean {
+  const finished = finishedOffsets(track);
+  if (finished.size === 0) return false;
+  const last = track.committed;
+  if (!last) return true;
+  const covered = decodeDone(last.offset, last.metadata);
+  return [...finished].some((o) => !covered.has(o));
+}
+
+/**
+ * Balance between rebalances: records that arrive after an assignment land where their partition
+ * is, so a member may hold waiting records while another has free slots. A member whose slots are
+ * all busy and whose waiting records sit on partitions it could give away asks for a rebalance.
+ */
+function watchCrowding(s: State): void {
+  const crowd = createCrowdWatch();
+  s.crowdTimer = setInterval(() => {
+    if (s.stopping) return;
+    let movable = false;
+    let anyWaiting = false;
+    for (const track of s.tracks.values()) {
+      const waiting = track.items.some((i) => i.state === 'waiting');
+      anyWaiting ||= waiting;
+      movable ||= waiting && !track.items.some((i) => i.state === 'running');
+    }
+    const crowded = movable && s.running.size >= s.concurrency;
+    if (crowd.check(Date.now(), crowded, anyWaiting))
+      s.nudge.request('records wait while every slot is busy');
+  }, 1000);
+  s.crowdTimer.unref();
+}
+
 /**
  * What this member tells the group leader as it joins (kafka-assigner.ts), and the hold on
  * starting records of the partitions it did not report busy until the assignment arrives.
@@ -194,11 +240,15 @@ const idOf = (topic: string, partition: number): string => `${topic}:${partition
 function reportLoad(s: State | undefined, slots: number): MemberLoad {
   const busy = new Set<string>();
   const waiting: Record<string, number> = {};
-  for (const [id, track] of s?.tracks ?? [])
+  for (const [id, track] of s?.tracks ?? []) {
+    // Finished records no commit names yet pin their partition too: its next owner would run
+    // them again.
+    if (unsettled(track)) busy.add(id);
     for (const item of track.items) {
       if (item.state === 'running') busy.add(id);
       else if (item.state === 'waiting') waiting[id] = (waiting[id] ?? 0) + 1;
     }
+  }
   if (s) s.joinHold = busy;
   return {
     slots,
@@ -222,10 +272,13 @@ function watchGroup(s: State): void {
     // from the committed offset and every record already held is recognised ('seen'). Dropping
     // the waiting ones would leave a gap the next commit passes over while the partitions are
     // paused (a full window, a stop): those records would never run.
+    // A commit the rebalance made fail is made again now that the generation is new.
     for (const [id, track] of s.tracks)
       if (!owned.has(id)) dropTrack(s, id, track, 'partition revoked by a rebalance');
+      else void commit(s, track);
     // Pauses survive a rejoin in kafkajs: `paused` stays as it is, and pump resumes if it may.
     s.loading.clear();
+    for (const wake of s.joinWaiters.splice(0)) wake();
     log.info('kafka.group_joined', {
       memberId: payload.memberId,
       isLeader: payload.isLeader,
@@ -377,6 +430,7 @@ function start(s: State, item: WindowItem): void {
 }
 
 function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | 'aborted'): void {
+  let committed = Promise.resolve();
   s.running.delete(item);
   s.fair.finished(item.tenant);
   const track = s.tracks.get(idOf(item.topic, item.partition));
@@ -386,14 +440,17 @@ function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | '
   } else if (outcome === 'resolved') {
     item.state = 'done';
     item.record = undefined;
-    void commit(s, track);
+    committed = commit(s, track);
   } else {
     item.state = 'waiting';
     item.retryAt = Date.now() + s.settings.redeliveryDelayMs;
   }
   if (s.running.size === 0) for (const wake of s.drainWaiters.splice(0)) wake();
-  // Draining: the partition of the job that ended (and its waiting records) can move now.
-  else if (s.stopping) s.nudge.request('a job of a stopping member ended');
+  // Draining: the partition of the job that ended (and its waiting records) can move now, once
+  // its commit is in: a rebalance during the commit would fail it, and the next owner would run
+  // the finished record again.
+  else if (s.stopping)
+    void committed.then(() => s.nudge.request('a job of a stopping member ended'));
   pump(s);
 }
 
@@ -463,6 +520,7 @@ function armRetryTimer(s: State, now: number): void {
 async function closeSubscription(s: State, graceMs: number): Promise<void> {
   s.stopping = true;
   clearTimeout(s.timer);
+  clearInterval(s.crowdTimer);
   try {
     s.consumer.pause(s.fullTopics.map((topic) => ({ topic })));
   } catch {
@@ -477,6 +535,7 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   if (unfinished.length > 0) s.log.info('kafka.handlers_aborted', { count: unfinished.length });
   // Commits of records finished within the grace period go out before the consumer leaves.
   await Promise.allSettled([...s.commits.values()]);
+  await settleCommits(s);
   await withDeadline(
     s.consumer.disconnect(),
     Date.now() + s.settings.requestTimeoutMs,
@@ -487,6 +546,27 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   await withDeadline(settled, Date.now() + s.settings.abortWaitMs, 'aborted handlers').catch(() =>
     s.log.warn('kafka.handlers_still_running', { count: unfinished.length }),
   );
+}
+
+/**
+ * A commit refused by a rebalance under way (a nudge's) is made again at the next join: wait for
+ * it, twice at most and each within a session timeout, rather than leave finished records to run
+ * again on the next owner.
+ */
+async function settleCommits(s: State): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const open = [...s.tracks.values()].filter(unsettled);
+    if (open.length === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, s.settings.sessionTimeoutMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      s.joinWaiters.push(done);
+    });
+    await Promise.allSettled(open.map((track) => commit(s, track)));
+  }
 }
 
 function waitDrained(s: State, ms: number): Promise<void> {
