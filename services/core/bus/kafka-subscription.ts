@@ -41,6 +41,12 @@ export interface ConsumerSettings {
   windowRecords?: number;
   /** Called when kafkajs gives a consumer up (a crash it does not restart from). */
   onConsumerDown?: () => void;
+  /**
+   * A Kafka client apart from the subscription's, for its rebalance nudges: kafkajs keeps one
+   * cache of committed offsets per client and group, which a second consumer of the group on
+   * the same client clears when it joins, crashing the first (default: the subscription's own).
+   */
+  nudgeClient?: () => Kafka;
 }
 
 /** A record being handled: the signal that takes it back, and the promise of its end. */
@@ -163,14 +169,18 @@ export async function startKafkaSubscription(
     crowdTimer: undefined,
     stopping: false,
     joinHold: undefined,
-    nudge: createRebalanceNudge(kafka, log.child({ group: options.group }), {
-      group: options.group,
-      topics: fullTopics,
-      sessionTimeoutMs: settings.sessionTimeoutMs,
-      heartbeatIntervalMs: settings.heartbeatIntervalMs,
-      rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
-      maxWaitTimeMs: settings.maxWaitTimeMs,
-    }),
+    nudge: createRebalanceNudge(
+      settings.nudgeClient?.() ?? kafka,
+      log.child({ group: options.group }),
+      {
+        group: options.group,
+        topics: fullTopics,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        heartbeatIntervalMs: settings.heartbeatIntervalMs,
+        rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+        maxWaitTimeMs: settings.maxWaitTimeMs,
+      },
+    ),
   };
   made.state = s;
   watchGroup(s);
