@@ -141,7 +141,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run bench:tracing -- /,
       /^npm run bench:fairness -- /,
       /^npm run bench:(ingress|footprint) -- /,
-      /^npm run bench:(status-view|backlog) -- /,
+      /^npm run bench:(status-view|backlog|scale-out) -- /,
       /^npm run --silent example:produce$/,
       /^echo '\{[^']*\}' \| npm run --silent seal-credentials -- [0-9a-f-]{36}$/,
       /^KEY=\$\(cat \.data\/api-key\)$/, // a shell assignment

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ffmpeg, ffprobe, the DejaVu font for drawtext, and setpriv + prlimit (util-linux, which
+# ffmpeg, ffprobe, the DejaVu font for drawtext, and setsid + setpriv + prlimit (util-linux, which
 # bound every ffmpeg the workers start), from Debian's packages.
 # Usage: ffmpeg.sh install   (idempotent; prints nothing when all is there)
 #        ffmpeg.sh env       (prints the export lines for the env file)
@@ -16,6 +16,7 @@ do_install() {
   [[ -f "$FONT_FILE" ]] || missing+=(fonts-dejavu-core)
   command -v setpriv >/dev/null || missing+=(util-linux)
   command -v prlimit >/dev/null || missing+=(util-linux)
+  command -v setsid >/dev/null || missing+=(util-linux)
   if ((${#missing[@]} > 0)); then
     # ffmpeg's recommends are not needed; fonts-dejavu-core is asked for explicitly.
     ts_with_lock apt ts_apt_install ffmpeg fonts-dejavu-core util-linux
@@ -26,8 +27,8 @@ do_install() {
   ffmpeg -hide_banner -version >/dev/null || ts_die "ffmpeg does not run"
   command -v setpriv >/dev/null || ts_die "setpriv is still missing after installing util-linux"
   command -v prlimit >/dev/null || ts_die "prlimit is still missing after installing util-linux"
-  setpriv --pdeathsig KILL -- prlimit --data=2147483648 -- ffmpeg -hide_banner -version >/dev/null ||
-    ts_die "ffmpeg does not run under setpriv --pdeathsig KILL -- prlimit --data=N"
+  setsid setpriv --pdeathsig KILL -- prlimit --data=2147483648 -- ffmpeg -hide_banner -version >/dev/null ||
+    ts_die "ffmpeg does not run under setsid setpriv --pdeathsig KILL -- prlimit --data=N"
 }
 
 case "${1:-}" in

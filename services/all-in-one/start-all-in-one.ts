@@ -16,7 +16,7 @@ import { startTranscoder } from '../transcoder/start-transcoder.ts';
 
 export interface AllInOne {
   ingress: RunningIngress;
-  /** Stops intake, lets running jobs finish within the grace period, closes the bus. */
+  /** Turns /readyz to 503, lets running jobs finish within the grace period, closes the API and the bus. */
   close(): Promise<void>;
 }
 
@@ -76,8 +76,11 @@ export async function startAllInOne(
   return {
     ingress,
     async close() {
-      await ingress.close();
+      // The API stays up while the jobs drain, /readyz saying 503 and GET /jobs/:id still
+      // answering; a job submitted meanwhile is queued in the bus and runs after the restart.
+      rt.drain.begin();
       await Promise.all(workers.map((w) => w.close(config.shutdownGraceMs)));
+      await ingress.close();
       await rt.bus.close();
       if (!options.tracing) await tracing.shutdown();
     },

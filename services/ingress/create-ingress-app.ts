@@ -61,6 +61,8 @@ export interface IngressDeps {
   watermarks: WatermarkRoutesOptions;
   /** Request rate per API key and active jobs per organisation. */
   limits: IngressLimits;
+  /** True once the process is stopping: `/readyz` is then 503 (default: never). */
+  isDraining?: () => boolean;
 }
 
 /** What the handlers share beyond the deps: built once per app. */
@@ -117,6 +119,11 @@ export function createIngressApp(deps: IngressDeps): Koa {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
+    if (deps.isDraining?.()) {
+      ctx.status = 503;
+      ctx.body = { error: 'the service is stopping' };
+      return;
+    }
     if (!(await deps.bus.isReady()))
       throw new MediaError('bus_unavailable', 'the event bus is not reachable');
     ctx.body = { status: 'ready' };

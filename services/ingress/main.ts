@@ -13,6 +13,7 @@ await runService('ingress', async (config, log, tracing) => {
   if (!current) throw new ConfigError('CREDENTIALS_KEYS is empty');
   const ingress = await startIngress(rt, { apiKeys: config.apiKeys, sealingKey: current });
   return async () => {
+    rt.drain.begin();
     await ingress.close();
     await rt.bus.close();
   };

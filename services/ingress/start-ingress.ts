@@ -55,6 +55,7 @@ export async function startIngress(
       maxWidth: rt.config.watermarkMaxWidth,
       maxHeight: rt.config.watermarkMaxHeight,
     },
+    isDraining: () => rt.drain.draining,
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: rt.config.allowPrivateNetworks,
       allowList: rt.config.addressAllowList,
@@ -73,6 +74,7 @@ export async function startIngress(
     port: rt.config.metricsPort,
     registry: rt.metrics.registry,
     isReady: () => rt.bus.isReady(),
+    isDraining: () => rt.drain.draining,
   }).catch(async (error: unknown) => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw error;

@@ -45,6 +45,7 @@ export async function makeIngress(
     limits?: Partial<IngressLimits>;
     clock?: Clock;
     watermarks?: Partial<WatermarkRoutesOptions>;
+    isDraining?: () => boolean;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
@@ -73,6 +74,7 @@ export async function makeIngress(
     maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
     maxPixels: options.maxPixels ?? 7680 * 4320,
     limits: { ratePerSecond: 0, rateBurst: 1, maxActiveJobsPerOrg: 0, ...options.limits },
+    ...(options.isDraining ? { isDraining: options.isDraining } : {}),
     addressPolicy: createAddressPolicy({
       allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     }),

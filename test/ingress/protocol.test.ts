@@ -176,6 +176,15 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     expectErrorBody(await request(server).get('/readyz'), 503, /not reachable/);
   });
 
+  it('/readyz is 503 from the moment the service begins to stop, while it still answers', async () => {
+    let draining = false;
+    const { server } = await makeIngress({ isDraining: () => draining });
+    expect((await request(server).get('/readyz')).status).to.equal(200);
+    draining = true;
+    expectErrorBody(await request(server).get('/readyz'), 503, /stopping/);
+    expect((await request(server).get('/healthz')).status).to.equal(200);
+  });
+
   it('publishes the job with sealed credentials and without the API key', async () => {
     const { server, bus } = await makeIngress();
     const body = { ...validTranscode, inputUrl: 's3://bucket-1/in.mp4', inputCreds: awsCreds };

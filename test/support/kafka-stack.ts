@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnService, type SpawnedService } from './spawn-service.ts';
+import { freePort, spawnService, type SpawnedService, type SpawnOptions } from './spawn-service.ts';
 
 export const STACK_KEY = 'kafka-stack-key-0123456789';
 
@@ -24,7 +24,10 @@ export interface KafkaStack {
   env: Record<string, string>;
   ingresses: { url: string; process: SpawnedService }[];
   workers: Record<'transcoder' | 'summarizer' | 'streamer' | 'notifier', SpawnedService[]>;
-  start(service: 'transcoder' | 'summarizer' | 'streamer' | 'notifier'): Promise<SpawnedService>;
+  start(
+    service: 'transcoder' | 'summarizer' | 'streamer' | 'notifier',
+    options?: SpawnOptions,
+  ): Promise<SpawnedService>;
   submit(
     path: string,
     body: Record<string, unknown>,
@@ -73,8 +76,9 @@ export async function startKafkaStack(
   };
   const start = async (
     service: 'transcoder' | 'summarizer' | 'streamer' | 'notifier',
+    spawnOptions: SpawnOptions = {},
   ): Promise<SpawnedService> => {
-    const p = spawnService(main(service), env);
+    const p = spawnService(main(service), env, spawnOptions);
     all.push(p);
     workers[service].push(p);
     await p.waitForLog((r) => r['msg'] === `${service}.started`, 60_000);

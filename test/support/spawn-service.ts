@@ -13,6 +13,19 @@ export interface SpawnedService {
   /** SIGTERM and wait for exit (SIGKILL after `graceMs`). */
   stop(graceMs?: number): Promise<number | null>;
   kill(): Promise<void>;
+  /**
+   * Sends `signal` to the whole process group, as a terminal's Ctrl-C or `kill -- -PGID` does
+   * (only for a process started with `ownGroup`).
+   */
+  signalGroup(signal: NodeJS.Signals): void;
+  /** Resolves when no process of the group is left (only with `ownGroup`); false after `timeoutMs`. */
+  groupGone(timeoutMs: number): Promise<boolean>;
+}
+
+export interface SpawnOptions {
+  /** A process group of its own (pgid = its pid), so that the group can be signalled as a whole. */
+  ownGroup?: boolean;
+  cwd?: string;
 }
 
 /**
@@ -22,11 +35,27 @@ export interface SpawnedService {
  */
 export const SERVICE_NODE_ARGS: readonly string[] = ['--max-semi-space-size=4'];
 
-export function spawnService(main: string, env: Record<string, string>): SpawnedService {
-  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, main], {
+export function spawnService(
+  main: string,
+  env: Record<string, string>,
+  options: SpawnOptions = {},
+): SpawnedService {
+  return spawnCommand(process.execPath, [...SERVICE_NODE_ARGS, main], env, options);
+}
+
+/** Any command that writes the services' JSON log lines (`npm start`, a main.ts). */
+export function spawnCommand(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  options: SpawnOptions = {},
+): SpawnedService {
+  const child = spawn(command, args, {
     // Any free metrics port unless a test names one: copies run side by side on one machine.
     env: { PATH: process.env['PATH'] ?? '', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownGroup ?? false,
+    ...(options.cwd ? { cwd: options.cwd } : {}),
   });
   const logs: Record<string, unknown>[] = [];
   const waiters = new Set<() => void>();
@@ -83,12 +112,40 @@ export function spawnService(main: string, env: Record<string, string>): Spawned
       return code;
     },
     async kill() {
+      if (options.ownGroup && child.pid !== undefined && groupAlive(child.pid))
+        process.kill(-child.pid, 'SIGKILL');
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGKILL');
         await exited;
       }
     },
+    signalGroup(signal) {
+      if (!options.ownGroup || child.pid === undefined)
+        throw new Error('signalGroup needs a process started with ownGroup');
+      process.kill(-child.pid, signal);
+    },
+    async groupGone(timeoutMs) {
+      const pid = child.pid;
+      if (!options.ownGroup || pid === undefined)
+        throw new Error('groupGone needs a process started with ownGroup');
+      const deadline = Date.now() + timeoutMs;
+      while (groupAlive(pid)) {
+        if (Date.now() > deadline) return false;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return true;
+    },
   };
+}
+
+/** Whether any process of group `pgid` is left (signal 0 tests without sending). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A TCP port free on 127.0.0.1 now, for a service about to be started. */

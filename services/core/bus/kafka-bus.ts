@@ -105,6 +105,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     onConsumerDown: () => {
       consumerDown = true;
     },
+    nudgeClient: () => kafkaClient(options),
   };
   const kafka = kafkaClient(options);
   // The producer's connection attempts give up within a publish's deadline, like its sends.

@@ -1,10 +1,18 @@
+import kafkajs from 'kafkajs';
 import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createFairShare, NO_TENANT, type FairShare } from './fair-share.ts';
+import { busyAwareAssigner, type MemberLoad } from './kafka-assigner.ts';
+import {
+  createCrowdWatch,
+  createRebalanceNudge,
+  type RebalanceNudge,
+} from './kafka-rebalance-nudge.ts';
 import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
 import {
   admit,
+  decodeDone,
   finishedOffsets,
   forgetCommitted,
   commitPoint,
@@ -33,6 +41,12 @@ export interface ConsumerSettings {
   windowRecords?: number;
   /** Called when kafkajs gives a consumer up (a crash it does not restart from). */
   onConsumerDown?: () => void;
+  /**
+   * A Kafka client apart from the subscription's, for its rebalance nudges: kafkajs keeps one
+   * cache of committed offsets per client and group, which a second consumer of the group on
+   * the same client clears when it joins, crashing the first (default: the subscription's own).
+   */
+  nudgeClient?: () => Kafka;
 }
 
 /** A record being handled: the signal that takes it back, and the promise of its end. */
@@ -69,8 +83,19 @@ interface State {
   arrivals: number;
   paused: boolean;
   drainWaiters: Array<() => void>;
+  /** Called at the next group join. */
+  joinWaiters: Array<() => void>;
   timer: NodeJS.Timeout | undefined;
   stopping: boolean;
+  /**
+   * Between this member's JoinGroup and its new assignment: the partitions it reported busy,
+   * the only ones it may start records from meanwhile (the others may be given to another
+   * member, which will start their records: a start here would be a second one).
+   */
+  joinHold: Set<string> | undefined;
+  nudge: RebalanceNudge;
+  /** Checks every second whether records wait here while another member may have free slots. */
+  crowdTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -87,9 +112,14 @@ interface State {
  * finished offsets beyond it in the metadata; the group's generation fences a member that lost
  * the partition. A crash between a handler's outcome and this commit (milliseconds) still runs
  * that record again: closing that gap would take Kafka transactions around outcome and offset.
- * Rebalances are eager (kafkajs has no cooperative protocol): a running record whose partition
- * moves is aborted here and started again by its new owner. A rejected record is handed back: it waits `redeliveryDelayMs` in the window,
- * and later records of its key wait behind it.
+ * Rebalances are eager (kafkajs has no cooperative protocol), so the partitions are assigned by
+ * kafka-assigner.ts: a partition on which this member runs a record stays with it, and those
+ * whose records only wait go where slots are free. A stopping member makes the group rebalance
+ * (kafka-rebalance-nudge.ts) when it starts to drain and each time one of its jobs ends, so its
+ * waiting records move at once. A running record whose partition moves anyway (its member was
+ * taken for dead) is aborted here and started again by its new owner. A rejected record is
+ * handed back: it waits `redeliveryDelayMs` in the window, and later records of its key wait
+ * behind it.
  */
 export async function startKafkaSubscription(
   kafka: Kafka,
@@ -97,22 +127,31 @@ export async function startKafkaSubscription(
   settings: ConsumerSettings,
   options: SubscribeOptions,
 ): Promise<Subscription> {
+  const concurrency = Math.max(1, options.concurrency ?? 1);
+  // Read at each join, once the state exists (kafkajs asks for it only when it joins).
+  const made: { state?: State } = {};
   const consumer = kafka.consumer({
     groupId: options.group,
+    // Round robin too: members of an older version announce only that one, and the group uses
+    // the assigner every member announces.
+    partitionAssigners: [
+      busyAwareAssigner(() => reportLoad(made.state, concurrency)),
+      kafkajs.PartitionAssigners.roundRobin,
+    ],
     sessionTimeout: settings.sessionTimeoutMs,
     heartbeatInterval: settings.heartbeatIntervalMs,
     rebalanceTimeout: settings.rebalanceTimeoutMs,
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
   });
-  const concurrency = Math.max(1, options.concurrency ?? 1);
+  const fullTopics = options.topics.map((t) => settings.topicPrefix + t);
   const s: State = {
     consumer,
     admin: kafka.admin(),
     log: log.child({ group: options.group }),
     settings,
     options,
-    fullTopics: options.topics.map((t) => settings.topicPrefix + t),
+    fullTopics,
     concurrency,
     limit: Math.max(concurrency + 1, settings.windowRecords ?? 256),
     fair: createFairShare(options.fairness),
@@ -125,10 +164,27 @@ export async function startKafkaSubscription(
     arrivals: 0,
     paused: false,
     drainWaiters: [],
+    joinWaiters: [],
     timer: undefined,
+    crowdTimer: undefined,
     stopping: false,
+    joinHold: undefined,
+    nudge: createRebalanceNudge(
+      settings.nudgeClient?.() ?? kafka,
+      log.child({ group: options.group }),
+      {
+        group: options.group,
+        topics: fullTopics,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        heartbeatIntervalMs: settings.heartbeatIntervalMs,
+        rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+        maxWaitTimeMs: settings.maxWaitTimeMs,
+      },
+    ),
   };
+  made.state = s;
   watchGroup(s);
+  watchCrowding(s);
   try {
     await s.admin.connect();
     await consumer.connect();
@@ -143,6 +199,7 @@ export async function startKafkaSubscription(
       eachBatch: (payload) => takeBatch(s, payload),
     });
   } catch (error) {
+    clearInterval(s.crowdTimer);
     await consumer.disconnect().catch(() => undefined);
     await s.admin.disconnect().catch(() => undefined);
     throw asBusUnavailable(error, `subscribe (group ${options.group})`);
@@ -153,24 +210,85 @@ export async function startKafkaSubscription(
 
 const idOf = (topic: string, partition: number): string => `${topic}:${partition}`;
 
+/** Whether the partition has finished records that its last successful commit does not cover. */
+function unsettled(track: PartitionTrack): boolean {
+  const finished = finishedOffsets(track);
+  if (finished.size === 0) return false;
+  const last = track.committed;
+  if (!last) return true;
+  const covered = decodeDone(last.offset, last.metadata);
+  return [...finished].some((o) => !covered.has(o));
+}
+
+/**
+ * Balance between rebalances: records that arrive after an assignment land where their partition
+ * is, so a member may hold waiting records while another has free slots. A member whose slots are
+ * all busy and whose waiting records sit on partitions it could give away asks for a rebalance.
+ */
+function watchCrowding(s: State): void {
+  const crowd = createCrowdWatch();
+  s.crowdTimer = setInterval(() => {
+    if (s.stopping) return;
+    let movable = false;
+    let anyWaiting = false;
+    for (const track of s.tracks.values()) {
+      const waiting = track.items.some((i) => i.state === 'waiting');
+      anyWaiting ||= waiting;
+      movable ||= waiting && !track.items.some((i) => i.state === 'running');
+    }
+    const crowded = movable && s.running.size >= s.concurrency;
+    if (crowd.check(Date.now(), crowded, anyWaiting))
+      s.nudge.request('records wait while every slot is busy');
+  }, 1000);
+  s.crowdTimer.unref();
+}
+
+/**
+ * What this member tells the group leader as it joins (kafka-assigner.ts), and the hold on
+ * starting records of the partitions it did not report busy until the assignment arrives.
+ */
+function reportLoad(s: State | undefined, slots: number): MemberLoad {
+  const busy = new Set<string>();
+  const waiting: Record<string, number> = {};
+  for (const [id, track] of s?.tracks ?? []) {
+    // Finished records no commit names yet pin their partition too: its next owner would run
+    // them again.
+    if (unsettled(track)) busy.add(id);
+    for (const item of track.items) {
+      if (item.state === 'running') busy.add(id);
+      else if (item.state === 'waiting') waiting[id] = (waiting[id] ?? 0) + 1;
+    }
+  }
+  if (s) s.joinHold = busy;
+  return {
+    slots,
+    running: s?.running.size ?? 0,
+    busy: [...busy],
+    waiting,
+    stopping: s?.stopping ?? false,
+    nudge: false,
+  };
+}
+
 function watchGroup(s: State): void {
   const { consumer, log } = s;
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    s.joinHold = undefined;
     const owned = new Set(
       Object.entries(payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => idOf(t, p))),
     );
     s.owned = owned;
-    for (const [id, track] of s.tracks) {
-      if (!owned.has(id)) {
-        dropTrack(s, id, track, 'partition revoked by a rebalance');
-        continue;
-      }
-      // Kept: kafkajs fetches it again from the committed offset; records not started yet will
-      // come again, running and finished ones are recognised and skipped.
-      track.items = track.items.filter((i) => i.state !== 'waiting');
-    }
+    // A kept partition keeps its whole window, waiting records included: kafkajs fetches it again
+    // from the committed offset and every record already held is recognised ('seen'). Dropping
+    // the waiting ones would leave a gap the next commit passes over while the partitions are
+    // paused (a full window, a stop): those records would never run.
+    // A commit the rebalance made fail is made again now that the generation is new.
+    for (const [id, track] of s.tracks)
+      if (!owned.has(id)) dropTrack(s, id, track, 'partition revoked by a rebalance');
+      else void commit(s, track);
     // Pauses survive a rejoin in kafkajs: `paused` stays as it is, and pump resumes if it may.
     s.loading.clear();
+    for (const wake of s.joinWaiters.splice(0)) wake();
     log.info('kafka.group_joined', {
       memberId: payload.memberId,
       isLeader: payload.isLeader,
@@ -184,6 +302,7 @@ function watchGroup(s: State): void {
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
     s.owned = new Set();
+    s.joinHold = undefined;
     for (const [id, track] of s.tracks) dropTrack(s, id, track, 'the consumer crashed');
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     if (!payload.restart) s.settings.onConsumerDown?.();
@@ -282,7 +401,10 @@ function pump(s: State): void {
   const now = Date.now();
   const free = s.concurrency - s.running.size;
   if (free > 0) {
-    const ready = readyItems(s.tracks.values(), now);
+    const hold = s.joinHold;
+    const ready = readyItems(s.tracks.values(), now).filter(
+      (i) => !hold || hold.has(idOf(i.topic, i.partition)),
+    );
     for (const item of s.fair.pick(ready, free, (i) => i.tenant)) start(s, item);
   }
   if (s.paused && windowCount(s.tracks.values()) < s.limit) resumeAll(s);
@@ -318,6 +440,7 @@ function start(s: State, item: WindowItem): void {
 }
 
 function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | 'aborted'): void {
+  let committed = Promise.resolve();
   s.running.delete(item);
   s.fair.finished(item.tenant);
   const track = s.tracks.get(idOf(item.topic, item.partition));
@@ -327,12 +450,17 @@ function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | '
   } else if (outcome === 'resolved') {
     item.state = 'done';
     item.record = undefined;
-    void commit(s, track);
+    committed = commit(s, track);
   } else {
     item.state = 'waiting';
     item.retryAt = Date.now() + s.settings.redeliveryDelayMs;
   }
   if (s.running.size === 0) for (const wake of s.drainWaiters.splice(0)) wake();
+  // Draining: the partition of the job that ended (and its waiting records) can move now, once
+  // its commit is in: a rebalance during the commit would fail it, and the next owner would run
+  // the finished record again.
+  else if (s.stopping)
+    void committed.then(() => s.nudge.request('a job of a stopping member ended'));
   pump(s);
 }
 
@@ -402,17 +530,22 @@ function armRetryTimer(s: State, now: number): void {
 async function closeSubscription(s: State, graceMs: number): Promise<void> {
   s.stopping = true;
   clearTimeout(s.timer);
+  clearInterval(s.crowdTimer);
   try {
     s.consumer.pause(s.fullTopics.map((topic) => ({ topic })));
   } catch {
     // Not running (crashed or never joined): nothing to pause.
   }
+  // Its waiting records and idle partitions go to other members now, not after the drain.
+  if (s.running.size > 0 && graceMs > 0) s.nudge.request('the member is stopping');
   await waitDrained(s, graceMs);
+  await withDeadline(s.nudge.close(), Date.now() + 5000, 'rebalance nudge').catch(() => undefined);
   const unfinished = [...s.running.values()];
   for (const r of unfinished) r.controller.abort(new Error('the subscription closed'));
   if (unfinished.length > 0) s.log.info('kafka.handlers_aborted', { count: unfinished.length });
   // Commits of records finished within the grace period go out before the consumer leaves.
   await Promise.allSettled([...s.commits.values()]);
+  await settleCommits(s);
   await withDeadline(
     s.consumer.disconnect(),
     Date.now() + s.settings.requestTimeoutMs,
@@ -423,6 +556,27 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   await withDeadline(settled, Date.now() + s.settings.abortWaitMs, 'aborted handlers').catch(() =>
     s.log.warn('kafka.handlers_still_running', { count: unfinished.length }),
   );
+}
+
+/**
+ * A commit refused by a rebalance under way (a nudge's) is made again at the next join: wait for
+ * it, twice at most and each within a session timeout, rather than leave finished records to run
+ * again on the next owner.
+ */
+async function settleCommits(s: State): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const open = [...s.tracks.values()].filter(unsettled);
+    if (open.length === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, s.settings.sessionTimeoutMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      s.joinWaiters.push(done);
+    });
+    await Promise.allSettled(open.map((track) => commit(s, track)));
+  }
 }
 
 function waitDrained(s: State, ms: number): Promise<void> {

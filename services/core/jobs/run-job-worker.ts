@@ -29,6 +29,7 @@ import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
 import { startJobCancels, type JobCancels } from './job-cancels.ts';
 import { createRunLedger, type RunLedger } from './run-ledger.ts';
+import { createRunningJobs, type RunningJob, type RunningJobs } from './running-jobs.ts';
 import { readCloudEvent } from '../events/read-cloudevent.ts';
 
 export type JobKind = JobRequested['kind'];
@@ -103,14 +104,13 @@ export async function startJobWorker(
   const topic = requestTopicOf[options.kind];
   // Cancels are read first, so that a restarted worker knows the old ones before its first job.
   const cancels = await startJobCancels(deps);
-  const ledger = createRunLedger();
+  const state: WorkerState = { cancels, ledger: createRunLedger(), running: createRunningJobs() };
   const jobs = await deps.bus.subscribe({
     group: options.group,
     topics: [topic],
     concurrency: options.concurrency,
     fromBeginning: true,
-    handler: (record, delivery) =>
-      handleRecord(deps, options, { cancels, ledger }, record, delivery),
+    handler: (record, delivery) => handleRecord(deps, options, state, record, delivery),
     fairness: {
       tenantOf: orgOfRecord,
       ...(options.orgWeights ? { weights: options.orgWeights } : {}),
@@ -120,17 +120,20 @@ export async function startJobWorker(
       deps.metrics.consumerLag.set({ group: options.group, topic, partition }, records),
   });
   return {
-    async close(graceMs) {
+    async close(graceMs = 0) {
+      const drained = state.running.drain(deps.log, deps.metrics, options, graceMs);
       await jobs.close(graceMs);
+      drained();
       await cancels.close();
     },
   };
 }
 
-/** What the records of one worker share: the cancels read so far and the runs it made. */
+/** What the records of one worker share: the cancels read so far, the runs it made and makes. */
 interface WorkerState {
   cancels: JobCancels;
   ledger: RunLedger;
+  running: RunningJobs;
 }
 
 /**
@@ -243,9 +246,14 @@ async function runJob(
   log.info('job.started', {});
   deps.metrics.jobsInProgress.inc({ kind: job.kind });
   const started = performance.now();
-  const run = await runHandler(deps, options, state, job, delivery, log, trace).finally(() =>
-    deps.metrics.jobsInProgress.dec({ kind: job.kind }),
-  );
+  const running = state.running.start(job);
+  let outcome: RunOutcome | undefined;
+  const run = await runHandler(deps, options, state, job, delivery, log, trace, running)
+    .then((o) => (outcome = o))
+    .finally(() => {
+      deps.metrics.jobsInProgress.dec({ kind: job.kind });
+      state.running.end(job.jobId, running, outcome?.handedBack === true);
+    });
   const seconds = (performance.now() - started) / 1000;
 
   if (run.handedBack) {
@@ -284,6 +292,7 @@ async function runHandler(
   delivery: DeliveryContext,
   log: Logger,
   trace: TraceContext,
+  running: RunningJob,
 ): Promise<RunOutcome> {
   const controller = new AbortController();
   const timeout = setTimeout(
@@ -315,7 +324,10 @@ async function runHandler(
       orgId: job.orgId,
       log,
       span: (name, work) => inSpan((deps.tracing ?? tracingOff).tracer, name, trace, work),
-      progress: progress.report,
+      progress: (percent, stage) => {
+        running.percent = percent;
+        progress.report(percent, stage);
+      },
       openSecret: (sealed) => (sealed ? open(sealed, deps.sealingKeys, job.jobId) : undefined),
     });
     return { handedBack: false, result };

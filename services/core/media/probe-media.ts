@@ -1,7 +1,12 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ExecFileException } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { MediaError } from '../errors.ts';
-import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
+import {
+  boundedCommand,
+  looksOutOfMemory,
+  stoppedFromOutside,
+  type CommandBounds,
+} from './bounded-command.ts';
 import { readMediaInfo, type MediaInfo, type PacketSpan, type ProbeJson } from './media-info.ts';
 import { INPUT_FORMATS, PROTOCOLS } from './run-ffmpeg.ts';
 
@@ -118,7 +123,10 @@ async function scanPackets(
   return { durationSeconds: Math.round((total + step) * 1000) / 1000 };
 }
 
-function probeFailure(error: Error, stderr: string, bounds: CommandBounds): MediaError {
+function probeFailure(error: ExecFileException, stderr: string, bounds: CommandBounds): MediaError {
+  // `killed`: execFile's own time-out stopped it, a signal the service sent.
+  const stopped = error.killed ? undefined : stoppedFromOutside('ffprobe', null, error.signal);
+  if (stopped) return stopped;
   const cause = new Error(`ffprobe failed: ${stderr.trim() || error.message}`, { cause: error });
   if (looksOutOfMemory(stderr))
     return new MediaError(

@@ -3,7 +3,12 @@
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { MediaError } from '../errors.ts';
-import { boundedCommand, looksOutOfMemory, type CommandBounds } from './bounded-command.ts';
+import {
+  boundedCommand,
+  looksOutOfMemory,
+  stoppedFromOutside,
+  type CommandBounds,
+} from './bounded-command.ts';
 
 /** Demuxers an input may be opened with: video containers only, never playlists (HLS, concat). */
 export const INPUT_FORMATS =
@@ -114,7 +119,7 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
         signal.removeEventListener('abort', onAbort);
         reject(new MediaError('internal', 'ffmpeg could not start', { cause: error }));
       });
-      child.on('close', (code) => {
+      child.on('close', (code, exitSignal) => {
         clearTimeout(stallTimer);
         signal.removeEventListener('abort', onAbort);
         if (consumerError !== undefined)
@@ -131,7 +136,9 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
           return reject(
             new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`),
           );
-        reject(ffmpegFailure(code, stderr, bounds));
+        reject(
+          stoppedFromOutside('ffmpeg', code, exitSignal) ?? ffmpegFailure(code, stderr, bounds),
+        );
       });
     });
 }

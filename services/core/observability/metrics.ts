@@ -62,6 +62,8 @@ export interface Metrics {
   /** Wall time of one attempt, by how it ended (ATTEMPT_OUTCOMES). */
   jobDuration: Histogram<'kind' | 'format' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
+  /** 1 while a worker of this kind in this process is stopping (draining its running jobs). */
+  workerDraining: Gauge<'kind'>;
   queueWait: Histogram<'kind'>;
   jobsWaiting: Gauge<'org' | 'kind'>;
   /** Where `jobsWaiting` is read from at each scrape (the ingress's status view). */
@@ -113,6 +115,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
     m.jobsStarted.inc({ kind }, 0);
     m.mediaSeconds.inc({ kind }, 0);
     m.jobsInProgress.set({ kind }, 0);
+    m.workerDraining.set({ kind }, 0);
     m.jobsFinished.inc({ kind, outcome: 'succeeded', code: '' }, 0);
     m.jobsFinished.inc({ kind, outcome: 'canceled', code: 'canceled' }, 0);
     for (const code of codes.filter((c) => c !== 'canceled'))
@@ -189,6 +192,12 @@ function registerMetrics(registry: Registry): Metrics {
     jobsInProgress: new Gauge({
       name: `${PREFIX}jobs_in_progress`,
       help: 'Job attempts running now.',
+      labelNames: ['kind'],
+      registers,
+    }),
+    workerDraining: new Gauge({
+      name: `${PREFIX}worker_draining`,
+      help: '1 while the worker is stopping: it takes no new job, and its running ones finish within SHUTDOWN_GRACE_MS or are handed back.',
       labelNames: ['kind'],
       registers,
     }),

@@ -21,6 +21,7 @@ import { systemClock, type Clock } from '../time.ts';
 import { createSemaphore, type Semaphore } from '../jobs/semaphore.ts';
 import { openWatermarkLibrary } from '../watermarks/open-watermark-library.ts';
 import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
+import { createDrainState, type DrainState } from './drain-state.ts';
 
 /** What every service is built from; made once in a main.ts. */
 export interface Runtime {
@@ -49,6 +50,8 @@ export interface Runtime {
   workRoot: string;
   /** The organisations' named watermark images; undefined when none is set up. */
   watermarks: WatermarkLibrary | undefined;
+  /** Begun by the service's stop: `/readyz` then says 503 while work drains. */
+  drain: DrainState;
 }
 
 export interface RuntimeOptions {
@@ -138,5 +141,6 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
     },
     workRoot: config.workDir ?? join(tmpdir(), 'media-service', options.service),
     watermarks: openWatermarkLibrary(config, options.watermarkDir),
+    drain: createDrainState(),
   };
 }

@@ -5,8 +5,8 @@ import { serveOps } from './serve-ops.ts';
 
 /**
  * The main.ts of a worker run on its own: Kafka required, credentials keys when it opens
- * sealed secrets, /healthz /readyz /metrics on METRICS_PORT, and on SIGTERM the subscription
- * closed within SHUTDOWN_GRACE_MS before the bus.
+ * sealed secrets, /healthz /readyz /metrics on METRICS_PORT, and on SIGTERM /readyz 503 at once,
+ * then the subscription closed within SHUTDOWN_GRACE_MS before the bus.
  */
 export function runWorkerService(
   service: string,
@@ -27,12 +27,14 @@ export function runWorkerService(
       port: config.metricsPort,
       registry: rt.metrics.registry,
       isReady: () => rt.bus.isReady(),
+      isDraining: () => rt.drain.draining,
     });
     const address = ops.address();
     log.info(`${service}.started`, {
       metricsPort: typeof address === 'object' && address ? address.port : config.metricsPort,
     });
     return async () => {
+      rt.drain.begin();
       await subscription.close(config.shutdownGraceMs);
       ops.close();
       await rt.bus.close();

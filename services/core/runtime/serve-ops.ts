@@ -7,6 +7,8 @@ export function serveOps(options: {
   port: number;
   registry: Registry;
   isReady: () => Promise<boolean>;
+  /** True once the process is stopping: `/readyz` is then 503 whatever the bus says. */
+  isDraining?: () => boolean;
 }): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const send = (status: number, body: string, type = 'application/json'): void => {
@@ -15,6 +17,8 @@ export function serveOps(options: {
     void (async () => {
       if (req.method !== 'GET') return send(405, JSON.stringify({ error: 'only GET is allowed' }));
       if (req.url === '/healthz') return send(200, JSON.stringify({ status: 'ok' }));
+      if (req.url === '/readyz' && options.isDraining?.())
+        return send(503, JSON.stringify({ error: 'the service is stopping' }));
       if (req.url === '/readyz')
         return (await options.isReady())
           ? send(200, JSON.stringify({ status: 'ready' }))

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { MediaError } from '../../../services/core/errors.ts';
 import { createFfmpegRunner } from '../../../services/core/media/run-ffmpeg.ts';
 
@@ -45,3 +48,51 @@ describe('ffmpeg runner with stdout as data', function () {
     expect((error as MediaError).message).to.equal('bad frames');
   });
 });
+
+describe('ffmpeg runner and signals from outside', function () {
+  this.timeout(30_000);
+
+  it("runs ffmpeg in its own process group, and an ffmpeg stopped by someone else's SIGINT is interrupted, not transcode_failed", async () => {
+    const output = join(await mkdtemp(join(tmpdir(), 'ffmpeg-signal-')), 'marker-out.nut');
+    const run = runFfmpeg(
+      ['-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25', '-t', '600', '-y', output],
+      { signal: new AbortController().signal, stallTimeoutMs: 10_000 },
+    ).catch((e: unknown) => e);
+    const pid = await pidWithArgument(output);
+    expect(processGroupOf(await readStat(pid)), 'ffmpeg has a process group of its own').to.equal(
+      pid,
+    );
+    expect(processGroupOf(await readStat(pid))).to.not.equal(
+      processGroupOf(await readStat(process.pid)),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(pid, 'SIGINT');
+    const error = await run;
+    expect(error).to.be.instanceOf(MediaError);
+    expect((error as MediaError).code).to.equal('interrupted');
+    expect((error as MediaError).retryable).to.equal(true);
+    await rm(dirname(output), { recursive: true, force: true });
+  });
+});
+
+async function pidWithArgument(arg: string): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+      // The binary itself, once the setsid/setpriv/prlimit chain has exec'd into it.
+      if (cmdline.startsWith('ffmpeg\0') || cmdline.includes('/ffmpeg\0'))
+        if (cmdline.split('\0').includes(arg)) return Number(entry);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ffmpeg writing ${arg}`);
+}
+
+const readStat = (pid: number): Promise<string> => readFile(`/proc/${pid}/stat`, 'utf8');
+
+/** Field 5 of /proc/<pid>/stat (after the parenthesised command name). */
+function processGroupOf(stat: string): number {
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}

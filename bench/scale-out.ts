@@ -1,0 +1,167 @@
+// Scaling out and stopping workers on the real broker (issue 22), at the bus level: each member is
+// its own Kafka client and consumer, as separate worker processes are, and a job is a timer of
+// fixed length that stops when its record is taken back. So the numbers are the scheduling's
+// alone (who runs what, when): two workers on this 2-core machine would share its cores, and real
+// encodes would measure that, not the assignment. Three scenarios in one run:
+//   two-from-start   both members subscribed before the batch is published
+//   scale-out        one member runs the batch; the second subscribes `joinAfter` seconds in
+//   scale-then-stop  as scale-out, then the first member is stopped (close with a long grace)
+// Reports per scenario: the makespan (publish to last end) and its ratio to two-from-start, the
+// seconds of job time thrown away by records aborted and run again (goal: 0), starts beyond one
+// per record, and the longest time a record waited while a member had a free slot (sampled every
+// 50 ms; a member that is stopping has no free slot).
+// Usage: npm run bench:scale-out -- [records=12] [jobSeconds=8] [slots=2] [joinAfter=4] [partitions=12] [rounds=3]
+// (each round runs the three scenarios; which partitions a member gets changes from round to round)
+// Needs KAFKA_BROKERS or TEST_KAFKA_BROKERS.
+import { randomUUID } from 'node:crypto';
+import { createKafkaBus, type KafkaBus } from '../services/core/bus/kafka-bus.ts';
+import { topics, type Subscription } from '../services/core/bus/event-bus.ts';
+import { createLogger } from '../services/core/observability/logger.ts';
+
+const records = Number(process.argv[2] ?? 12);
+const jobMs = Number(process.argv[3] ?? 8) * 1000;
+const slots = Number(process.argv[4] ?? 2);
+const joinAfterMs = Number(process.argv[5] ?? 4) * 1000;
+const partitions = Number(process.argv[6] ?? 12);
+const rounds = Number(process.argv[7] ?? 3);
+const brokers = (process.env['KAFKA_BROKERS'] ?? process.env['TEST_KAFKA_BROKERS'] ?? '').split(
+  ',',
+);
+if (!brokers[0]) throw new Error('set KAFKA_BROKERS or TEST_KAFKA_BROKERS');
+
+type Scenario = 'two-from-start' | 'scale-out' | 'scale-then-stop';
+
+interface Member {
+  name: string;
+  bus: KafkaBus;
+  sub?: Subscription;
+  running: number;
+  active: boolean;
+}
+
+interface Outcome {
+  makespanMs: number;
+  thrownAwayMs: number;
+  extraStarts: number;
+  longestHeldMs: number;
+  ranOn: Record<string, number>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function run(scenario: Scenario): Promise<Outcome> {
+  const prefix = `bench-${randomUUID().slice(0, 8)}.`;
+  const group = `bench-${randomUUID()}`;
+  const started = new Map<string, number>();
+  const ended = new Set<string>();
+  const ranOn: Record<string, number> = {};
+  let thrownAwayMs = 0;
+  const member = (name: string): Member => ({
+    name,
+    running: 0,
+    active: false,
+    bus: createKafkaBus({
+      brokers,
+      clientId: `bench-${name}`,
+      topicPrefix: prefix,
+      numPartitions: partitions,
+      sessionTimeoutMs: 6000,
+      maxWaitTimeMs: 500,
+      logger: createLogger({ level: 'error' }),
+    }),
+  });
+  const subscribe = async (m: Member): Promise<void> => {
+    m.sub = await m.bus.subscribe({
+      group,
+      topics: [topics.transcodeRequests],
+      fromBeginning: true,
+      concurrency: slots,
+      handler: async (record, { signal }) => {
+        started.set(record.key, (started.get(record.key) ?? 0) + 1);
+        m.running += 1;
+        const at = performance.now();
+        try {
+          await new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(resolve, jobMs);
+            signal.addEventListener('abort', () => {
+              clearTimeout(timer);
+              reject(new Error('taken back'));
+            });
+          });
+          ended.add(record.key);
+          ranOn[m.name] = (ranOn[m.name] ?? 0) + 1;
+        } catch (error) {
+          thrownAwayMs += performance.now() - at;
+          throw error;
+        } finally {
+          m.running -= 1;
+        }
+      },
+    });
+    m.active = true;
+  };
+  const a = member('a');
+  const b = member('b');
+  await a.bus.ensureTopics();
+  await subscribe(a);
+  if (scenario === 'two-from-start') await subscribe(b);
+  await sleep(2000); // every member has joined
+  const keys = Array.from({ length: records }, (_, i) => `job-${i}`);
+  const t0 = performance.now();
+  await a.bus.publish(
+    keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
+  );
+  let longestHeldMs = 0;
+  let heldSince: number | undefined;
+  const sampler = setInterval(() => {
+    const waiting = keys.some((k) => !started.has(k));
+    const free = [a, b].some((m) => m.active && m.running < slots);
+    const now = performance.now();
+    if (waiting && free) heldSince ??= now;
+    else heldSince = undefined;
+    if (heldSince !== undefined) longestHeldMs = Math.max(longestHeldMs, now - heldSince);
+  }, 50);
+  const steps = (async () => {
+    if (scenario === 'two-from-start') return;
+    await sleep(joinAfterMs);
+    await subscribe(b);
+    if (scenario !== 'scale-then-stop') return;
+    await sleep(2000);
+    a.active = false;
+    await a.sub?.close(10 * jobMs);
+  })();
+  while (ended.size < records) await sleep(50);
+  const makespanMs = performance.now() - t0;
+  clearInterval(sampler);
+  await steps;
+  await Promise.all([a, b].map((m) => m.bus.close()));
+  const extraStarts = [...started.values()].reduce((n, c) => n + c - 1, 0);
+  return { makespanMs, thrownAwayMs, extraStarts, longestHeldMs, ranOn };
+}
+
+console.log(
+  `scale-out bench: ${records} records of ${jobMs / 1000} s, ${slots} slots per member, ` +
+    `${partitions} partitions, the second member joins ${joinAfterMs / 1000} s in`,
+);
+const worst = new Map<Scenario, Outcome>();
+for (let round = 1; round <= rounds; round++) {
+  const base = await run('two-from-start');
+  for (const [scenario, o] of [
+    ['two-from-start', base],
+    ['scale-out', await run('scale-out')],
+    ['scale-then-stop', await run('scale-then-stop')],
+  ] as const) {
+    console.log(
+      `round ${round} ${scenario.padEnd(16)} makespan ${(o.makespanMs / 1000).toFixed(1)} s ` +
+        `(x${(o.makespanMs / base.makespanMs).toFixed(2)} of two-from-start), thrown away ${(o.thrownAwayMs / 1000).toFixed(1)} s, ` +
+        `extra starts ${o.extraStarts}, longest wait beside a free slot ${(o.longestHeldMs / 1000).toFixed(1)} s, ` +
+        `ran on ${JSON.stringify(o.ranOn)}`,
+    );
+    const w = worst.get(scenario);
+    if (!w || o.longestHeldMs > w.longestHeldMs) worst.set(scenario, o);
+  }
+}
+for (const [scenario, o] of worst)
+  console.log(
+    `worst ${scenario.padEnd(16)} longest wait beside a free slot ${(o.longestHeldMs / 1000).toFixed(1)} s`,
+  );

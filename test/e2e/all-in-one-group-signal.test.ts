@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import { freePort, spawnCommand, type SpawnedService } from '../support/spawn-service.ts';
+
+const KEY = 'group-signal-test-key-0123456789';
+const root = new URL('../..', import.meta.url).pathname;
+
+describe('all-in-one under npm start: Ctrl-C to the whole process group drains, it does not fail jobs', function () {
+  this.timeout(240_000);
+  let files: TestServer;
+  let dataDir: string;
+  let workDir: string;
+  let service: SpawnedService | undefined;
+
+  before(async () => {
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'input.mp4'), {
+      seconds: 30,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
+    dataDir = await mkdtemp(join(tmpdir(), 'media-group-signal-'));
+    workDir = await mkdtemp(join(tmpdir(), 'media-group-signal-work-'));
+  });
+  after(async () => {
+    await service?.kill();
+    await files.close();
+    await rm(dataDir, { recursive: true, force: true });
+    await rm(workDir, { recursive: true, force: true });
+  });
+
+  it('SIGINT to the group of `npm start` mid-transcode: the job is handed back, and after a restart succeeds once', async () => {
+    const port = await freePort();
+    const env = {
+      HOME: process.env['HOME'] ?? '/root',
+      PORT: String(port),
+      API_KEYS: `${KEY}:org-g`,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      DATA_DIR: dataDir,
+      WORK_DIR: workDir,
+      LOG_LEVEL: 'info',
+      // Shorter than the encode, so the stop hands the job back instead of finishing it.
+      SHUTDOWN_GRACE_MS: '1000',
+    };
+    const start = (): SpawnedService =>
+      spawnCommand('npm', ['start', '--silent'], env, { ownGroup: true, cwd: root });
+    service = start();
+    await service.waitForLog((r) => r['msg'] === 'ingress.listening', 60_000);
+    const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        apiKey: KEY,
+        inputUrl: `${files.url}/files/input.mp4`,
+        outputUrl: `${files.url}/files/out.mp4`,
+        encoder: 'h264',
+        container: 'mp4',
+        bitrateKbps: '1000',
+        successUrl: `${files.url}/callbacks/ok`,
+        failureUrl: `${files.url}/callbacks/fail`,
+      }),
+    });
+    expect(res.status).to.equal(200);
+    const { id } = (await res.json()) as { id: string };
+    await waitForProgress(port, id);
+
+    service.signalGroup('SIGINT');
+    // The API stays up while the job drains, and says it is not ready.
+    let readyz = 200;
+    while (readyz === 200)
+      readyz = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      );
+    expect(readyz, '/readyz during the drain').to.equal(503);
+    expect(await service.groupGone(30_000), 'every process of the group ended').to.equal(true);
+    const msgs = service.logs.map((r) => r['msg']);
+    expect(msgs).to.include('service.stopping');
+    expect(
+      msgs,
+      `the job was handed back, not failed: ${JSON.stringify(service.logs.slice(-6))}`,
+    ).to.include('job.handed_back');
+    expect(msgs).to.not.include('job.failed');
+    expect(files.callbacks).to.have.length(0);
+
+    service = start();
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 180_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+    service.signalGroup('SIGINT');
+    expect(await service.groupGone(30_000)).to.equal(true);
+  });
+});
+
+/** Until ffmpeg is really encoding the job (its progress is past 5 %). */
+async function waitForProgress(port: number, id: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const s = (await (
+      await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
+    ).json()) as { progressPercent?: number };
+    if ((s.progressPercent ?? 0) > 5) return;
+    if (Date.now() > deadline) throw new Error('the job never made progress');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -1,0 +1,67 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import {
+  eventually,
+  requireEnv,
+  startKafkaStack,
+  type KafkaStack,
+} from '../support/kafka-stack.ts';
+
+describe('Kafka: Ctrl-C to a transcoder’s process group drains it, it does not fail the job', function () {
+  this.timeout(300_000);
+  let files: TestServer;
+  let stack: KafkaStack;
+
+  before(async () => {
+    requireEnv('TEST_KAFKA_BROKERS');
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'long.mp4'), {
+      seconds: 30,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
+    stack = await startKafkaStack({ transcoders: 0, notifiers: 1 });
+  });
+  after(async () => {
+    await stack?.close();
+    await files?.close();
+  });
+
+  it('SIGINT to the group mid-transcode: handed back within the grace, then succeeds once on the next transcoder', async () => {
+    const first = await stack.start('transcoder', { ownGroup: true });
+    const submitted = await stack.submit('/transcode', {
+      inputUrl: `${files.url}/files/long.mp4`,
+      outputUrl: `${files.url}/files/out.mp4`,
+      encoder: 'h264',
+      container: 'mp4',
+      bitrateKbps: '1000',
+      successUrl: `${files.url}/callbacks/ok`,
+      failureUrl: `${files.url}/callbacks/fail`,
+    });
+    expect(submitted.status).to.equal(200);
+    const id = String(submitted.body['id']);
+    await eventually(
+      async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
+      90_000,
+      'the transcode to be under way',
+    );
+
+    first.signalGroup('SIGINT');
+    expect(await first.groupGone(30_000), 'the transcoder and its ffmpeg ended').to.equal(true);
+    const msgs = first.logs.map((r) => r['msg']);
+    expect(msgs).to.include('service.stopping');
+    expect(msgs, 'handed back, not failed').to.include('job.handed_back');
+    expect(msgs).to.not.include('job.failed');
+    expect(msgs).to.not.include('job.retry_scheduled');
+
+    await stack.start('transcoder');
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 180_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+    expect((await stack.status(id))['status']).to.equal('succeeded');
+  });
+});

@@ -1,0 +1,145 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import {
+  eventually,
+  requireEnv,
+  startKafkaStack,
+  type KafkaStack,
+} from '../support/kafka-stack.ts';
+import type { SpawnedService } from '../support/spawn-service.ts';
+
+const BATCH = 6;
+
+/**
+ * Issue 22 as an operator meets it: one worker runs a batch, a second joins, the first is
+ * stopped (SIGTERM). No job may be aborted and started again, none may fail, each calls back once.
+ */
+describe('Kafka: a worker joining, then the first one stopping, restarts no running job', function () {
+  this.timeout(600_000);
+  let files: TestServer;
+  let stack: KafkaStack;
+
+  before(async () => {
+    requireEnv('TEST_KAFKA_BROKERS');
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'long.mp4'), {
+      seconds: 20,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
+    // A summary reads its input faster than an encode writes it: a longer one, so the batch
+    // still runs when the second worker joins.
+    await generateClip(join(files.dir, 'longer.mp4'), {
+      seconds: 120,
+      width: 1280,
+      height: 720,
+    });
+    stack = await startKafkaStack({
+      transcoders: 0,
+      summarizers: 0,
+      notifiers: 1,
+      // A grace long enough for the running jobs to finish (a stop then hands nothing back), and
+      // the default partition count.
+      extraEnv: { SHUTDOWN_GRACE_MS: '180000', KAFKA_PARTITIONS: '12' },
+    });
+  });
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return;
+    const shown =
+      /^(job\.(started|succeeded|failed|handed_back|retry_scheduled)|kafka\.(?!client_log))/;
+    for (const [service, workers] of Object.entries(stack.workers))
+      for (const [i, w] of workers.entries())
+        for (const r of w.logs)
+          if (shown.test(String(r['msg'])))
+            console.error(
+              `${service}#${i} ${String(r['time'])} ${String(r['msg'])} ${JSON.stringify(r['jobId'] ?? r['reason'] ?? r['partitions'] ?? '')} ${JSON.stringify(r['error'] ?? '').slice(0, 600)}`,
+            );
+  });
+  after(async () => {
+    await stack?.close();
+    await files?.close();
+  });
+
+  const jobs = {
+    transcoder: (i: number) => ({
+      path: '/transcode',
+      body: {
+        inputUrl: `${files.url}/files/long.mp4`,
+        outputUrl: `${files.url}/files/t${i}.mp4`,
+        encoder: 'h264',
+        container: 'mp4',
+        bitrateKbps: '1000',
+      },
+    }),
+    summarizer: (i: number) => ({
+      path: '/summary/mp4',
+      body: {
+        inputUrl: `${files.url}/files/longer.mp4`,
+        outputUrl: `${files.url}/files/s${i}.mp4`,
+        removeAudio: true,
+      },
+    }),
+  };
+
+  for (const service of ['summarizer', 'transcoder'] as const)
+    it(`${service}: every job of the batch starts once, succeeds and calls back once`, async () => {
+      const t0 = Date.now();
+      const first = await stack.start(service);
+      const ids: string[] = [];
+      for (let i = 0; i < BATCH; i++) {
+        const { path, body } = jobs[service](i);
+        const ack = await stack.submit(path, {
+          ...body,
+          successUrl: `${files.url}/callbacks/ok`,
+          failureUrl: `${files.url}/callbacks/fail`,
+        });
+        expect(ack.status).to.equal(200);
+        ids.push(String(ack.body['id']));
+      }
+      await eventually(
+        () => starts(first).length >= 3,
+        60_000,
+        'the first worker to run part of the batch',
+      );
+      const second = await stack.start(service);
+      const joinedAt = Date.now();
+      await new Promise((r) => setTimeout(r, 3000));
+      first.child.kill('SIGTERM');
+      const exited = new Promise((resolve) => first.child.once('exit', resolve));
+
+      await eventually(
+        () => ids.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)),
+        240_000,
+        'a callback for every job',
+      );
+      expect(await exited, 'the first worker stopped cleanly').to.equal(0);
+      await new Promise((r) => setTimeout(r, 1000));
+      const workers = [first, second];
+      for (const id of ids) {
+        const started = workers.flatMap((w) => starts(w).filter((r) => r['jobId'] === id));
+        expect(started, `starts of ${id}`).to.have.length(1);
+        const calls = files.callbacks.filter((c) => c.body['jobId'] === id);
+        expect(calls, `callbacks of ${id}`).to.have.length(1);
+        expect(calls[0]?.body['status'], `outcome of ${id}`).to.equal('succeeded');
+      }
+      for (const w of workers) {
+        const msgs = w.logs.map((r) => r['msg']);
+        expect(msgs).to.not.include('job.handed_back');
+        expect(msgs).to.not.include('kafka.record_handed_back');
+        expect(msgs).to.not.include('job.failed');
+      }
+      const firstOnSecond = starts(second)[0];
+      const atSecond = firstOnSecond ? Date.parse(String(firstOnSecond['time'])) - joinedAt : NaN;
+      console.log(
+        `      ${service}: ${starts(first).length} jobs ran on the first worker, ${starts(second).length} on the second; ` +
+          `the second's first job started ${atSecond} ms after it had joined; all done in ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+      );
+    });
+});
+
+function starts(w: SpawnedService): Record<string, unknown>[] {
+  return w.logs.filter((r) => r['msg'] === 'job.started');
+}

@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { generateClip } from '../support/generate-clip.ts';
+import {
+  eventually,
+  requireEnv,
+  startKafkaStack,
+  type KafkaStack,
+} from '../support/kafka-stack.ts';
+
+describe('Kafka: a worker stopping on SIGTERM shows it', function () {
+  this.timeout(300_000);
+  let files: TestServer;
+  let stack: KafkaStack;
+
+  before(async () => {
+    requireEnv('TEST_KAFKA_BROKERS');
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'long.mp4'), {
+      seconds: 30,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
+    stack = await startKafkaStack({ transcoders: 0, notifiers: 0 });
+  });
+  after(async () => {
+    await stack?.close();
+    await files?.close();
+  });
+
+  it('/readyz turns 503 at once, media_worker_draining is 1, and the log names the job it waits for', async () => {
+    const worker = await stack.start('transcoder');
+    const started = worker.logs.find((r) => r['msg'] === 'transcoder.started');
+    const ops = `http://127.0.0.1:${String(started?.['metricsPort'])}`;
+    expect((await fetch(`${ops}/readyz`)).status).to.equal(200);
+    expect(await fetch(`${ops}/metrics`).then((r) => r.text())).to.include(
+      'media_worker_draining{kind="transcode"} 0',
+    );
+    const submitted = await stack.submit('/transcode', {
+      inputUrl: `${files.url}/files/long.mp4`,
+      outputUrl: `${files.url}/files/out.mp4`,
+      encoder: 'h264',
+      container: 'mp4',
+      bitrateKbps: '1000',
+    });
+    const id = String(submitted.body['id']);
+    await eventually(
+      async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
+      90_000,
+      'the transcode to be under way',
+    );
+
+    const signalled = performance.now();
+    worker.child.kill('SIGTERM');
+    await eventually(
+      async () => (await fetch(`${ops}/readyz`)).status === 503,
+      2000,
+      '/readyz to say 503',
+    );
+    const notReadyMs = performance.now() - signalled;
+    expect(await fetch(`${ops}/metrics`).then((r) => r.text())).to.include(
+      'media_worker_draining{kind="transcode"} 1',
+    );
+    const draining = await worker.waitForLog((r) => r['msg'] === 'worker.draining', 2000);
+    expect(draining).to.deep.include({ kind: 'transcode', group: 'transcoder', graceMs: 3000 });
+    const [job] = draining['jobs'] as Record<string, unknown>[];
+    expect(job).to.deep.include({ jobId: id, attempt: 1 });
+    expect(job?.['progressPercent']).to.be.greaterThan(0);
+    expect(job?.['expectedRemainingMs']).to.be.a('number');
+    expect(await new Promise((resolve) => worker.child.once('exit', resolve))).to.equal(0);
+    expect(worker.logs.find((r) => r['msg'] === 'worker.drained')).to.deep.include({
+      waitedFor: 1,
+    });
+    console.log(`      /readyz said 503 ${notReadyMs.toFixed(0)} ms after SIGTERM`);
+  });
+});
