@@ -1,36 +1,12 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
-import {
-  eventually,
-  requireEnv,
-  startKafkaStack,
-  type KafkaStack,
-} from '../support/kafka-stack.ts';
+import { eventually, useStackWithLongClip } from '../support/kafka-stack.ts';
 
 describe('Kafka: Ctrl-C to a transcoder’s process group drains it, it does not fail the job', function () {
   this.timeout(300_000);
-  let files: TestServer;
-  let stack: KafkaStack;
-
-  before(async () => {
-    requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 30,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    stack = await startKafkaStack({ transcoders: 0, notifiers: 1 });
-  });
-  after(async () => {
-    await stack?.close();
-    await files?.close();
-  });
+  const fixture = useStackWithLongClip({ transcoders: 0, notifiers: 1 });
 
   it('SIGINT to the group mid-transcode: handed back within the grace, then succeeds once on the next transcoder', async () => {
+    const [files, stack] = [fixture.files(), fixture.stack()];
     const first = await stack.start('transcoder', { ownGroup: true });
     const submitted = await stack.submit('/transcode', {
       inputUrl: `${files.url}/files/long.mp4`,

@@ -1,36 +1,12 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
-import {
-  eventually,
-  requireEnv,
-  startKafkaStack,
-  type KafkaStack,
-} from '../support/kafka-stack.ts';
+import { eventually, useStackWithLongClip } from '../support/kafka-stack.ts';
 
 describe('Kafka: a worker stopping on SIGTERM shows it', function () {
   this.timeout(300_000);
-  let files: TestServer;
-  let stack: KafkaStack;
-
-  before(async () => {
-    requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 30,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    stack = await startKafkaStack({ transcoders: 0, notifiers: 0 });
-  });
-  after(async () => {
-    await stack?.close();
-    await files?.close();
-  });
+  const fixture = useStackWithLongClip({ transcoders: 0, notifiers: 0 });
 
   it('/readyz turns 503 at once, media_worker_draining is 1, and the log names the job it waits for', async () => {
+    const [files, stack] = [fixture.files(), fixture.stack()];
     const worker = await stack.start('transcoder');
     const started = worker.logs.find((r) => r['msg'] === 'transcoder.started');
     const ops = `http://127.0.0.1:${String(started?.['metricsPort'])}`;

@@ -2,6 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startTestServer, type TestServer } from './file-server.ts';
+import { generateClip } from './generate-clip.ts';
 import { freePort, spawnService, type SpawnedService, type SpawnOptions } from './spawn-service.ts';
 
 export const STACK_KEY = 'kafka-stack-key-0123456789';
@@ -150,4 +152,37 @@ export async function eventually(
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * Mocha hooks for a suite that runs workers on the test broker against a file server holding a
+ * noisy 720p clip (`long.mp4`, long enough to be mid-encode when a test acts on its worker).
+ * The stack and server are read through the returned getters once `before` has run.
+ */
+export function useStackWithLongClip(
+  stackOptions: Parameters<typeof startKafkaStack>[0],
+  seconds = 30,
+): { files: () => TestServer; stack: () => KafkaStack } {
+  let files: TestServer | undefined;
+  let stack: KafkaStack | undefined;
+  before(async () => {
+    requireEnv('TEST_KAFKA_BROKERS');
+    files = await startTestServer();
+    await generateClip(join(files.dir, 'long.mp4'), {
+      seconds,
+      width: 1280,
+      height: 720,
+      noise: true,
+    });
+    stack = await startKafkaStack(stackOptions);
+  });
+  after(async () => {
+    await stack?.close();
+    await files?.close();
+  });
+  const need = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the stack is made in before()');
+    return value;
+  };
+  return { files: () => need(files), stack: () => need(stack) };
 }
