@@ -539,10 +539,12 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   // Its waiting records and idle partitions go to other members now, not after the drain.
   if (s.running.size > 0 && graceMs > 0) s.nudge.request('the member is stopping');
   await waitDrained(s, graceMs);
-  await withDeadline(s.nudge.close(), Date.now() + 5000, 'rebalance nudge').catch(() => undefined);
+  // The grace is over: what still runs is handed back now, not after the nudge has left (up to
+  // 5 s more, long enough for a job to finish past SHUTDOWN_GRACE_MS).
   const unfinished = [...s.running.values()];
   for (const r of unfinished) r.controller.abort(new Error('the subscription closed'));
   if (unfinished.length > 0) s.log.info('kafka.handlers_aborted', { count: unfinished.length });
+  await withDeadline(s.nudge.close(), Date.now() + 5000, 'rebalance nudge').catch(() => undefined);
   // Commits of records finished within the grace period go out before the consumer leaves.
   await Promise.allSettled([...s.commits.values()]);
   await settleCommits(s);
