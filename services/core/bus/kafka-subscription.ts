@@ -445,8 +445,13 @@ function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | '
   s.fair.finished(item.tenant);
   const track = s.tracks.get(idOf(item.topic, item.partition));
   // A handler that finished after losing its partition must not commit over the new owner.
-  if (outcome === 'aborted' || !track?.items.includes(item)) {
+  if (!track?.items.includes(item)) {
     if (track) track.items = track.items.filter((i) => i !== item);
+  } else if (outcome === 'aborted') {
+    // Aborted by a stop while the partition is still held: the record stays in the window,
+    // unfinished, so no commit (a rejoin's, the stop's) passes over it.
+    item.state = 'waiting';
+    item.retryAt = Date.now() + s.settings.redeliveryDelayMs;
   } else if (outcome === 'resolved') {
     item.state = 'done';
     item.record = undefined;
