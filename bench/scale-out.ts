@@ -1,22 +1,27 @@
 // Scaling out and stopping workers on the real broker (issue 22), at the bus level: each member is
-// its own Kafka client and consumer, as separate worker processes are, and a job is a timer of
-// fixed length that stops when its record is taken back. So the numbers are the scheduling's
-// alone (who runs what, when): two workers on this 2-core machine would share its cores, and real
-// encodes would measure that, not the assignment. Three scenarios in one run:
+// its own Kafka client and consumer, as separate worker processes are, and takes jobs as a media
+// worker does: up to its work (CPU) slots + `prefetch` records at once, each one first a download
+// (a timer of 1 s, during which and after which, waiting for a work slot, it may move), then its
+// work, a timer of fixed length in a work slot, which stops when its record is taken back. So the
+// numbers are the scheduling's alone (who runs what, when): two workers on this 2-core machine
+// would share its cores, and real encodes would measure that, not the assignment. Three
+// scenarios in one run:
 //   two-from-start   both members subscribed before the batch is published
 //   scale-out        one member runs the batch; the second subscribes `joinAfter` seconds in
 //   scale-then-stop  as scale-out, then the first member is stopped (close with a long grace)
 // Reports per scenario: the makespan (publish to last end) and its ratio to two-from-start, the
-// seconds of job time thrown away by records aborted and run again (goal: 0), starts beyond one
-// per record, and the longest time a record waited while a member had a free slot (sampled every
-// 50 ms; a member that is stopping has no free slot).
-// Usage: npm run bench:scale-out -- [records=12] [jobSeconds=8] [slots=2] [joinAfter=4] [partitions=12] [rounds=3]
+// seconds of work thrown away by records aborted after their work began and run again (goal: 0),
+// starts beyond one per record (a record moved before its work began starts again, losing only
+// its download), and the longest time a record waited for work while a member had a free work
+// slot (sampled every 50 ms; a member that is stopping has no free slot).
+// Usage: npm run bench:scale-out -- [records=12] [jobSeconds=8] [slots=2] [joinAfter=4] [partitions=12] [rounds=3] [prefetch=2]
 // (each round runs the three scenarios; which partitions a member gets changes from round to round)
 // Needs KAFKA_BROKERS or TEST_KAFKA_BROKERS.
 import { randomUUID } from 'node:crypto';
 import { createKafkaBus, type KafkaBus } from '../services/core/bus/kafka-bus.ts';
 import { topics, type Subscription } from '../services/core/bus/event-bus.ts';
 import { createLogger } from '../services/core/observability/logger.ts';
+import { createSemaphore, type Semaphore } from '../services/core/jobs/semaphore.ts';
 
 const records = Number(process.argv[2] ?? 12);
 const jobMs = Number(process.argv[3] ?? 8) * 1000;
@@ -24,6 +29,8 @@ const slots = Number(process.argv[4] ?? 2);
 const joinAfterMs = Number(process.argv[5] ?? 4) * 1000;
 const partitions = Number(process.argv[6] ?? 12);
 const rounds = Number(process.argv[7] ?? 3);
+const prefetch = Number(process.argv[8] ?? 2);
+const downloadMs = 1000;
 const brokers = (process.env['KAFKA_BROKERS'] ?? process.env['TEST_KAFKA_BROKERS'] ?? '').split(
   ',',
 );
@@ -35,7 +42,13 @@ interface Member {
   name: string;
   bus: KafkaBus;
   sub?: Subscription;
+  /** Records whose work runs now. */
   running: number;
+  /** Records taken but not at work yet (downloading, or waiting for a work slot). */
+  notBegun: number;
+  /** Records downloaded and waiting for a work slot. */
+  queued: number;
+  work: Semaphore;
   active: boolean;
 }
 
@@ -49,6 +62,16 @@ interface Outcome {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Resolves after `ms`, rejects when `signal` aborts first (the record was taken back). */
+const timer = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(new Error('taken back'));
+    });
+  });
+
 async function run(scenario: Scenario): Promise<Outcome> {
   const prefix = `bench-${randomUUID().slice(0, 8)}.`;
   const group = `bench-${randomUUID()}`;
@@ -59,6 +82,9 @@ async function run(scenario: Scenario): Promise<Outcome> {
   const member = (name: string): Member => ({
     name,
     running: 0,
+    notBegun: 0,
+    queued: 0,
+    work: createSemaphore(slots),
     active: false,
     bus: createKafkaBus({
       brokers,
@@ -75,26 +101,40 @@ async function run(scenario: Scenario): Promise<Outcome> {
       group,
       topics: [topics.transcodeRequests],
       fromBeginning: true,
-      concurrency: slots,
-      handler: async (record, { signal }) => {
+      concurrency: slots + prefetch,
+      freeForWork: () => m.work.size - m.work.inUse - m.notBegun,
+      handler: async (record, delivery) => {
+        const { signal } = delivery;
         started.set(record.key, (started.get(record.key) ?? 0) + 1);
-        m.running += 1;
-        const at = performance.now();
+        // Its stage: downloading, queued for a work slot, at work (since `at`).
+        const job: { stage: 'download' | 'queued' | 'work' } = { stage: 'download' };
+        let at = 0;
+        m.notBegun += 1;
         try {
-          await new Promise<void>((resolve, reject) => {
-            const timer = setTimeout(resolve, jobMs);
-            signal.addEventListener('abort', () => {
-              clearTimeout(timer);
-              reject(new Error('taken back'));
-            });
+          delivery.setMovable(true);
+          await timer(downloadMs, signal);
+          job.stage = 'queued';
+          m.queued += 1;
+          await m.work.use(signal, async () => {
+            delivery.setMovable(false);
+            job.stage = 'work';
+            m.queued -= 1;
+            m.notBegun -= 1;
+            m.running += 1;
+            at = performance.now();
+            try {
+              await timer(jobMs, signal);
+            } finally {
+              m.running -= 1;
+            }
           });
           ended.add(record.key);
           ranOn[m.name] = (ranOn[m.name] ?? 0) + 1;
         } catch (error) {
-          thrownAwayMs += performance.now() - at;
+          if (job.stage === 'work') thrownAwayMs += performance.now() - at;
+          else m.notBegun -= 1;
+          if (job.stage === 'queued') m.queued -= 1;
           throw error;
-        } finally {
-          m.running -= 1;
         }
       },
     });
@@ -114,8 +154,9 @@ async function run(scenario: Scenario): Promise<Outcome> {
   let longestHeldMs = 0;
   let heldSince: number | undefined;
   const sampler = setInterval(() => {
-    const waiting = keys.some((k) => !started.has(k));
-    const free = [a, b].some((m) => m.active && m.running < slots);
+    // A record waits for work: not taken yet, or downloaded and queued for a work slot.
+    const waiting = keys.some((k) => !started.has(k)) || a.queued + b.queued > 0;
+    const free = [a, b].some((m) => m.active && m.running + m.notBegun < slots);
     const now = performance.now();
     if (waiting && free) heldSince ??= now;
     else heldSince = undefined;
@@ -140,7 +181,8 @@ async function run(scenario: Scenario): Promise<Outcome> {
 }
 
 console.log(
-  `scale-out bench: ${records} records of ${jobMs / 1000} s, ${slots} slots per member, ` +
+  `scale-out bench: ${records} records of ${jobMs / 1000} s after a ${downloadMs / 1000} s download, ` +
+    `${slots} work slots + ${prefetch} prefetched per member, ` +
     `${partitions} partitions, the second member joins ${joinAfterMs / 1000} s in`,
 );
 const worst = new Map<Scenario, Outcome>();

@@ -169,6 +169,7 @@ const ctx: JobContext = {
     stages[name] ??= (performance.now() - jobStarted) / 1000;
   },
   openSecret: () => undefined,
+  waiting: () => undefined,
 };
 
 /** Wall and CPU seconds of a step. */

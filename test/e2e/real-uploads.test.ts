@@ -144,6 +144,7 @@ describe('real uploads end to end (issue 21)', function () {
     log: silentLogger,
     progress: () => {},
     openSecret: () => undefined,
+    waiting: () => undefined,
   });
 
   before(async function () {

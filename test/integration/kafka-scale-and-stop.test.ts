@@ -119,8 +119,13 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
       await new Promise((r) => setTimeout(r, 1000));
       const workers = [first, second];
       for (const id of ids) {
+        // A job that only waited (its input downloading, no CPU slot yet) may move to the
+        // newcomer: it starts again there, having lost no work. Any other restart is a defect.
         const started = workers.flatMap((w) => starts(w).filter((r) => r['jobId'] === id));
-        expect(started, `starts of ${id}`).to.have.length(1);
+        const moved = workers.flatMap((w) =>
+          logged(w, 'job.moved').filter((r) => r['jobId'] === id),
+        );
+        expect(started, `starts of ${id}`).to.have.length(1 + moved.length);
         const calls = files.callbacks.filter((c) => c.body['jobId'] === id);
         expect(calls, `callbacks of ${id}`).to.have.length(1);
         expect(calls[0]?.body['status'], `outcome of ${id}`).to.equal('succeeded');
@@ -133,13 +138,23 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
       }
       const firstOnSecond = starts(second)[0];
       const atSecond = firstOnSecond ? Date.parse(String(firstOnSecond['time'])) - joinedAt : NaN;
+      const moves = logged(first, 'job.moved').length;
+      const movesBack = logged(second, 'job.moved').length;
       console.log(
-        `      ${service}: ${starts(first).length} jobs ran on the first worker, ${starts(second).length} on the second; ` +
-          `the second's first job started ${atSecond} ms after it had joined; all done in ${((Date.now() - t0) / 1000).toFixed(0)} s`,
+        `      ${service}: ${starts(first).length - moves} jobs ran on the first worker, ${starts(second).length} on the second, ` +
+          `${moves} moved before their work began (${movesBack} back); the second's first job started ${atSecond} ms after it had joined; ` +
+          `all done in ${((Date.now() - t0) / 1000).toFixed(0)} s`,
       );
+      // Balance: the batch still had waiting jobs when the newcomer joined (six jobs, the first
+      // worker's slots take fewer), so the newcomer's free slot gets one within seconds.
+      expect(atSecond, "ms from the newcomer's join to its first job").to.be.below(8000);
     });
 });
 
 function starts(w: SpawnedService): Record<string, unknown>[] {
-  return w.logs.filter((r) => r['msg'] === 'job.started');
+  return logged(w, 'job.started');
+}
+
+function logged(w: SpawnedService, msg: string): Record<string, unknown>[] {
+  return w.logs.filter((r) => r['msg'] === msg);
 }

@@ -154,6 +154,7 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
       log: silentLogger,
       progress: () => undefined,
       openSecret: () => creds[scheme],
+      waiting: () => undefined,
     };
     return handler(job, ctx);
   };

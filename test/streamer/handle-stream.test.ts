@@ -23,6 +23,7 @@ function context(signal = new AbortController().signal, progress: number[] = [])
     log: silentLogger,
     progress: (p) => void progress.push(p),
     openSecret: () => undefined,
+    waiting: () => undefined,
   };
 }
 

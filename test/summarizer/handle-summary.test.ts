@@ -40,6 +40,7 @@ describe('summary handler with real ffmpeg', function () {
     log: silentLogger,
     progress: () => {},
     openSecret: () => undefined,
+    waiting: () => undefined,
   };
   const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested => ({
     jobId: '00000000-0000-4000-8000-000000000002',

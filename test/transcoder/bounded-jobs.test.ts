@@ -31,6 +31,7 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
     }),
     progress: () => undefined,
     openSecret: () => undefined,
+    waiting: () => undefined,
   };
   const job = (spec: TranscodeSpec, input = 'input.mp4'): JobRequested => ({
     jobId: '00000000-0000-4000-8000-000000000031',

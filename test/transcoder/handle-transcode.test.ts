@@ -27,6 +27,7 @@ describe('transcode handler with real ffmpeg', function () {
     log: silentLogger,
     progress: (p) => void progress.push(p),
     openSecret: () => undefined,
+    waiting: () => undefined,
   };
   const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested => ({
     jobId: '00000000-0000-4000-8000-000000000001',

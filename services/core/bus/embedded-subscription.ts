@@ -117,7 +117,13 @@ export function runEmbeddedSubscription(
     }
     const tenant = tenantOfRow(row);
     const handled = new Promise<void>((resolve) =>
-      resolve(opts.handler(record, { signal: abort.signal, heartbeat: async () => {} })),
+      resolve(
+        opts.handler(record, {
+          signal: abort.signal,
+          heartbeat: async () => {},
+          setMovable: () => {},
+        }),
+      ),
     );
     const done = handled
       .then(

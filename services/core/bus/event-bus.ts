@@ -36,6 +36,12 @@ export interface DeliveryContext {
   signal: AbortSignal;
   /** Tells the bus this member is alive. Call it from real progress, not from a timer. */
   heartbeat(): Promise<void>;
+  /**
+   * Whether the handler only waits (true) rather than works (false, the default). A record
+   * that only waits counts as waiting work: the bus may give its partition to a member with free
+   * slots, aborting the handler here, and its new owner runs it afresh at no loss of work.
+   */
+  setMovable(movable: boolean): void;
 }
 
 /**
@@ -60,6 +66,12 @@ export interface SubscribeOptions {
   fairness?: FairnessOptions;
   /** Told the records not yet handled, per topic and partition (consumer lag), as it changes. */
   onLag?: (topic: string, partition: number, records: number) => void;
+  /**
+   * Records this member could begin work on at once, when the handler knows better than the
+   * count of free slots (a media worker: its free CPU slots, less the jobs waiting for one).
+   * The group gives records that only wait to members with room for work, never to one without.
+   */
+  freeForWork?: () => number;
 }
 
 export interface FairnessOptions extends FairShareOptions {

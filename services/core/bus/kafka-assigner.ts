@@ -26,7 +26,11 @@ import kafkajs, { type Assigner, type GroupMember, type PartitionAssigner } from
  *   with a running record cannot move without that job starting again: the next owner reads
  *   from the committed offset, which is before it); (2) gives the partitions holding waiting
  *   records to the members with the most free slots (a newcomer, typically), so new capacity
- *   gets work at once; (3) spreads the idle partitions so every member owns about as many,
+ *   gets work at once. A record whose handler only waits counts as waiting (a media job that is
+ *   downloading its input or queued for a CPU slot: DeliveryContext.setMovable), and a member's
+ *   free slots are capped by the work it could begin at once (`free`: its free CPU slots less
+ *   the jobs it holds that will take one), so a prefetching worker gets no record it would only
+ *   queue; where no member has room, waiting records stay with the member holding them; (3) spreads the idle partitions so every member owns about as many,
  *   ready for what arrives next. A stopping member reports so, keeps only its busy partitions
  *   and gets nothing new.
  *
@@ -57,6 +61,8 @@ export interface MemberLoad {
   slots: number;
   /** Records it runs now. */
   running: number;
+  /** Records it could begin work on at once, if fewer than its free slots (see freeForWork). */
+  free?: number;
   /** Partitions with a running record: they stay with this member. */
   busy: string[];
   /** Fetched records not started, by partition. */
@@ -101,7 +107,12 @@ export function planAssignment(
     const open = subscribed.filter((m) => !m.load.stopping);
     return open.length > 0 ? open : subscribed;
   };
-  const spare = new Map(byId.map((m) => [m.memberId, Math.max(0, m.load.slots - m.load.running)]));
+  const spare = new Map(
+    byId.map((m) => [
+      m.memberId,
+      Math.max(0, Math.min(m.load.slots - m.load.running, m.load.free ?? Infinity)),
+    ]),
+  );
   const waiting: { topic: string; partition: number; records: number }[] = [];
   const idle: { topic: string; partition: number }[] = [];
   for (const p of partitions) {
@@ -115,11 +126,15 @@ export function planAssignment(
     }
   }
   // Waiting records first, to the free slots: the most waiting first, to the most spare slots.
+  // Where no member has a spare slot they stay with the member that holds them: a move would
+  // only fetch them (and download their input) again to wait there.
   waiting.sort((a, b) => b.records - a.records);
   for (const p of waiting) {
     const candidates = takers(p.topic);
+    const id = `${p.topic}:${p.partition}`;
     const best = pick(candidates, (m) => [
-      -(spare.get(m.memberId) ?? 0),
+      -Math.max(0, spare.get(m.memberId) ?? 0),
+      (m.load.waiting[id] ?? 0) > 0 && !m.load.stopping ? 0 : 1,
       count.get(m.memberId) ?? 0,
     ]);
     if (!best) continue;
@@ -179,6 +194,7 @@ export function decodeLoad(userData: Buffer | null | undefined): MemberLoad {
     return {
       slots: num(raw.slots, 1),
       running: num(raw.running, 0),
+      ...(raw.free === undefined ? {} : { free: num(raw.free, 0) }),
       busy: Array.isArray(raw.busy) ? raw.busy.filter((x) => typeof x === 'string') : [],
       waiting,
       stopping: raw.stopping === true,

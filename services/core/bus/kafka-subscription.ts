@@ -114,7 +114,8 @@ interface State {
  * that record again: closing that gap would take Kafka transactions around outcome and offset.
  * Rebalances are eager (kafkajs has no cooperative protocol), so the partitions are assigned by
  * kafka-assigner.ts: a partition on which this member runs a record stays with it, and those
- * whose records only wait go where slots are free. A stopping member makes the group rebalance
+ * whose records only wait (not started, or started by a handler that only waits: setMovable) go
+ * where slots are free. A stopping member makes the group rebalance
  * (kafka-rebalance-nudge.ts) when it starts to drain and each time one of its jobs ends, so its
  * waiting records move at once. A running record whose partition moves anyway (its member was
  * taken for dead) is aborted here and started again by its new owner. A rejected record is
@@ -210,6 +211,13 @@ export async function startKafkaSubscription(
 
 const idOf = (topic: string, partition: number): string => `${topic}:${partition}`;
 
+/** A record whose handler works: its partition stays with this member until it ends. */
+const works = (i: WindowItem): boolean => i.state === 'running' && i.movable !== true;
+
+/** A record not started, or whose handler only waits (setMovable): it may move to another member. */
+const waitsOnly = (i: WindowItem): boolean =>
+  i.state === 'waiting' || (i.state === 'running' && i.movable === true);
+
 /** Whether the partition has finished records that its last successful commit does not cover. */
 function unsettled(track: PartitionTrack): boolean {
   const finished = finishedOffsets(track);
@@ -231,12 +239,15 @@ function watchCrowding(s: State): void {
     if (s.stopping) return;
     let movable = false;
     let anyWaiting = false;
+    let parked = false;
     for (const track of s.tracks.values()) {
-      const waiting = track.items.some((i) => i.state === 'waiting');
+      const waiting = track.items.some((i) => waitsOnly(i));
       anyWaiting ||= waiting;
-      movable ||= waiting && !track.items.some((i) => i.state === 'running');
+      parked ||= track.items.some((i) => i.state === 'running' && i.movable === true);
+      movable ||= waiting && !track.items.some((i) => works(i));
     }
-    const crowded = movable && s.running.size >= s.concurrency;
+    // Busy: every slot taken, or handlers that only wait for this member's capacity.
+    const crowded = movable && (s.running.size >= s.concurrency || parked);
     if (crowd.check(Date.now(), crowded, anyWaiting))
       s.nudge.request('records wait while every slot is busy');
   }, 1000);
@@ -255,14 +266,16 @@ function reportLoad(s: State | undefined, slots: number): MemberLoad {
     // them again.
     if (unsettled(track)) busy.add(id);
     for (const item of track.items) {
-      if (item.state === 'running') busy.add(id);
-      else if (item.state === 'waiting') waiting[id] = (waiting[id] ?? 0) + 1;
+      if (works(item)) busy.add(id);
+      else if (waitsOnly(item)) waiting[id] = (waiting[id] ?? 0) + 1;
     }
   }
   if (s) s.joinHold = busy;
+  const free = s?.options.freeForWork?.();
   return {
     slots,
     running: s?.running.size ?? 0,
+    ...(free === undefined ? {} : { free: Math.max(0, free) }),
     busy: [...busy],
     waiting,
     stopping: s?.stopping ?? false,
@@ -415,7 +428,13 @@ function start(s: State, item: WindowItem): void {
   const controller = new AbortController();
   const record = item.record;
   item.state = 'running';
-  const context: DeliveryContext = { signal: controller.signal, heartbeat: async () => {} };
+  const context: DeliveryContext = {
+    signal: controller.signal,
+    heartbeat: async () => {},
+    setMovable: (movable) => {
+      if (item.state === 'running') item.movable = movable;
+    },
+  };
   const handled = Promise.resolve()
     .then(() => {
       if (!record) throw new Error('record bytes missing');
@@ -442,6 +461,7 @@ function start(s: State, item: WindowItem): void {
 function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | 'aborted'): void {
   let committed = Promise.resolve();
   s.running.delete(item);
+  delete item.movable;
   s.fair.finished(item.tenant);
   const track = s.tracks.get(idOf(item.topic, item.partition));
   // A handler that finished after losing its partition must not commit over the new owner.

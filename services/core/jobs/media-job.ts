@@ -60,13 +60,24 @@ export async function inWorkDir<T>(
   }
 }
 
-/** Runs the probe/ffmpeg/verify part of a job in a CPU slot (waiting for one if all are busy). */
+/**
+ * Runs the probe/ffmpeg/verify part of a job in a CPU slot (waiting for one if all are busy).
+ * Until it holds its first slot the job only waits, so it may move to a worker with a free one.
+ */
 export function withCpuSlot<T>(
   deps: MediaJobDeps,
   ctx: JobContext,
   work: () => Promise<T>,
 ): Promise<T> {
-  return deps.slots.cpu.use(ctx.signal, work, ctx.orgId);
+  ctx.waiting(true);
+  return deps.slots.cpu.use(
+    ctx.signal,
+    () => {
+      ctx.waiting(false);
+      return work();
+    },
+    ctx.orgId,
+  );
 }
 
 /** Streams the job's input to `path` with the input credentials (opened only here), in a transfer slot. */
@@ -77,6 +88,8 @@ export async function fetchInput(
   path: string,
 ): Promise<void> {
   const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
+  // A download is no work lost if the job moves: its new owner fetches the input again.
+  ctx.waiting(true);
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
     ctx.span('download', () =>
       withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>

@@ -30,6 +30,7 @@ import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } fro
 import { startJobCancels, type JobCancels } from './job-cancels.ts';
 import { createRunLedger, type RunLedger } from './run-ledger.ts';
 import { createRunningJobs, type RunningJob, type RunningJobs } from './running-jobs.ts';
+import type { Semaphore } from './semaphore.ts';
 import { readCloudEvent } from '../events/read-cloudevent.ts';
 
 export type JobKind = JobRequested['kind'];
@@ -50,6 +51,12 @@ export interface JobContext {
   progress(percent: number, stage: ProgressStage): void;
   /** Opens a sealed credentials object from the job. */
   openSecret(sealed: SealedSecret | undefined): unknown;
+  /**
+   * Says the job only waits (for its input, for a CPU slot: true) or has begun its work (false).
+   * Until its work begins it may move to a worker with free slots (it is aborted here, its
+   * download thrown away, and started afresh there); once begun, it stays.
+   */
+  waiting(waiting: boolean): void;
 }
 
 export type JobHandler = (job: JobRequested, context: JobContext) => Promise<JobResult>;
@@ -90,7 +97,17 @@ export interface JobWorkerOptions {
   orgWeights?: ReadonlyMap<string, number>;
   /** Jobs one organisation runs at once on this worker (0 or unset: no cap). */
   orgMaxRunning?: number;
+  /**
+   * The slots the jobs' work runs in (a media worker's CPU slots), when there are fewer than
+   * `concurrency`: the bus then offers this worker records only while one is free.
+   */
+  workSlots?: Semaphore;
   handler: JobHandler;
+}
+
+/** Work slots free now, less those the jobs not yet at work will take. */
+function freeForWork(slots: Semaphore, running: RunningJobs): () => number {
+  return () => slots.size - slots.inUse - running.notBegun();
 }
 
 /**
@@ -118,6 +135,7 @@ export async function startJobWorker(
     },
     onLag: (topic, partition, records) =>
       deps.metrics.consumerLag.set({ group: options.group, topic, partition }, records),
+    ...(options.workSlots ? { freeForWork: freeForWork(options.workSlots, state.running) } : {}),
   });
   return {
     async close(graceMs = 0) {
@@ -257,7 +275,9 @@ async function runJob(
   const seconds = (performance.now() - started) / 1000;
 
   if (run.handedBack) {
-    log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
+    // A job that only waited moves to a worker with free slots: nothing of its work is lost.
+    if (running.movable) log.info('job.moved', { reason: 'it waited; another worker runs it' });
+    else log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
     throw new Error('handed back');
   }
   await publishOutcome(deps, options, record.topic, job, run, log, trace);
@@ -329,6 +349,12 @@ async function runHandler(
         progress.report(percent, stage);
       },
       openSecret: (sealed) => (sealed ? open(sealed, deps.sealingKeys, job.jobId) : undefined),
+      waiting: (waiting) => {
+        if (running.begun) return;
+        running.begun = !waiting;
+        running.movable = waiting;
+        delivery.setMovable(waiting);
+      },
     });
     return { handedBack: false, result };
   } catch (error) {

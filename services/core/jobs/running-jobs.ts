@@ -10,12 +10,18 @@ export interface RunningJob {
   startedAt: number;
   /** Last progress its handler reported (0–100). */
   percent: number;
+  /** It only waits (JobContext.waiting): it may move to another worker. */
+  movable: boolean;
+  /** Its work has begun: it no longer moves. */
+  begun: boolean;
 }
 
 /** The attempts a worker runs now, by job id: what a stop waits for, and what it tells. */
 export interface RunningJobs {
   start(job: Pick<JobRequested, 'jobId' | 'orgId' | 'attempt'>): RunningJob;
   end(jobId: string, running: RunningJob, handedBack: boolean): void;
+  /** Jobs whose work has not begun (see RunningJob.begun): each will want a work slot. */
+  notBegun(): number;
   /**
    * A stop made visible: `media_worker_draining{kind}` goes to 1, and the log names every
    * running job with how long it has run, how far it is and (from its pace so far) how long it
@@ -34,13 +40,25 @@ export function createRunningJobs(now: () => number = () => performance.now()): 
   let handedBack = 0;
   return {
     start(job) {
-      const entry = { orgId: job.orgId, attempt: job.attempt, startedAt: now(), percent: 0 };
+      const entry = {
+        orgId: job.orgId,
+        attempt: job.attempt,
+        startedAt: now(),
+        percent: 0,
+        movable: false,
+        begun: false,
+      };
       running.set(job.jobId, entry);
       return entry;
     },
     end(jobId, entry, wasHandedBack) {
       if (running.get(jobId) === entry) running.delete(jobId);
       if (wasHandedBack) handedBack += 1;
+    },
+    notBegun() {
+      let n = 0;
+      for (const job of running.values()) if (!job.begun) n++;
+      return n;
     },
     drain(log, metrics, { kind, group }, graceMs) {
       const startedAt = now();

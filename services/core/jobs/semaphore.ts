@@ -15,6 +15,8 @@ export interface Semaphore {
   use<T>(signal: AbortSignal, work: () => Promise<T>, tenant?: string, cost?: number): Promise<T>;
   /** Slots held right now. */
   readonly inUse: number;
+  /** Slots in all. */
+  readonly size: number;
 }
 
 export function createSemaphore(size: number): Semaphore {
@@ -71,5 +73,6 @@ export function createSemaphore(size: number): Semaphore {
     get inUse() {
       return held;
     },
+    size,
   };
 }

@@ -72,6 +72,7 @@ export async function startMediaWorker(
     kind,
     group,
     concurrency: rt.cpuSlots + config.transferConcurrency,
+    workSlots: rt.slots.cpu,
     maxAttempts: config.maxJobAttempts,
     retryBackoffMs: config.retryBackoffMs,
     retryBackoffMaxMs: config.retryBackoffMaxMs,

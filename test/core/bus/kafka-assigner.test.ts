@@ -72,6 +72,34 @@ describe('busy-aware sticky assignment', () => {
     expect(Math.max(...sizes) - Math.min(...sizes)).to.be.at.most(1);
   });
 
+  it('waiting records go only where work can begin: free slots capped by `free`', () => {
+    // b has free slots but its work slots are taken (free 0): prefetching there would only wait.
+    const plan = planAssignment(
+      [
+        member('a', { running: 4, busy: [`${T}:0`], waiting: { [`${T}:1`]: 1, [`${T}:2`]: 1 } }),
+        member('b', { running: 2, free: 0, busy: [`${T}:3`] }),
+        member('c', { running: 3, free: 1, busy: [`${T}:4`] }),
+      ],
+      partitions(5),
+    );
+    expect(owned(plan, 'c')).to.include.members([4]);
+    expect([1, 2].filter((p) => owned(plan, 'c').includes(p))).to.have.length(1);
+    expect([1, 2].filter((p) => owned(plan, 'b').includes(p))).to.have.length(0);
+  });
+
+  it('waiting records that no member has room for stay with the member holding them', () => {
+    // Moving 1 to b (fewer partitions) would only fetch it, and download its input, again.
+    const plan = planAssignment(
+      [
+        member('a', { running: 4, busy: [`${T}:0`, `${T}:2`], waiting: { [`${T}:1`]: 1 } }),
+        member('b', { running: 2, free: 0, busy: [`${T}:3`] }),
+      ],
+      partitions(4),
+    );
+    expect(owned(plan, 'a')).to.deep.equal([0, 1, 2]);
+    expect(owned(plan, 'b')).to.deep.equal([3]);
+  });
+
   it('a stopping member keeps only its busy partitions; a nudging member gets nothing', () => {
     const plan = planAssignment(
       [
@@ -99,7 +127,13 @@ describe('busy-aware sticky assignment', () => {
   });
 
   it('reads back what a member encodes; a member without a report counts as idle', () => {
-    const l = load({ running: 2, busy: [`${T}:1`], waiting: { [`${T}:2`]: 3 }, stopping: true });
+    const l = load({
+      running: 2,
+      free: 1,
+      busy: [`${T}:1`],
+      waiting: { [`${T}:2`]: 3 },
+      stopping: true,
+    });
     expect(decodeLoad(encodeLoad(l))).to.deep.equal(l);
     expect(decodeLoad(Buffer.alloc(0))).to.deep.include({ slots: 1, running: 0, busy: [] });
     expect(decodeLoad(Buffer.from('not json'))).to.deep.include({ slots: 1, busy: [] });
