@@ -13,6 +13,7 @@ import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-suppor
 import {
   admit,
   decodeDone,
+  marksQueued,
   finishedOffsets,
   forgetCommitted,
   commitPoint,
@@ -96,6 +97,8 @@ interface State {
   nudge: RebalanceNudge;
   /** Checks every second whether records wait here while another member may have free slots. */
   crowdTimer: NodeJS.Timeout | undefined;
+  /** Looking for records queued on other members while this one has room (watchIdle). */
+  idle: { checking: boolean; nextAt: number; afterMs: number };
 }
 
 /**
@@ -168,6 +171,7 @@ export async function startKafkaSubscription(
     joinWaiters: [],
     timer: undefined,
     crowdTimer: undefined,
+    idle: { checking: false, nextAt: 0, afterMs: IDLE_NUDGE_FIRST_MS },
     stopping: false,
     joinHold: undefined,
     nudge: createRebalanceNudge(
@@ -230,8 +234,13 @@ function unsettled(track: PartitionTrack): boolean {
 
 /**
  * Balance between rebalances: records that arrive after an assignment land where their partition
- * is, so a member may hold waiting records while another has free slots. A member whose slots are
- * all busy and whose waiting records sit on partitions it could give away asks for a rebalance.
+ * is, so a member may hold waiting records while another has free slots. Checked every second:
+ * - a member whose slots are all busy (or whose handlers only wait for its capacity) and whose
+ *   waiting records sit on partitions it could give away asks for a rebalance, backing off;
+ * - each partition whose records only wait, and could move, is marked so in its commit
+ *   metadata, and a member with room for work and nothing waiting of its own reads the group's
+ *   commits (one request) and asks for a rebalance when another member's partition is marked:
+ *   so a slot that frees while others hold queued records gets one in seconds.
  */
 function watchCrowding(s: State): void {
   const crowd = createCrowdWatch();
@@ -242,16 +251,59 @@ function watchCrowding(s: State): void {
     let parked = false;
     for (const track of s.tracks.values()) {
       const waiting = track.items.some((i) => waitsOnly(i));
+      const couldMove = waiting && !track.items.some((i) => works(i));
       anyWaiting ||= waiting;
       parked ||= track.items.some((i) => i.state === 'running' && i.movable === true);
-      movable ||= waiting && !track.items.some((i) => works(i));
+      movable ||= couldMove;
+      if (track.queued !== couldMove) {
+        track.queued = couldMove;
+        void commit(s, track);
+      }
     }
     // Busy: every slot taken, or handlers that only wait for this member's capacity.
     const crowded = movable && (s.running.size >= s.concurrency || parked);
     if (crowd.check(Date.now(), crowded, anyWaiting))
       s.nudge.request('records wait while every slot is busy');
+    if (!anyWaiting) watchIdle(s);
   }, 1000);
   s.crowdTimer.unref();
+}
+
+const IDLE_CHECK_MS = 1000;
+const IDLE_NUDGE_FIRST_MS = 3000;
+const IDLE_NUDGE_MAX_MS = 60_000;
+
+/**
+ * A member with room for work looks for records queued on other members' partitions; after a
+ * nudge that brought it nothing it waits longer (doubling), until it starts a record again.
+ */
+function watchIdle(s: State): void {
+  const idle = s.idle;
+  const room = s.options.freeForWork?.() ?? s.concurrency - s.running.size;
+  if (room <= 0 || idle.checking || Date.now() < idle.nextAt) return;
+  idle.checking = true;
+  queuedElsewhere(s)
+    .then((found) => {
+      if (!found || s.stopping) {
+        idle.nextAt = Date.now() + IDLE_CHECK_MS;
+        return;
+      }
+      s.nudge.request('a slot is free while records wait on another member');
+      idle.nextAt = Date.now() + idle.afterMs;
+      idle.afterMs = Math.min(idle.afterMs * 2, IDLE_NUDGE_MAX_MS);
+    })
+    .catch((error: unknown) => {
+      s.log.debug('kafka.idle_check_failed', { error });
+      idle.nextAt = Date.now() + IDLE_CHECK_MS;
+    })
+    .finally(() => (idle.checking = false));
+}
+
+async function queuedElsewhere(s: State): Promise<boolean> {
+  const res = await s.admin.fetchOffsets({ groupId: s.options.group, topics: s.fullTopics });
+  return res.some(({ topic, partitions }) =>
+    partitions.some((p) => marksQueued(p.metadata) && !s.owned.has(idOf(topic, p.partition))),
+  );
 }
 
 /**
@@ -425,6 +477,7 @@ function pump(s: State): void {
 }
 
 function start(s: State, item: WindowItem): void {
+  s.idle.afterMs = IDLE_NUDGE_FIRST_MS;
   const controller = new AbortController();
   const record = item.record;
   item.state = 'running';

@@ -44,10 +44,17 @@ export interface PartitionTrack {
   next: bigint | undefined;
   /** High watermark of the last fetch, for the lag. */
   highWatermark: bigint | undefined;
+  /**
+   * Records of the partition only wait here and could move (none of them works): marked in the
+   * commit metadata, so that a member with a free slot sees them (`marksQueued`).
+   */
+  queued: boolean;
 }
 
 const META_PREFIX = 'pc1:';
 const MAX_METADATA = 4000;
+// After the list, so a reader of the list alone (parseInt stops at ';') still reads it.
+const QUEUED_MARK = ';q';
 
 /** Commit metadata naming finished offsets beyond `base`, as base-36 distances from it. */
 export function encodeDone(base: bigint, done: readonly bigint[]): string {
@@ -57,11 +64,18 @@ export function encodeDone(base: bigint, done: readonly bigint[]): string {
 export function decodeDone(base: bigint, metadata: string | null | undefined): Set<bigint> {
   const out = new Set<bigint>();
   if (!metadata?.startsWith(META_PREFIX)) return out;
-  for (const part of metadata.slice(META_PREFIX.length).split(',')) {
+  let list = metadata.slice(META_PREFIX.length);
+  if (list.endsWith(QUEUED_MARK)) list = list.slice(0, -QUEUED_MARK.length);
+  for (const part of list.split(',')) {
     const n = Number.parseInt(part, 36);
     if (Number.isSafeInteger(n) && n > 0) out.add(base + BigInt(n));
   }
   return out;
+}
+
+/** Whether a partition's commit says records wait on it for a slot (PartitionTrack.queued). */
+export function marksQueued(metadata: string | null | undefined): boolean {
+  return metadata?.startsWith(META_PREFIX) === true && metadata.endsWith(QUEUED_MARK);
 }
 
 export function newTrack(
@@ -77,6 +91,8 @@ export function newTrack(
     committed,
     next: committed?.offset,
     highWatermark: undefined,
+    // What the last commit says, so that a new owner clears a mark its records no longer earn.
+    queued: marksQueued(committed?.metadata),
   };
 }
 
@@ -127,6 +143,7 @@ export function commitPoint(
   // Brokers cap metadata (offset.metadata.max.bytes, 4096 by default): past that, finished
   // records beyond the head would run again after a crash, as without the metadata.
   if (metadata.length > MAX_METADATA) metadata = '';
+  if (track.queued) metadata = (metadata || META_PREFIX) + QUEUED_MARK;
   const last = track.committed;
   if (last && last.offset === base && last.metadata === metadata) return undefined;
   return { offset: base, metadata };

@@ -6,6 +6,7 @@ import {
   encodeDone,
   finishedOffsets,
   forgetCommitted,
+  marksQueued,
   newTrack,
   readyItems,
   type PartitionTrack,
@@ -49,6 +50,28 @@ describe('Kafka window: commits up to the first unfinished record', () => {
     t.committed = point;
     expect(commitPoint(t)?.offset).to.equal(12n);
     expect(t.items.map((i) => i.offset)).to.deep.equal([12n, 13n]);
+  });
+
+  it('marks a partition whose records only wait in its commit, with or without finished ones', () => {
+    const t = newTrack('t', 0, { offset: 10n, metadata: '' });
+    item(t, 10, 'a');
+    item(t, 11, 'b', 'done');
+    t.queued = true;
+    const point = commitPoint(t);
+    expect(marksQueued(point?.metadata)).to.equal(true);
+    expect([...decodeDone(10n, point?.metadata)]).to.deep.equal([11n]);
+    // The reader of the list alone (the code before the mark) reads the same offsets.
+    const list = (point?.metadata ?? '').slice('pc1:'.length).split(',');
+    expect(list.map((p) => Number.parseInt(p, 36))).to.deep.equal([1]);
+    t.committed = point;
+    expect(commitPoint(t), 'nothing new to commit').to.equal(undefined);
+    t.queued = false;
+    const cleared = commitPoint(t);
+    expect(cleared?.offset).to.equal(10n);
+    expect(marksQueued(cleared?.metadata)).to.equal(false);
+    // A new owner starts from what the commit says, so its first check can clear a stale mark.
+    expect(newTrack('t', 0, { offset: 10n, metadata: 'pc1:;q' }).queued).to.equal(true);
+    expect(marksQueued('')).to.equal(false);
   });
 
   it('after a restart, skips what an earlier owner finished and refetches the rest', () => {
