@@ -3,8 +3,8 @@ import { BusUnavailableError, type EventBus } from '../core/bus/event-bus.ts';
 import type { JobCancel } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
-import { cancelRecord } from '../core/jobs/job-cancels.ts';
-import type { JobStatusView } from '../core/jobs/job-status-view.ts';
+import { cancelRecord } from '../core/status/job-cancels.ts';
+import type { JobStatusView } from '../core/status/job-status-view.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Clock } from '../core/time.ts';
 

@@ -12,7 +12,7 @@ import type {
 import type { SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
-import type { JobStatusView } from '../core/jobs/job-status-view.ts';
+import type { JobStatusView } from '../core/status/job-status-view.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import type { Metrics } from '../core/observability/metrics.ts';

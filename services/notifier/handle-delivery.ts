@@ -6,7 +6,7 @@ import {
 } from '../core/bus/event-bus.ts';
 import type { CallbackDelivery, CallbackStatus } from '../core/contracts/types.generated.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
-import { deadLetter } from '../core/jobs/dead-letter.ts';
+import { deadLetter } from '../core/worker/dead-letter.ts';
 import type { HttpClient } from '../core/net/guarded-http.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Metrics } from '../core/observability/metrics.ts';

@@ -1,6 +1,6 @@
 import type { SummarySpec } from '../core/contracts/types.generated.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import { join } from 'node:path';
 import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
 import type { AudioInfo } from '../core/media/media-info.ts';

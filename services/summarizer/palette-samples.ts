@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises';
 import { MediaError } from '../core/errors.ts';
 import { inputArgs, rawFramesInput } from '../core/media/run-ffmpeg.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import { SAMPLES_PER_SECOND, type AnalysisPart } from './analysis-parts.ts';
 

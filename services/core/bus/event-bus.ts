@@ -5,7 +5,7 @@
  * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
  * client has one, would replace kafka-subscription.ts alone (README, "Scaling").
  */
-import type { FairShareOptions } from './fair-share.ts';
+import type { FairShareOptions } from '../scheduling/fair-share.ts';
 
 /** A record as the bus carries it: bytes, keyed by job id so one job's records stay ordered. */
 export interface BusRecord {

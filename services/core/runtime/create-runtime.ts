@@ -18,7 +18,7 @@ import { lazyStoreFactory } from '../storage/lazy-store.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
-import { createSemaphore, type Semaphore } from '../jobs/semaphore.ts';
+import { createSemaphore, type Semaphore } from '../scheduling/semaphore.ts';
 import { openWatermarkLibrary } from '../watermarks/open-watermark-library.ts';
 import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 import { createDrainState, type DrainState } from './drain-state.ts';

@@ -15,8 +15,8 @@ import {
   retryDelayMs,
   startJobWorker,
   type JobHandler,
-} from '../../../services/core/jobs/run-job-worker.ts';
-import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
+} from '../../../services/core/worker/run-job-worker.ts';
+import { createJobStatusView } from '../../../services/core/status/job-status-view.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';

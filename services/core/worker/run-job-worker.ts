@@ -27,7 +27,7 @@ import { fullJitterBackoffMs, type Clock } from '../time.ts';
 import { deadLetter } from './dead-letter.ts';
 import { progressReporter, type ProgressStage } from './progress-reporter.ts';
 import { admissionRefusal, readJobOwner, type AdmissionRules, type Refusal } from './admit-job.ts';
-import { startJobCancels, type JobCancels } from './job-cancels.ts';
+import { startJobCancels, type JobCancels } from '../status/job-cancels.ts';
 import { createRunLedger, type RunLedger } from './run-ledger.ts';
 import { createRunningJobs, type RunningJob, type RunningJobs } from './running-jobs.ts';
 import { readCloudEvent } from '../events/read-cloudevent.ts';
