@@ -10,7 +10,7 @@ import {
   withCpuSlot,
   type MediaJobDeps,
 } from '../core/media-job/media-job.ts';
-import type { JobContext, JobHandler } from '../core/worker/run-job-worker.ts';
+import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput } from '../core/media/describe-media.ts';
 import { defaultLadder, requestedLadder, type Rung } from '../core/media/ladder.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';

@@ -7,7 +7,7 @@ import type {
   SummarySpec,
 } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobContext, JobHandler } from '../core/worker/run-job-worker.ts';
+import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import {
   deliverOutput,
   ffmpegPass,

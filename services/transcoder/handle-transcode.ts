@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobHandler } from '../core/worker/run-job-worker.ts';
+import type { JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import type { Prober } from '../core/media/probe-media.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';

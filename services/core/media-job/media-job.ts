@@ -8,7 +8,7 @@ import type { FFMPEG_PASSES, Metrics, StoreKind } from '../observability/metrics
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { WatermarkLibrary } from '../storage/watermark-library.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
-import type { JobContext } from '../worker/run-job-worker.ts';
+import type { JobContext } from '../worker/job-handler.ts';
 import type { Semaphore } from '../scheduling/semaphore.ts';
 import { makeJobDir } from './work-dirs.ts';
 

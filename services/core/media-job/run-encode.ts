@@ -1,5 +1,5 @@
 import { ffmpegPass } from './media-job.ts';
-import type { JobContext } from '../worker/run-job-worker.ts';
+import type { JobContext } from '../worker/job-handler.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { runSideBySide } from '../media/run-side-by-side.ts';

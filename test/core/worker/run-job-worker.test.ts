@@ -11,11 +11,9 @@ import {
   type EventCodec,
   type JobEvent,
 } from '../../../services/core/events/event-codec.ts';
-import {
-  retryDelayMs,
-  startJobWorker,
-  type JobHandler,
-} from '../../../services/core/worker/run-job-worker.ts';
+import type { JobHandler } from '../../../services/core/worker/job-handler.ts';
+import { retryDelayMs } from '../../../services/core/worker/publish-outcome.ts';
+import { startJobWorker } from '../../../services/core/worker/run-job-worker.ts';
 import { createJobStatusView } from '../../../services/core/status/job-status-view.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
