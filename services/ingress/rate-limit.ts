@@ -14,6 +14,9 @@ export interface IngressLimits {
 /** Seconds a caller refused by the job cap is asked to wait: about the time a short job takes. */
 const ACTIVE_JOBS_RETRY_AFTER_S = 10;
 
+/** Spends one request of `apiKey`'s rate; throws a 429 (with Retry-After on `ctx`) when none is left. */
+export type RateLimiter = (apiKey: string, ctx: Context) => void;
+
 /**
  * A token bucket per API key, in this ingress copy's memory: a key has `burst` tokens, spends
  * one per request and regains `ratePerSecond` per second. Only keys that authenticated get a
@@ -23,7 +26,7 @@ const ACTIVE_JOBS_RETRY_AFTER_S = 10;
 export function createRateLimiter(
   limits: Pick<IngressLimits, 'ratePerSecond' | 'rateBurst'>,
   now: () => number = () => performance.now(),
-): (apiKey: string, ctx: Context) => void {
+): RateLimiter {
   const buckets = new Map<string, { tokens: number; at: number }>();
   const { ratePerSecond, rateBurst } = limits;
   return (apiKey, ctx) => {
