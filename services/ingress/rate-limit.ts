@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { MediaError } from '../core/errors.ts';
 
-/** Request and job limits of the ingress (README, Limits). */
+/** Request and job limits of the ingress (docs/configuration.md, "Limits"). */
 export interface IngressLimits {
   /** Requests per second one API key may make on average (RATE_LIMIT_PER_SECOND); 0: no limit. */
   ratePerSecond: number;

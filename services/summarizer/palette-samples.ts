@@ -12,7 +12,7 @@ import { SAMPLES_PER_SECOND, type AnalysisPart } from './analysis-parts.ts';
  * one core for the benchmark's 1280×720 GIF, and a 480-wide GIF could not be rendered in parts
  * without one). On the benchmark's 30 clips the GIF came out closer to its source with the
  * samples' palette: 1280×720 PSNR 33.5 dB and SSIM 0.930 against 32.5 and 0.914; 480 wide
- * 32.6 / 0.909 against 31.7 / 0.888, and 12 % smaller (README, "Summary speed").
+ * 32.6 / 0.909 against 31.7 / 0.888, and 12 % smaller (docs/benchmarks.md, "Summary speed").
  */
 export const PALETTE_SAMPLE_WIDTH = 160;
 /** Most bytes the samples of one input may take on disk (a 10-minute 16:9 input takes 52 MB). */

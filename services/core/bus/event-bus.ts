@@ -3,7 +3,7 @@
  * file-backed) and Kafka. Handlers never know which one they are on.
  *
  * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
- * client has one, would replace kafka-subscription.ts alone (README, "Scaling").
+ * client has one, would replace kafka-subscription.ts alone (docs/kafka.md, "Scaling and fair scheduling").
  */
 import type { FairShareOptions } from '../scheduling/fair-share.ts';
 
@@ -118,7 +118,7 @@ export class BusUnavailableError extends Error {
   override name = 'BusUnavailableError';
 }
 
-/** Topic names; the README's topic table lists the same. */
+/** Topic names; the topic table of docs/design.md ("Events") lists the same. */
 export const topics = {
   transcodeRequests: 'media.jobs.transcode.v1',
   summaryRequests: 'media.jobs.summary.v1',

@@ -38,7 +38,7 @@ import kafkajs, { type Assigner, type GroupMember, type PartitionAssigner } from
  * their partition was), with a doubling back-off so a backlog that fills every member costs a few
  * rebalances, not a stream.
  *
- * Measured on the test broker (README, "Scaling and stopping workers"; bench/scale-out.ts): no
+ * Measured on the test broker (docs/operating.md, "Autoscaling: scaling and stopping workers"; bench/scale-out.ts): no
  * job restarted when a second worker joined or the first was stopped (issue 22 saw 1 to 3 of 6
  * with the eager round robin), and the newcomer started waiting work about 0.3 s after its join.
  * What it cannot do: the records queued behind a running job in

@@ -73,7 +73,7 @@ const TAIL_SESSION_MS = 10_000;
  * while the batch is worked through) until its last record is handled. Over a history of
  * 1,000,000 jobs, an ingress held 58 MB of external memory after its start with kafkajs's sizes
  * and 14 MB with these (RSS 380 → 308 MB), and its start took as long (5 s; status records are
- * about 1 KiB; `npm run bench:status-view`, README "Status view start-up").
+ * about 1 KiB; `npm run bench:status-view`, docs/benchmarks.md, "Status view start-up").
  */
 const TAIL_FETCH_PARTITION_BYTES = 256 * 1024;
 const TAIL_FETCH_BYTES = 1024 * 1024;

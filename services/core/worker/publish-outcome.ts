@@ -30,7 +30,11 @@ export async function publishOutcome(
     log.info('job.succeeded', { outputUrl: run.result.outputUrl, sizeBytes: run.result.sizeBytes });
     return;
   }
-  const error = run.error ?? { code: 'internal', message: 'internal error', retryable: false };
+  const error: ErrorData = run.error ?? {
+    code: 'internal',
+    message: 'internal error',
+    retryable: false,
+  };
   if (error.retryable && job.attempt < worker.options.maxAttempts)
     return scheduleRetry(attempt, error);
   await publishJobEvent(deps, trace, 'media.job.failed', {
