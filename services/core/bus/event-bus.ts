@@ -124,7 +124,7 @@ export const topics = {
   summaryRequests: 'media.jobs.summary.v1',
   streamRequests: 'media.jobs.stream.v1',
   jobEvents: 'media.jobs.events.v1',
-  /** Cancels of jobs (key job id); every worker process reads all of them (run-job-worker.ts). */
+  /** Cancels of jobs (key job id); every worker process reads all of them (status/job-cancels.ts). */
   jobCancels: 'media.jobs.cancel.v1',
   deadLetter: 'media.jobs.dead-letter.v1',
   /** Callback attempts to make; a retry is published here again with a due time. */
