@@ -14,7 +14,10 @@ export interface IngressLimits {
 /** Seconds a caller refused by the job cap is asked to wait: about the time a short job takes. */
 const ACTIVE_JOBS_RETRY_AFTER_S = 10;
 
-/** Spends one request of `apiKey`'s rate; throws a 429 (with Retry-After on `ctx`) when none is left. */
+/**
+ * Spends one request of `apiKey`'s rate; throws rate_limited (429, Retry-After set on `ctx`) when
+ * none is left.
+ */
 export type RateLimiter = (apiKey: string, ctx: Context) => void;
 
 /**

@@ -8,7 +8,7 @@ import { jobIdentity, publishJobEvent } from './publish-job-event.ts';
 import type { RunningJob } from './running-jobs.ts';
 import type { AttemptContext } from './worker-context.ts';
 
-/** How the handler's run ended: handed back (the record comes again), or with a result or an error. */
+/** How the handler's run ended: handed back (its record comes again), or with a result or error. */
 export type RunOutcome =
   { handedBack: true } | { handedBack: false; result?: JobResult; error?: ErrorData };
 

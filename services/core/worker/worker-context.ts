@@ -51,7 +51,10 @@ export interface JobWorkerOptions {
   handler: JobHandler;
 }
 
-/** What the records of one worker share: its deps and options, the cancels read so far, the runs it made and makes. */
+/**
+ * What the records of one worker share: its deps and options, the cancels read so far, and the
+ * runs it made and makes.
+ */
 export interface WorkerContext {
   deps: JobWorkerDeps;
   options: JobWorkerOptions;
