@@ -1,6 +1,7 @@
 // Type-checked lint, plus the architecture's import boundaries: services never import each
-// other (the all-in-one launcher composes them), core imports no service, and only the bus and
-// storage modules import kafkajs and the cloud SDKs.
+// other (the all-in-one launcher composes them), core imports no service, no import inside core
+// runs up its layers (coreLayers), and only the bus and storage modules import kafkajs and the
+// cloud SDKs.
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
