@@ -1,6 +1,7 @@
 // Type-checked lint, plus the architecture's import boundaries: services never import each
-// other (the all-in-one launcher composes them), core imports no service, and only the bus and
-// storage modules import kafkajs and the cloud SDKs.
+// other (the all-in-one launcher composes them), core imports no service, no import inside core
+// runs up its layers (coreLayers), and only the bus and storage modules import kafkajs and the
+// cloud SDKs.
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
@@ -22,6 +23,51 @@ const sdks = [
     group: ['@aws-sdk/*', '@azure/*', '@google-cloud/*'],
     message: 'only services/core/storage/*-store.ts imports cloud SDKs',
   },
+];
+
+// The layers inside services/core, lowest first: a module imports from its own layer or the
+// ones below, never from one above. Base: errors, time, config, settings, observability, net,
+// crypto, contracts, scheduling. Then bus (transport), events (the codec over bus records),
+// callbacks/storage/media (leaf capabilities), watermarks (a library built on storage and
+// media), status (read models of the job event log), worker (the consumer loop), media-job (a
+// media job's steps, run by the worker), runtime (wiring). docs/design.md says the same.
+const coreLayers = [
+  {
+    name: 'base',
+    folders: ['observability', 'net', 'crypto', 'contracts', 'scheduling'],
+    files: [
+      '*.ts',
+      'observability/**/*.ts',
+      'net/**/*.ts',
+      'crypto/**/*.ts',
+      'contracts/**/*.ts',
+      'scheduling/**/*.ts',
+    ],
+  },
+  { name: 'bus', folders: ['bus'] },
+  { name: 'events', folders: ['events'] },
+  { name: 'callbacks, storage and media', folders: ['callbacks', 'storage', 'media'] },
+  { name: 'watermarks', folders: ['watermarks'] },
+  { name: 'status', folders: ['status'] },
+  { name: 'worker', folders: ['worker'] },
+  { name: 'media-job', folders: ['media-job'] },
+  { name: 'runtime', folders: ['runtime'] },
+].map((layer) => ({ ...layer, files: layer.files ?? layer.folders.map((f) => `${f}/**/*.ts`) }));
+const layerOrder = coreLayers.map((l) => l.name).join(' < ');
+const corePatterns = (at, sdkPatterns) => [
+  { group: services.map((s) => `**/${s}/*`), message: 'core imports no service' },
+  ...coreLayers.slice(at + 1).flatMap((above) =>
+    above.folders.map((folder) => ({
+      group: [`**/${folder}/*`],
+      message: `core/${coreLayers[at].name} imports no layer above it, here core/${folder}/ (lowest first: ${layerOrder}); move what both need down`,
+    })),
+  ),
+  ...sdkPatterns,
+];
+// The modules that may import an SDK (see sdks), with their layer.
+const sdkModules = [
+  { files: ['services/core/bus/kafka*.ts'], layer: 'bus' },
+  { files: ['services/core/storage/*-store.ts'], layer: 'callbacks, storage and media' },
 ];
 
 export default tseslint.config(
@@ -68,21 +114,26 @@ export default tseslint.config(
     ignores: self === 'all-in-one' ? ['**'] : [],
     rules: { 'no-restricted-imports': ['error', { patterns: [...otherServices(self), ...sdks] }] },
   })),
-  {
-    files: ['services/core/**/*.ts'],
-    ignores: ['services/core/bus/kafka*.ts', 'services/core/storage/*-store.ts'],
+  // One rule per layer of core (coreLayers, above): no service, no layer above, no SDK.
+  ...coreLayers.map((layer, at) => ({
+    files: layer.files.map((f) => `services/core/${f}`),
+    rules: { 'no-restricted-imports': ['error', { patterns: corePatterns(at, sdks) }] },
+  })),
+  // The modules that wrap an SDK: the same rule as their layer's, less the SDKs.
+  ...sdkModules.map(({ files, layer }) => ({
+    files,
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            { group: services.map((s) => `**/${s}/*`), message: 'core imports no service' },
-            ...sdks,
-          ],
+          patterns: corePatterns(
+            coreLayers.findIndex((l) => l.name === layer),
+            [],
+          ),
         },
       ],
     },
-  },
+  })),
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
   {
     files: ['test/**/*.ts'],

@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { createKafkaBus, type KafkaBus } from '../services/core/bus/kafka-bus.ts';
 import { topics, type Subscription } from '../services/core/bus/event-bus.ts';
 import { createLogger } from '../services/core/observability/logger.ts';
-import { createSemaphore, type Semaphore } from '../services/core/jobs/semaphore.ts';
+import { createSemaphore, type Semaphore } from '../services/core/scheduling/semaphore.ts';
 
 const records = Number(process.argv[2] ?? 12);
 const jobMs = Number(process.argv[3] ?? 8) * 1000;

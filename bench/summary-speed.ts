@@ -14,7 +14,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { JobRequested, JobResult } from '../services/core/contracts/types.generated.ts';
-import type { JobContext } from '../services/core/jobs/run-job-worker.ts';
+import type { JobContext } from '../services/core/worker/job-handler.ts';
 import { silentLogger } from '../services/core/observability/logger.ts';
 import { readInput } from '../services/core/media/read-input.ts';
 import { analyseVideo } from '../services/summarizer/analyse-video.ts';

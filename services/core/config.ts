@@ -1,15 +1,15 @@
 // Every setting of every service, declared once: the environment variable, its type and rule
 // (a JSON Schema checked by one ajv validator), its default and its description. `loadConfig`
-// reads them all at start into one frozen, typed object; README's configuration table is
+// reads them all at start into one frozen, typed object; the table of docs/configuration.md is
 // rendered from this list (`npm run generate:config-table`; test/docs.test.ts fails when it is
 // stale).
 //
-// To add a variable, add ONE entry to `settings` below, where it should appear in README's table:
+// To add a variable, add ONE entry to `settings` below, where it should appear in the table:
 //
 //     /** TSDoc for code that reads it (units in the field name: …Ms, …Bytes). */
 //     fooTimeoutMs: integer('FOO_TIMEOUT_MS', {
 //       default: 5000, minimum: 100, maximum: 60_000,
-//       doc: 'what it does, for the README table',
+//       doc: 'what it does, for the table',
 //     }),
 //
 // then run `npm run generate:config-table`. The field appears on `Config` with its type; nothing
@@ -18,11 +18,6 @@
 // (`{ env, kind, schema, doc, build }`, see apiKeys). Rules go in `schema` (so ajv reports them,
 // naming the variable); `build` only shapes the checked value. A variable that was removed goes in
 // RETIRED, so a deployment still setting it is refused at start instead of silently ignored.
-// Porting a variable written the old way (a `Config` field with TSDoc, `int(env, 'X', fallback,
-// min, max)` in loadConfig, a README row): the TSDoc goes above the entry, the arguments become
-// `integer('X', { default: fallback, minimum: min, maximum: max, doc: <README meaning> })`,
-// a hand-written check becomes a `pattern`/`enum`/`format` in the schema, and the README row is
-// regenerated.
 import type { SealingKey } from './crypto/secret-box.ts';
 import type { LogLevel } from './observability/logger.ts';
 import { SAMPLERS, type TraceExportSettings } from './observability/tracing.ts';
@@ -158,7 +153,7 @@ const sealingKeys: Setting<readonly SealingKey[]> = {
     ),
 };
 
-/** The settings, in the order of README's table. */
+/** The settings, in the order of docs/configuration.md's table. */
 const settings = {
   /** HTTP port of the ingress. */
   port: integer('PORT', {
@@ -635,14 +630,10 @@ export function parseSealingKeys(raw: string | undefined): readonly SealingKey[]
   return loadOne('sealingKeys', raw);
 }
 
-export function parseWebhookSecrets(raw: string | undefined): ReadonlyMap<string, string> {
-  return loadOne('webhookSecrets', raw);
-}
-
-/** README's configuration table, rendered from the declarations (unformatted markdown). */
+/** docs/configuration.md's table, rendered from the declarations (unformatted markdown). */
 export function configTable(): string {
   return settingsTable(settings);
 }
 
-/** The variables the configuration reads, in README order. */
+/** The variables the configuration reads, in the order of docs/configuration.md. */
 export const configVariables: readonly string[] = Object.values(settings).map((s) => s.env);

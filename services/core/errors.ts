@@ -1,7 +1,7 @@
 /**
  * The one error taxonomy. Codes are stable strings; each has an HTTP status (ingress) and a
  * `retryable` flag (workers). Errors cross process boundaries as `{code, message, retryable}`.
- * The README's error list is checked against this table by a test.
+ * The error list of docs/errors.md is checked against this table by a test.
  */
 export const errorCatalog = {
   invalid_request: {
@@ -207,7 +207,7 @@ export class MediaError extends Error {
 
 /** Errors as data, for events and callbacks. */
 export interface ErrorData {
-  code: string;
+  code: ErrorCode;
   message: string;
   retryable: boolean;
 }
@@ -217,8 +217,4 @@ export function toErrorData(error: unknown): ErrorData {
   if (error instanceof MediaError)
     return { code: error.code, message: error.message, retryable: error.retryable };
   return { code: 'internal', message: 'internal error', retryable: false };
-}
-
-export function isErrorCode(code: string): code is ErrorCode {
-  return Object.hasOwn(errorCatalog, code);
 }

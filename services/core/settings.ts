@@ -1,6 +1,6 @@
 // The machinery behind config.ts: a setting is declared once (variable, type, rule, default,
 // description), every value is checked by one ajv validator compiled from the declarations,
-// and the README's configuration table is rendered from the same declarations.
+// and the table of docs/configuration.md is rendered from the same declarations.
 import { createRequire } from 'node:module';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import type { Plugin } from 'ajv';
@@ -33,9 +33,9 @@ export interface Setting<T> {
   schema: Record<string, unknown>;
   /** Value used when the variable is unset or empty (in read form); none: unset. */
   default?: JsonValue;
-  /** The README's default column; derived from `default` when absent. */
+  /** The table's default column (docs/configuration.md); derived from `default` when absent. */
   shownDefault?: string;
-  /** The README's meaning column. */
+  /** The table's meaning column (docs/configuration.md). */
   doc: string;
   /** Said after the variable's name when the value breaks `schema` (e.g. "must be an http(s) URL"). */
   rule?: string;
@@ -221,7 +221,7 @@ export function compileSettings<S extends Record<string, Setting<unknown>>>(
   };
 }
 
-// ---- the README table --------------------------------------------------------------------
+// ---- the table of docs/configuration.md --------------------------------------------------
 
 function shownDefault(s: Setting<unknown>): string {
   if (s.shownDefault !== undefined) return s.shownDefault;
@@ -230,7 +230,7 @@ function shownDefault(s: Setting<unknown>): string {
   return Array.isArray(s.default) ? s.default.join(',') || '–' : String(s.default);
 }
 
-/** The README's configuration table (unformatted markdown; prettier aligns it). */
+/** The table of docs/configuration.md (unformatted markdown; prettier aligns it). */
 export function settingsTable(settings: Record<string, Setting<unknown>>): string {
   const rows = Object.values(settings).map(
     (s) => `| ${s.env} | ${shownDefault(s)} | ${s.doc.replaceAll('|', '\\|')} |`,

@@ -3,10 +3,11 @@ import { BusUnavailableError, type EventBus } from '../core/bus/event-bus.ts';
 import type { JobCancel } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
-import { cancelRecord } from '../core/jobs/job-cancels.ts';
-import type { JobStatusView } from '../core/jobs/job-status-view.ts';
+import { cancelRecord } from '../core/status/job-cancels.ts';
+import type { JobStatusView } from '../core/status/job-status-view.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Clock } from '../core/time.ts';
+import type { JobAccess } from './authenticate.ts';
 
 /**
  * POST /jobs/:id/cancel for an authorised caller: puts the cancel on the bus, where every worker
@@ -18,7 +19,7 @@ import type { Clock } from '../core/time.ts';
 export async function cancelJob(
   ctx: Context,
   deps: { bus: EventBus; codec: EventCodec; statusView: JobStatusView; log: Logger; clock: Clock },
-  who: { orgId: string; id: string; known: boolean; asked: string },
+  who: JobAccess,
 ): Promise<void> {
   const { orgId, id } = who;
   const status = who.known ? deps.statusView.get(id, orgId) : undefined;

@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import type { Context } from 'koa';
 import type { JobAck } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobStatusView } from '../core/jobs/job-status-view.ts';
+import type { JobStatusView } from '../core/status/job-status-view.ts';
 import type { Clock } from '../core/time.ts';
 import type { JobType } from './build-job-request.ts';
 

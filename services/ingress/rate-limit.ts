@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { MediaError } from '../core/errors.ts';
 
-/** Request and job limits of the ingress (README, Limits). */
+/** Request and job limits of the ingress (docs/configuration.md, "Limits"). */
 export interface IngressLimits {
   /** Requests per second one API key may make on average (RATE_LIMIT_PER_SECOND); 0: no limit. */
   ratePerSecond: number;
@@ -15,6 +15,12 @@ export interface IngressLimits {
 const ACTIVE_JOBS_RETRY_AFTER_S = 10;
 
 /**
+ * Spends one request of `apiKey`'s rate; throws rate_limited (429, Retry-After set on `ctx`) when
+ * none is left.
+ */
+export type RateLimiter = (apiKey: string, ctx: Context) => void;
+
+/**
  * A token bucket per API key, in this ingress copy's memory: a key has `burst` tokens, spends
  * one per request and regains `ratePerSecond` per second. Only keys that authenticated get a
  * bucket, so the map is bounded by API_KEYS. With n copies behind a load balancer a key may
@@ -23,7 +29,7 @@ const ACTIVE_JOBS_RETRY_AFTER_S = 10;
 export function createRateLimiter(
   limits: Pick<IngressLimits, 'ratePerSecond' | 'rateBurst'>,
   now: () => number = () => performance.now(),
-): (apiKey: string, ctx: Context) => void {
+): RateLimiter {
   const buckets = new Map<string, { tokens: number; at: number }>();
   const { ratePerSecond, rateBurst } = limits;
   return (apiKey, ctx) => {

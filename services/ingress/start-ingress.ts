@@ -1,7 +1,7 @@
 import { createAddressPolicy } from '../core/net/address-policy.ts';
 import type { Server } from 'node:http';
 import type { SealingKey } from '../core/crypto/secret-box.ts';
-import { createJobStatusView } from '../core/jobs/job-status-view.ts';
+import { createJobStatusView } from '../core/status/job-status-view.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
 import { serveOps } from '../core/runtime/serve-ops.ts';
 import { createAuthenticator } from './authenticate.ts';

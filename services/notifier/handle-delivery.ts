@@ -4,9 +4,10 @@ import {
   type EventBus,
   type RecordHandler,
 } from '../core/bus/event-bus.ts';
+import { HandBack } from '../core/bus/hand-back.ts';
 import type { CallbackDelivery, CallbackStatus } from '../core/contracts/types.generated.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
-import { deadLetter } from '../core/jobs/dead-letter.ts';
+import { deadLetter } from '../core/worker/dead-letter.ts';
 import type { HttpClient } from '../core/net/guarded-http.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
@@ -110,7 +111,7 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
     span.end();
     // Cut short by a stop: not an attempt; the record is delivered again with the same number.
     if (delivery.signal.aborted && outcome.kind !== 'delivered')
-      throw new Error('handed back: notifier stopping');
+      throw new HandBack('notifier stopping');
     deps.metrics.callbackAttempts.inc({ result: attemptResult(outcome) });
     deps.metrics.callbackDuration.observe(
       { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },

@@ -1,8 +1,8 @@
 import { topics, type Subscription } from '../core/bus/event-bus.ts';
 import { ConfigError } from '../core/config.ts';
 import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
-import { deadLetter } from '../core/jobs/dead-letter.ts';
-import { startJobCancels } from '../core/jobs/job-cancels.ts';
+import { deadLetter } from '../core/worker/dead-letter.ts';
+import { startJobCancels } from '../core/status/job-cancels.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import { extractTraceContext, withTraceHeaders } from '../core/observability/tracing.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';

@@ -1,7 +1,7 @@
 import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
 import type { LadderEncoder, Rung } from '../core/media/ladder.ts';
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import { thumbnailFilters, thumbnailOutputs, type ThumbnailPlan } from './thumbnails.ts';

@@ -9,13 +9,13 @@ import {
   storeKind,
   withCpuSlot,
   type MediaJobDeps,
-} from '../core/jobs/media-job.ts';
-import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
+} from '../core/media-job/media-job.ts';
+import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput } from '../core/media/describe-media.ts';
 import { defaultLadder, requestedLadder, type Rung } from '../core/media/ladder.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
-import { runEncode } from '../core/media/run-encode.ts';
+import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import type { MediaStore } from '../core/storage/media-store.ts';
 import { publishObjects } from '../core/storage/publish-objects.ts';

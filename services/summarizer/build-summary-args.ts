@@ -1,6 +1,6 @@
 import type { SummarySpec } from '../core/contracts/types.generated.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import { join } from 'node:path';
 import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
 import type { AudioInfo } from '../core/media/media-info.ts';
@@ -81,12 +81,11 @@ export const MAX_RENDER_PARTS = 4;
  * a GIF its palette from the analysis's samples, then the render, in parts side by side when
  * it has them (see gifPasses).
  *
- * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (5× faster
- * than trimming one input, and each clip starts on its own decoded frame: no black or frozen
- * frames at the joins). Each clip's decoder runs on one thread: the clips are decoded one after
- * the other, and a frame-threaded decoder per clip held frames for nothing. The MP4 render of
- * the benchmark's 30 clips of a 10-minute 720p input, three runs each on a loaded machine:
- * 10.3–12.7 CPU s against 11.1–14.3, and 527 MB resident against 800.
+ * Each run reads one `-ss … -t … -i` input per clip joined with concat, audio too (each input
+ * seeks to its clip, where trimming one input decodes everything before it, and each clip
+ * starts on its own decoded frame: no black or frozen frames at the joins). Each clip's decoder
+ * runs on one thread: the clips are decoded one after the other, so a frame-threaded decoder
+ * per clip would hold frames for nothing, costing memory and CPU.
  *
  * So one render keeps about one core busy (decoding one clip after the other, then a GIF's
  * `paletteuse` and encoder, both single-threaded): with `partsDir` and more than one thread,
@@ -212,7 +211,7 @@ export function renderParts(o: SummaryRender): SummaryRender[] {
  * (see renderParts), joined frame by frame (joinGifs). The render holds a few frames whatever
  * the GIF's length and width (one pass with `palettegen` inside held every frame until the
  * last: 2.1 GB for 30 s of 720p). Bayer dither: the best size for the quality among
- * single-palette options, and the cheapest that dithers (README, "GIF dithering"); error
+ * single-palette options, and the cheapest that dithers (docs/benchmarks.md, "Summary speed"); error
  * diffusion crawls between frames.
  */
 function gifPasses(o: SummaryRender): SummaryPlan {

@@ -7,7 +7,7 @@ import type {
   SummarySpec,
 } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobContext, JobHandler } from '../core/jobs/run-job-worker.ts';
+import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import {
   deliverOutput,
   ffmpegPass,
@@ -16,12 +16,12 @@ import {
   jobWatermark,
   withCpuSlot,
   type MediaJobDeps,
-} from '../core/jobs/media-job.ts';
+} from '../core/media-job/media-job.ts';
 import { outputSize, type OutputSize } from '../core/media/output-size.ts';
 import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput } from '../core/media/read-input.ts';
-import { runEncodes } from '../core/media/run-encode.ts';
+import { runEncodes } from '../core/media-job/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
 import { buildSummaryArgs, clipsOf } from './build-summary-args.ts';

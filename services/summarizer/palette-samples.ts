@@ -1,18 +1,16 @@
 import { open } from 'node:fs/promises';
 import { MediaError } from '../core/errors.ts';
 import { inputArgs, rawFramesInput } from '../core/media/run-ffmpeg.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import { SAMPLES_PER_SECOND, type AnalysisPart } from './analysis-parts.ts';
 
 /**
  * A GIF's palette comes from frames the analysis samples anyway (2 per second, see
- * analyse-video.ts), kept small: the ones inside the chosen segments go to `palettegen`. This
- * replaced a palette pass that decoded the chosen clips a second time at full size (3.4 s on
- * one core for the benchmark's 1280×720 GIF, and a 480-wide GIF could not be rendered in parts
- * without one). On the benchmark's 30 clips the GIF came out closer to its source with the
- * samples' palette: 1280×720 PSNR 33.5 dB and SSIM 0.930 against 32.5 and 0.914; 480 wide
- * 32.6 / 0.909 against 31.7 / 0.888, and 12 % smaller (README, "Summary speed").
+ * analyse-video.ts), kept small: the ones inside the chosen segments go to `palettegen`. So no
+ * pass decodes the chosen clips a second time at full size for the palette, a GIF can be
+ * rendered in parts with one palette, and it comes out as close to its source as with a
+ * full-size palette pass or closer (docs/benchmarks.md, "Summary speed", has the figures).
  */
 export const PALETTE_SAMPLE_WIDTH = 160;
 /** Most bytes the samples of one input may take on disk (a 10-minute 16:9 input takes 52 MB). */

@@ -1,5 +1,5 @@
 import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
-import type { PreparedWatermark } from '../core/media/prepare-watermark.ts';
+import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { OutputSize } from '../core/media/output-size.ts';
 import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';

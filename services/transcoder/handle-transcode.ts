@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobHandler } from '../core/jobs/run-job-worker.ts';
+import type { JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import type { Prober } from '../core/media/probe-media.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
@@ -13,10 +13,10 @@ import {
   jobWatermark,
   withCpuSlot,
   type MediaJobDeps,
-} from '../core/jobs/media-job.ts';
+} from '../core/media-job/media-job.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
-import { runEncode } from '../core/media/run-encode.ts';
+import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import {
   buildTranscodeArgs,

@@ -13,7 +13,7 @@ import type {
   TranscodeSpec,
 } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
-import type { JobContext, JobHandler } from '../../services/core/jobs/run-job-worker.ts';
+import type { JobContext, JobHandler } from '../../services/core/worker/job-handler.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';

@@ -4,7 +4,7 @@ import { BusUnavailableError, type EventBus } from '../../services/core/bus/even
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import { createEventCodec } from '../../services/core/events/event-codec.ts';
 import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
-import { createJobStatusView } from '../../services/core/jobs/job-status-view.ts';
+import { createJobStatusView } from '../../services/core/status/job-status-view.ts';
 import { silentLogger, type Logger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { tracingOff, type Tracer } from '../../services/core/observability/tracing.ts';

@@ -6,7 +6,7 @@ import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-bl
 import { Storage } from '@google-cloud/storage';
 import type { JobRequested } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
-import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
+import type { JobContext } from '../../services/core/worker/job-handler.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createAzureStoreFactory } from '../../services/core/storage/azure-store.ts';
 import { createGcsStoreFactory } from '../../services/core/storage/gcs-store.ts';

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { isHandBack } from '../../services/core/bus/hand-back.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { topics, type BusRecord } from '../../services/core/bus/event-bus.ts';
@@ -211,9 +212,9 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
       context(stop.signal),
     );
     setTimeout(() => stop.abort(), 50);
-    let rejected = false;
-    await pending.catch(() => (rejected = true));
-    expect(rejected).to.equal(true);
+    let rejection: unknown;
+    await pending.catch((error: unknown) => (rejection = error));
+    expect(isHandBack(rejection), String(rejection)).to.equal(true);
     expect(bus.published).to.have.length(0);
     silent.closeAllConnections();
     silent.close();

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { topics, type EventBus, type Subscription } from '../../services/core/bus/event-bus.ts';
 import type { CallbackStatus } from '../../services/core/contracts/types.generated.ts';
-import { cancelRecord } from '../../services/core/jobs/job-cancels.ts';
+import { cancelRecord } from '../../services/core/status/job-cancels.ts';
 import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
 import { systemClock } from '../../services/core/time.ts';
 import { ConfigError } from '../../services/core/config.ts';

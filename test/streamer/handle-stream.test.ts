@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import type { JobRequested, StreamSpec } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
-import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
+import type { JobContext } from '../../services/core/worker/job-handler.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createStreamHandler, ladderCost } from '../../services/streamer/handle-stream.ts';
 import { generateClip } from '../support/generate-clip.ts';

@@ -8,7 +8,7 @@ import type {
   JobResult,
   SummarySpec,
 } from '../../services/core/contracts/types.generated.ts';
-import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
+import type { JobContext } from '../../services/core/worker/job-handler.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';

@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import type { MediaJobDeps } from '../../services/core/jobs/media-job.ts';
-import { createSemaphore } from '../../services/core/jobs/semaphore.ts';
+import type { MediaJobDeps } from '../../services/core/media-job/media-job.ts';
+import { createSemaphore } from '../../services/core/scheduling/semaphore.ts';
 import { DEFAULT_MAX_PIXELS } from '../../services/core/media/pixel-budget.ts';
 import { createProber } from '../../services/core/media/probe-media.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';

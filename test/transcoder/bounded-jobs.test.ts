@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { JobRequested, TranscodeSpec } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
-import type { JobContext } from '../../services/core/jobs/run-job-worker.ts';
+import type { JobContext } from '../../services/core/worker/job-handler.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';

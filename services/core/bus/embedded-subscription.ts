@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type { BusRecord, SubscribeOptions, Subscription } from './event-bus.ts';
-import { createFairShare, NO_TENANT } from './fair-share.ts';
+import { createFairShare, NO_TENANT } from '../scheduling/fair-share.ts';
 
 /** A pending record as the scan sees it: its value and headers are read only when needed. */
 export interface PendingRow {

@@ -3,9 +3,9 @@
  * file-backed) and Kafka. Handlers never know which one they are on.
  *
  * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
- * client has one, would replace kafka-subscription.ts alone (README, "Scaling").
+ * client has one, would replace kafka-subscription.ts alone (docs/kafka.md, "Scaling and fair scheduling").
  */
-import type { FairShareOptions } from './fair-share.ts';
+import type { FairShareOptions } from '../scheduling/fair-share.ts';
 
 /** A record as the bus carries it: bytes, keyed by job id so one job's records stay ordered. */
 export interface BusRecord {
@@ -130,13 +130,13 @@ export class BusUnavailableError extends Error {
   override name = 'BusUnavailableError';
 }
 
-/** Topic names; the README's topic table lists the same. */
+/** Topic names; the topic table of docs/design.md ("Events") lists the same. */
 export const topics = {
   transcodeRequests: 'media.jobs.transcode.v1',
   summaryRequests: 'media.jobs.summary.v1',
   streamRequests: 'media.jobs.stream.v1',
   jobEvents: 'media.jobs.events.v1',
-  /** Cancels of jobs (key job id); every worker process reads all of them (run-job-worker.ts). */
+  /** Cancels of jobs (key job id); every worker process reads all of them (status/job-cancels.ts). */
   jobCancels: 'media.jobs.cancel.v1',
   deadLetter: 'media.jobs.dead-letter.v1',
   /** Callback attempts to make; a retry is published here again with a due time. */

@@ -42,12 +42,11 @@ import kafkajs, { type Assigner, type GroupMember, type PartitionAssigner } from
  * their partition was), with a doubling back-off so a backlog that fills every member costs a few
  * rebalances, not a stream.
  *
- * Measured on the test broker (README, "Scaling and stopping workers"; bench/scale-out.ts): no
- * job restarted when a second worker joined or the first was stopped (issue 22 saw 1 to 3 of 6
- * with the eager round robin), and the newcomer started waiting work about 0.3 s after its join.
- * What it cannot do: the records queued behind a running job in
- * the same partition wait for that worker (one partition, one owner); more partitions than
- * slots make that rarer. Members of an older version announce only the round-robin assigner;
+ * So no job restarts when a worker joins or stops, and a newcomer starts waiting work soon after
+ * its join (docs/operating.md, "Autoscaling: scaling and stopping workers", has the figures of
+ * bench/scale-out.ts). What it cannot do: the records queued behind a running job in the same
+ * partition wait for that worker (one partition, one owner); more partitions than slots make
+ * that rarer. Members of an older version announce only the round-robin assigner;
  * the group then uses that one (every member announces both) until all run this one.
  */
 

@@ -2,7 +2,7 @@ import kafkajs from 'kafkajs';
 import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { createFairShare, NO_TENANT, type FairShare } from './fair-share.ts';
+import { createFairShare, NO_TENANT, type FairShare } from '../scheduling/fair-share.ts';
 import { busyAwareAssigner, type MemberLoad } from './kafka-assigner.ts';
 import {
   createCrowdWatch,

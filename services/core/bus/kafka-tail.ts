@@ -70,10 +70,9 @@ const TAIL_SESSION_MS = 10_000;
  * Fetch sizes of a tail reader: 256 KiB a partition, 1 MiB a fetch, not kafkajs's 1 MiB and
  * 10 MiB. A start reads the newest `last` records of every partition at once, and each fetched
  * batch stays in memory (its buffers, then its decoded messages, promoted to the old generation
- * while the batch is worked through) until its last record is handled. Over a history of
- * 1,000,000 jobs, an ingress held 58 MB of external memory after its start with kafkajs's sizes
- * and 14 MB with these (RSS 380 → 308 MB), and its start took as long (5 s; status records are
- * about 1 KiB; `npm run bench:status-view`, README "Status view start-up").
+ * while the batch is worked through) until its last record is handled, so smaller fetches keep
+ * less memory alive through a start and take no longer (status records are about 1 KiB;
+ * `npm run bench:status-view`, docs/benchmarks.md, "Status view start-up").
  */
 const TAIL_FETCH_PARTITION_BYTES = 256 * 1024;
 const TAIL_FETCH_BYTES = 1024 * 1024;

@@ -10,7 +10,7 @@ export interface CallbackRequest {
   url: string;
   /** Sent as `webhook-id` on every attempt: the terminal event's stable id, so receivers dedupe on it. */
   webhookId: string;
-  /** The JSON body; payloads are documented in the README. */
+  /** The JSON body; payloads are documented in docs/api.md, "Callbacks". */
   body: Record<string, unknown>;
 }
 

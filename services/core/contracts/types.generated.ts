@@ -241,7 +241,7 @@ export interface JobFailed {
 }
 export interface JobError {
   /**
-   * A code of the error taxonomy (README, Errors). canceled: the job was canceled by its organisation; it is not retried.
+   * A code of the error taxonomy (docs/errors.md). canceled: the job was canceled by its organisation; it is not retried.
    */
   code: string;
   message: string;

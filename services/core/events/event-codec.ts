@@ -26,9 +26,6 @@ export interface EventDataOf {
   'media.callback.status': CallbackStatus;
 }
 
-/** Events about a job's own run (every one names its attempt), as opposed to its callback. */
-export type JobRunEvent = Extract<JobEvent, { type: `media.job.${string}` }>;
-
 /**
  * The CloudEvents attributes the service reads. Producers may leave out every optional one; a
  * missing `time` is read as the moment of decoding, so that readers always have one.

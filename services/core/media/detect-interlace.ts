@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { FieldParity } from './picture-filters.ts';
 import type { VideoInfo } from './media-info.ts';
-import { safePath } from './prepare-watermark.ts';
+import { safePath } from './safe-path.ts';
 import { inputArgs, type FfmpegRunner } from './run-ffmpeg.ts';
 
 /** Frames `idet` looks at: a few seconds of video, a fraction of a second of decoding. */

@@ -18,9 +18,9 @@ import { lazyStoreFactory } from '../storage/lazy-store.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
-import { createSemaphore, type Semaphore } from '../jobs/semaphore.ts';
+import { createSemaphore, type Semaphore } from '../scheduling/semaphore.ts';
 import { openWatermarkLibrary } from '../watermarks/open-watermark-library.ts';
-import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
+import type { WatermarkLibrary } from '../storage/watermark-library.ts';
 import { createDrainState, type DrainState } from './drain-state.ts';
 
 /** What every service is built from; made once in a main.ts. */
@@ -73,7 +73,7 @@ export interface RuntimeOptions {
  * spread over the cores (probing, its own start and muxing, verifying, a small input's encode)
  * overlap with other jobs' instead of leaving cores idle. With one slot, a backlog of small jobs
  * kept 2 cores about 45 % busy (bench/backlog.ts). Jobs sharing the cores time-slice them; memory
- * is sized per slot (README, "Scaling"). WORKER_CONCURRENCY=N sets N slots of cores / N threads.
+ * is sized per slot (docs/operating.md, "Scaling each service"). WORKER_CONCURRENCY=N sets N slots of cores / N threads.
  */
 export function cpuPlan(
   workerConcurrency: number,

@@ -1,8 +1,9 @@
 import type { Subscription } from '../bus/event-bus.ts';
 import { ConfigError } from '../config.ts';
-import type { MediaJobDeps } from '../jobs/media-job.ts';
-import { startJobWorker, type JobHandler, type JobKind } from '../jobs/run-job-worker.ts';
-import { sweepJobDirs } from '../jobs/work-dirs.ts';
+import type { MediaJobDeps } from '../media-job/media-job.ts';
+import type { JobHandler, JobKind } from '../worker/job-handler.ts';
+import { startJobWorker } from '../worker/run-job-worker.ts';
+import { sweepJobDirs } from '../media-job/work-dirs.ts';
 import { createAddressPolicy } from '../net/address-policy.ts';
 import { checkBoundedTools, MissingToolError } from '../media/bounded-command.ts';
 import type { Runtime } from './create-runtime.ts';

@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { WatermarkImage } from '../contracts/types.generated.ts';
 import type { ImageType } from '../media/sniff-image.ts';
-import { notInLibrary, type WatermarkLibrary } from '../watermarks/watermark-library.ts';
+import { notInLibrary, type WatermarkLibrary } from './watermark-library.ts';
 import { bodyToFile } from './bucket-transfer.ts';
 
 /** The service's own bucket for the watermark library (never a caller's credentials). */

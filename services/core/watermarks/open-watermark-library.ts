@@ -1,6 +1,6 @@
 import { ConfigError, type Config } from '../config.ts';
 import type { WatermarkBucketOptions } from '../storage/watermark-store.ts';
-import { createFolderLibrary, type WatermarkLibrary } from './watermark-library.ts';
+import { createFolderLibrary, type WatermarkLibrary } from '../storage/watermark-library.ts';
 
 /**
  * The watermark library the configuration names: WATERMARK_BUCKET (S3-compatible; what copies on

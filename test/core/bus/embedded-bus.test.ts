@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createEmbeddedBus } from '../../../services/core/bus/embedded-bus.ts';
 import type { BusRecord } from '../../../services/core/bus/event-bus.ts';
+import { HandBack } from '../../../services/core/bus/hand-back.ts';
 
 const rec = (key: string): { topic: string; key: string; value: Buffer } => ({
   topic: 't1',
@@ -124,7 +125,7 @@ describe('embedded bus (SQLite)', () => {
         handled.push(r.key);
         if (r.key === 'unfinished')
           await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-        if (ctx.signal.aborted) throw new Error('handed back');
+        if (ctx.signal.aborted) throw new HandBack();
       },
     });
     await until(() => handled.length === 2);

@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createSemaphore } from '../../../services/core/jobs/semaphore.ts';
-import { makeJobDir, sweepJobDirs } from '../../../services/core/jobs/work-dirs.ts';
+import { createSemaphore } from '../../../services/core/scheduling/semaphore.ts';
+import { makeJobDir, sweepJobDirs } from '../../../services/core/media-job/work-dirs.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 
 describe('semaphore', () => {

@@ -3,13 +3,13 @@ import type { JobRequested, Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { Prober } from '../media/probe-media.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
-import { prepareWatermark, type PreparedWatermark } from '../media/prepare-watermark.ts';
+import { prepareWatermark, type PreparedWatermark } from '../watermarks/prepare-watermark.ts';
 import type { FFMPEG_PASSES, Metrics, StoreKind } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
-import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
+import type { WatermarkLibrary } from '../storage/watermark-library.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
-import type { JobContext } from './run-job-worker.ts';
-import type { Semaphore } from './semaphore.ts';
+import type { JobContext } from '../worker/job-handler.ts';
+import type { Semaphore } from '../scheduling/semaphore.ts';
 import { makeJobDir } from './work-dirs.ts';
 
 /** What a media job handler (transcoder, summarizer) is built from. */

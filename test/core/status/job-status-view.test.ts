@@ -4,8 +4,8 @@ import type { EventBus } from '../../../services/core/bus/event-bus.ts';
 import type { EventCodec, JobEvent } from '../../../services/core/events/event-codec.ts';
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { callbackFor } from '../../../services/core/callbacks/callback-request.ts';
-import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
-import { RECENT_TEXTS } from '../../../services/core/jobs/job-status-store.ts';
+import { createJobStatusView } from '../../../services/core/status/job-status-view.ts';
+import { RECENT_TEXTS } from '../../../services/core/status/job-status-store.ts';
 
 // The view's apply needs neither bus nor codec; start() is not called here.
 const view = () =>

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { createFairShare } from '../../../services/core/bus/fair-share.ts';
-import { createSemaphore } from '../../../services/core/jobs/semaphore.ts';
+import { createFairShare } from '../../../services/core/scheduling/fair-share.ts';
+import { createSemaphore } from '../../../services/core/scheduling/semaphore.ts';
 
 interface Job {
   org: string;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { loadContracts } from '../../../services/core/contracts/load-contracts.ts';
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
-import { admissionRefusal } from '../../../services/core/jobs/admit-job.ts';
+import { admissionRefusal } from '../../../services/core/worker/admit-job.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 
 const rules = {

@@ -5,7 +5,7 @@ import {
   ID_MARK,
   packText,
   RECENT_TEXTS,
-} from '../../../services/core/jobs/job-status-store.ts';
+} from '../../../services/core/status/job-status-store.ts';
 
 /** A finished job with a callback as the view keeps it: its id in it several times. */
 const finished = (id: string, extra: Record<string, unknown> = {}): string => {

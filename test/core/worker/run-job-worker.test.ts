@@ -11,12 +11,10 @@ import {
   type EventCodec,
   type JobEvent,
 } from '../../../services/core/events/event-codec.ts';
-import {
-  retryDelayMs,
-  startJobWorker,
-  type JobHandler,
-} from '../../../services/core/jobs/run-job-worker.ts';
-import { createJobStatusView } from '../../../services/core/jobs/job-status-view.ts';
+import type { JobHandler } from '../../../services/core/worker/job-handler.ts';
+import { retryDelayMs } from '../../../services/core/worker/publish-outcome.ts';
+import { startJobWorker } from '../../../services/core/worker/run-job-worker.ts';
+import { createJobStatusView } from '../../../services/core/status/job-status-view.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';

@@ -1,4 +1,4 @@
-import { createFairShare } from '../bus/fair-share.ts';
+import { createFairShare } from './fair-share.ts';
 
 /**
  * A counting semaphore: at most `size` holders at once. A freed slot goes to the waiting tenant

@@ -176,19 +176,16 @@ function unpack(stored: string): string {
 /**
  * Texts set most recently kept as they are (marked), not compressed (see createJobStatusStore).
  * Few: a text kept there through two young-generation collections is promoted to the old
- * generation, where it then dies. With 2,048, 100,000 sets left 90 MB more RSS than with 256 or
- * none (measured); 256 still holds every running job that ticks while fewer than 256 other
- * changes a second come in.
+ * generation, where it then dies, so every one more costs memory that outlives it; 256 still
+ * holds every running job that ticks while fewer than 256 other changes a second come in.
  */
 export const RECENT_TEXTS = 256;
 
 /**
- * Each text is kept compressed, as a one-byte string: a finished transcode with its callback,
- * 1,160 bytes of JSON, is 146 bytes, about 0.2 KiB of heap with its map entry, against 1.0 KiB
- * for the text with its id marked (as the view kept it before) and 1.2 KiB as plain text or
- * parsed objects. A compression costs about 40 µs and a decompression 15-20 µs (a JSON.parse of
- * the text 6-15 µs), most of it Node setting a zlib stream up for the one call; README "Status
- * view start-up" has the measurements and what else was tried.
+ * Each text is kept compressed, as a one-byte string: a finished job takes about a sixth of its
+ * text's size (docs/benchmarks.md, "Status view start-up", has the figures and the command that
+ * measures them). Most of a compression's or decompression's time is Node setting a zlib stream
+ * up for the one call.
  *
  * - The job id, written five to seven times in a finished job (webhook ids, the callback's body,
  *   often the output URL), is replaced by ID_MARK before compressing: the id is the map's key
@@ -196,7 +193,7 @@ export const RECENT_TEXTS = 256;
  *   character (JSON.stringify escapes them, and JSON.parse, which checks every text the view
  *   reads, refuses them), so the mark cannot stand for anything else.
  * - Raw deflate with a preset dictionary (see buildDictionary): a text alone is too short for
- *   deflate to find much in it (389 bytes without the dictionary).
+ *   deflate to find much in it.
  * - The compressed bytes are kept as a Latin-1 string, one byte a character: a string is one heap
  *   object with a 16-byte header, where a Buffer a job would add a typed array, an ArrayBuffer and
  *   an off-heap allocation, or pin the 8 KiB pool slab it was cut from.
@@ -205,7 +202,7 @@ export const RECENT_TEXTS = 256;
  *   uncompressed, so a running job is not compressed and decompressed at every tick; and a job
  *   still queued or running (`changing`) stays whole when it leaves `recent`, so a burst of
  *   submissions, each set, read back by the status writer and set again, costs no compression
- *   (about a tenth of the ingress's time under load otherwise). Only jobs that ended are
+ *   (a large share of the ingress's time under load otherwise). Only jobs that ended are
  *   compressed, once; the active jobs are bounded by MAX_ACTIVE_JOBS_PER_ORG.
  * - Order: both maps keep insertion order, a set moves the job to the end of `recent`, and the
  *   oldest recent text moves to the end of `packed`: every packed text is older than every

@@ -8,7 +8,7 @@ import { sniffImage, type ImageFacts } from '../media/sniff-image.ts';
 /**
  * Each organisation's named watermark images (PUT/GET/DELETE /watermarks), kept where every
  * ingress and worker copy reads the same ones: a folder (all-in-one, or a shared volume) or an
- * S3-compatible bucket (storage/watermark-store.ts). Names are checked by the caller against
+ * S3-compatible bucket (watermark-store.ts). Names are checked by the caller against
  * the `imageName` rule; organisation ids come from the API key or a checked event.
  */
 export interface WatermarkLibrary {

@@ -1,8 +1,8 @@
-import { ffmpegPass } from '../jobs/media-job.ts';
-import type { JobContext } from '../jobs/run-job-worker.ts';
+import { ffmpegPass } from './media-job.ts';
+import type { JobContext } from '../worker/job-handler.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { FfmpegRunner } from './run-ffmpeg.ts';
-import { runSideBySide } from './run-side-by-side.ts';
+import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
+import { runSideBySide } from '../media/run-side-by-side.ts';
 
 /** The part of a job's progress (percent) one ffmpeg run fills. */
 export interface ProgressSpan {

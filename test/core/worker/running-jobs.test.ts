@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { createRunningJobs } from '../../../services/core/jobs/running-jobs.ts';
+import { createRunningJobs } from '../../../services/core/worker/running-jobs.ts';
 import { createLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
 

@@ -7,8 +7,9 @@ import { loadContracts } from '../../../services/core/contracts/load-contracts.t
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../../services/core/errors.ts';
 import { createEventCodec, type JobEvent } from '../../../services/core/events/event-codec.ts';
-import { cancelRecord } from '../../../services/core/jobs/job-cancels.ts';
-import { startJobWorker, type JobHandler } from '../../../services/core/jobs/run-job-worker.ts';
+import { cancelRecord } from '../../../services/core/status/job-cancels.ts';
+import type { JobHandler } from '../../../services/core/worker/job-handler.ts';
+import { startJobWorker } from '../../../services/core/worker/run-job-worker.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createFairShare } from '../../../services/core/bus/fair-share.ts';
+import { createFairShare } from '../../../services/core/scheduling/fair-share.ts';
 
 interface Job {
   org: string;

@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import type { Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { MediaStore } from '../storage/media-store.ts';
-import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
-import type { Prober } from './probe-media.ts';
+import type { WatermarkLibrary } from '../storage/watermark-library.ts';
+import type { Prober } from '../media/probe-media.ts';
+import { safePath } from '../media/safe-path.ts';
 
 const MARGIN = 16;
 const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 const IMAGE_FORMATS = new Set(['png_pipe', 'jpeg_pipe', 'webp_pipe', 'image2']);
-const SAFE_PATH = /^[A-Za-z0-9_./-]+$/;
 
 /** A watermark as ffmpeg filters: applied to stream `[in]`, the result is `[out]`. */
 export interface PreparedWatermark {
@@ -29,13 +29,6 @@ export interface WatermarkDeps {
   /** The organisations' named images (unset: named images unavailable). */
   library: WatermarkLibrary | undefined;
   signal: AbortSignal;
-}
-
-/** A path for a filter string. Filter values come from validated enums and numbers; only paths need care (checked). */
-export function safePath(path: string): string {
-  if (!SAFE_PATH.test(path))
-    throw new MediaError('internal', 'a temporary path has characters filters cannot take');
-  return path;
 }
 
 function corner(position: Watermark['position'], w: string, h: string): string {
