@@ -18,6 +18,7 @@
 // (each round runs the three scenarios; which partitions a member gets changes from round to round)
 // Needs KAFKA_BROKERS or TEST_KAFKA_BROKERS.
 import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
 import { createKafkaBus, type KafkaBus } from '../services/core/bus/kafka-bus.ts';
 import { topics, type Subscription } from '../services/core/bus/event-bus.ts';
 import { createLogger } from '../services/core/observability/logger.ts';
@@ -31,12 +32,27 @@ const partitions = Number(process.argv[6] ?? 12);
 const rounds = Number(process.argv[7] ?? 3);
 const prefetch = Number(process.argv[8] ?? 2);
 const downloadMs = 1000;
+const { Partitioners } = kafkajs;
 const brokers = (process.env['KAFKA_BROKERS'] ?? process.env['TEST_KAFKA_BROKERS'] ?? '').split(
   ',',
 );
 if (!brokers[0]) throw new Error('set KAFKA_BROKERS or TEST_KAFKA_BROKERS');
 
 type Scenario = 'two-from-start' | 'scale-out' | 'scale-then-stop';
+/** Where a record is: to be taken, downloading, queued for a work slot, at work, done. */
+type Stage = 'fetch' | 'download' | 'queued' | 'work' | 'done';
+
+// The producer's partitioner, to tell which records share a partition.
+const partitioner = Partitioners.DefaultPartitioner();
+const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({
+  partitionId,
+  leader: 0,
+  replicas: [0],
+  isr: [0],
+  partitionErrorCode: 0,
+}));
+const partitionOf = (key: string): number =>
+  partitioner({ topic: 'jobs', partitionMetadata, message: { key, value: null } });
 
 interface Member {
   name: string;
@@ -57,6 +73,10 @@ interface Outcome {
   thrownAwayMs: number;
   extraStarts: number;
   longestHeldMs: number;
+  /** When the longest wait began, ms after the batch was published. */
+  longestHeldAtMs: number;
+  /** The same, counting only records no record at work holds on their partition. */
+  longestMovableMs: number;
   ranOn: Record<string, number>;
 }
 
@@ -76,6 +96,7 @@ async function run(scenario: Scenario): Promise<Outcome> {
   const prefix = `bench-${randomUUID().slice(0, 8)}.`;
   const group = `bench-${randomUUID()}`;
   const started = new Map<string, number>();
+  const stage = new Map<string, Stage>();
   const ended = new Set<string>();
   const ranOn: Record<string, number> = {};
   let thrownAwayMs = 0;
@@ -93,7 +114,7 @@ async function run(scenario: Scenario): Promise<Outcome> {
       numPartitions: partitions,
       sessionTimeoutMs: 6000,
       maxWaitTimeMs: 500,
-      logger: createLogger({ level: 'error' }),
+      logger: createLogger({ level: (process.env['BENCH_LOG_LEVEL'] ?? 'error') as 'error' }),
     }),
   });
   const subscribe = async (m: Member): Promise<void> => {
@@ -107,17 +128,22 @@ async function run(scenario: Scenario): Promise<Outcome> {
         const { signal } = delivery;
         started.set(record.key, (started.get(record.key) ?? 0) + 1);
         // Its stage: downloading, queued for a work slot, at work (since `at`).
-        const job: { stage: 'download' | 'queued' | 'work' } = { stage: 'download' };
+        const job: { stage: Stage } = { stage: 'download' };
+        const enter = (next: Stage): void => {
+          job.stage = next;
+          stage.set(record.key, next);
+        };
+        enter('download');
         let at = 0;
         m.notBegun += 1;
         try {
           delivery.setMovable(true);
           await timer(downloadMs, signal);
-          job.stage = 'queued';
+          enter('queued');
           m.queued += 1;
           await m.work.use(signal, async () => {
             delivery.setMovable(false);
-            job.stage = 'work';
+            enter('work');
             m.queued -= 1;
             m.notBegun -= 1;
             m.running += 1;
@@ -128,12 +154,14 @@ async function run(scenario: Scenario): Promise<Outcome> {
               m.running -= 1;
             }
           });
+          enter('done');
           ended.add(record.key);
           ranOn[m.name] = (ranOn[m.name] ?? 0) + 1;
         } catch (error) {
           if (job.stage === 'work') thrownAwayMs += performance.now() - at;
           else m.notBegun -= 1;
           if (job.stage === 'queued') m.queued -= 1;
+          enter('fetch');
           throw error;
         }
       },
@@ -152,15 +180,31 @@ async function run(scenario: Scenario): Promise<Outcome> {
     keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
   );
   let longestHeldMs = 0;
+  let longestHeldAtMs = 0;
   let heldSince: number | undefined;
+  let longestMovableMs = 0;
+  let movableSince: number | undefined;
   const sampler = setInterval(() => {
-    // A record waits for work: not taken yet, or downloaded and queued for a work slot.
-    const waiting = keys.some((k) => !started.has(k)) || a.queued + b.queued > 0;
+    // A record waits for work: not taken yet, or downloaded and queued for a work slot. One
+    // behind a record at work on its partition cannot move (one partition, one owner).
+    const waiting = keys.filter((k) => {
+      const at = stage.get(k) ?? 'fetch';
+      return at === 'fetch' || at === 'queued';
+    });
+    const blocked = (k: string): boolean =>
+      keys.some((j) => j !== k && partitionOf(j) === partitionOf(k) && stage.get(j) === 'work');
     const free = [a, b].some((m) => m.active && m.running + m.notBegun < slots);
     const now = performance.now();
-    if (waiting && free) heldSince ??= now;
+    if (waiting.length > 0 && free) heldSince ??= now;
     else heldSince = undefined;
-    if (heldSince !== undefined) longestHeldMs = Math.max(longestHeldMs, now - heldSince);
+    if (heldSince !== undefined && now - heldSince > longestHeldMs) {
+      longestHeldMs = now - heldSince;
+      longestHeldAtMs = heldSince - t0;
+    }
+    if (waiting.some((k) => !blocked(k)) && free) movableSince ??= now;
+    else movableSince = undefined;
+    if (movableSince !== undefined)
+      longestMovableMs = Math.max(longestMovableMs, now - movableSince);
   }, 50);
   const steps = (async () => {
     if (scenario === 'two-from-start') return;
@@ -177,7 +221,15 @@ async function run(scenario: Scenario): Promise<Outcome> {
   await steps;
   await Promise.all([a, b].map((m) => m.bus.close()));
   const extraStarts = [...started.values()].reduce((n, c) => n + c - 1, 0);
-  return { makespanMs, thrownAwayMs, extraStarts, longestHeldMs, ranOn };
+  return {
+    makespanMs,
+    thrownAwayMs,
+    extraStarts,
+    longestHeldMs,
+    longestHeldAtMs,
+    longestMovableMs,
+    ranOn,
+  };
 }
 
 console.log(
@@ -196,7 +248,8 @@ for (let round = 1; round <= rounds; round++) {
     console.log(
       `round ${round} ${scenario.padEnd(16)} makespan ${(o.makespanMs / 1000).toFixed(1)} s ` +
         `(x${(o.makespanMs / base.makespanMs).toFixed(2)} of two-from-start), thrown away ${(o.thrownAwayMs / 1000).toFixed(1)} s, ` +
-        `extra starts ${o.extraStarts}, longest wait beside a free slot ${(o.longestHeldMs / 1000).toFixed(1)} s, ` +
+        `extra starts ${o.extraStarts}, longest wait beside a free slot ${(o.longestHeldMs / 1000).toFixed(1)} s ` +
+        `(from ${(o.longestHeldAtMs / 1000).toFixed(1)} s; ${(o.longestMovableMs / 1000).toFixed(1)} s for records not behind one at work on their partition), ` +
         `ran on ${JSON.stringify(o.ranOn)}`,
     );
     const w = worst.get(scenario);
