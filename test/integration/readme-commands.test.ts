@@ -132,7 +132,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run quickstart:files$/, // the Quick start: test/quickstart.test.ts runs it as written
       /^npm start$/,
       /^npm test$/, // this suite
-      /^npm run test:unit$/, // part of this suite
+      /^npm run test:(unit|integration)$/, // the two halves of this suite
       /^npm run generate:(types|openapi|config-table)$/,
       /^npm run start:(ingress|transcoder|summarizer|streamer|notifier)$/,
       /^npm run bench:transcode -- /,
