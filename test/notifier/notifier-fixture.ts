@@ -20,11 +20,12 @@ export const log = silentLogger;
 
 /**
  * The notifier on `bus` with the test codec, HTTP that may reach loopback receivers, a silent
- * log, metrics of its own and the system clock; group `notifier` unless `options` say otherwise.
+ * log, metrics of its own and the system clock; group `notifier` and no signing secret unless
+ * `options` say otherwise.
  */
 export function startTestNotifier(
   bus: EventBus,
-  options: Omit<NotifierOptions, 'group'> & { group?: string },
+  options: Omit<NotifierOptions, 'group' | 'secretFor'> & Partial<NotifierOptions>,
 ): Promise<Subscription> {
   const deps = {
     bus,
@@ -34,7 +35,7 @@ export function startTestNotifier(
     metrics: newMetrics(),
     clock: systemClock,
   };
-  return startNotifier(deps, { group: 'notifier', ...options });
+  return startNotifier(deps, { group: 'notifier', secretFor: () => undefined, ...options });
 }
 
 /** A bus that only records what is published. */

@@ -50,7 +50,6 @@ describe('notifier on the embedded bus', function () {
       maxInFlightPerHost: 2,
       timeoutMs: 20_000,
       policy: { backoffMs: 1000, backoffMaxMs: 60_000, horizonMs: 3600_000 },
-      secretFor: () => undefined,
     });
     const hole = `http://127.0.0.1:${(blackHole.address() as AddressInfo).port}/hook`;
     await bus.publish([succeeded(hole), succeeded(hole), succeeded(hole), succeeded(hole)]);
@@ -81,7 +80,6 @@ describe('notifier: a cancel after the job ended stops its callback', function (
       maxInFlightPerHost: 2,
       timeoutMs: 5000,
       policy: { backoffMs: 200, backoffMaxMs: 400, horizonMs: 3600_000 },
-      secretFor: () => undefined,
       random: () => 0.99,
     });
   });

@@ -28,11 +28,12 @@ export function transcodeBody(
 }
 
 /**
- * The `media.job.requested` event of such a transcode, as the ingress publishes it: a new job id,
- * attempt 1 of organisation `o`, submitted now; `more` replaces fields (jobId, orgId, the
- * transcode spec, callbacks, …).
+ * A `media.job.requested` event as the ingress publishes it: a new job id, attempt 1 of
+ * organisation `o`, submitted now, reading `input` from the file server and writing `output` to
+ * it; `more` holds the kind's spec (`summary`, `stream`) and replaces fields (jobId, orgId, …).
  */
-export function transcodeRequested(
+export function jobRequested(
+  kind: JobRequested['kind'],
   files: Served,
   input: string,
   output: string,
@@ -40,15 +41,24 @@ export function transcodeRequested(
 ): JobRequested {
   return {
     jobId: randomUUID(),
-    kind: 'transcode',
+    kind,
     orgId: 'o',
     attempt: 1,
     submittedAt: new Date().toISOString(),
     input: { url: `${files.url}/files/${input}` },
     output: { url: `${files.url}/files/${output}` },
-    transcode: { ...H264_MP4 },
     ...more,
   };
+}
+
+/** The `media.job.requested` event of a {@link transcodeBody} job: {@link H264_MP4} unless `more` says. */
+export function transcodeRequested(
+  files: Served,
+  input: string,
+  output: string,
+  more: Partial<JobRequested> = {},
+): JobRequested {
+  return jobRequested('transcode', files, input, output, { transcode: { ...H264_MP4 }, ...more });
 }
 
 /** Both callbacks to the file server's recorder: `/callbacks/ok` and `/callbacks/fail`. */
