@@ -78,7 +78,7 @@ export default tseslint.config(
       '.data/',
       'test/support/*.cjs',
       // The stream playback test's page script runs in the browser, outside the TS project.
-      'test/streamer/playback/*.js',
+      'test/integration/stream-playback/*.js',
     ],
   },
   ...tseslint.configs.recommendedTypeChecked,

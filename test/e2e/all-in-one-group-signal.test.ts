@@ -2,8 +2,14 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { longClip, serveClips } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import {
+  fileCallbacks,
+  postJson,
+  transcodeBody,
+  waitForProgress,
+} from '../support/job-requests.ts';
 import { freePort, spawnCommand, type SpawnedService } from '../support/spawn-service.ts';
 
 const KEY = 'group-signal-test-key-0123456789';
@@ -17,13 +23,7 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
   let service: SpawnedService | undefined;
 
   before(async () => {
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), {
-      seconds: 30,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
+    files = await serveClips({ 'input.mp4': longClip(30) });
     dataDir = await mkdtemp(join(tmpdir(), 'media-group-signal-'));
     workDir = await mkdtemp(join(tmpdir(), 'media-group-signal-work-'));
   });
@@ -51,23 +51,15 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
       spawnCommand('npm', ['start', '--silent'], env, { ownGroup: true, cwd: root });
     service = start();
     await service.waitForLog((r) => r['msg'] === 'ingress.listening', 60_000);
-    const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        apiKey: KEY,
-        inputUrl: `${files.url}/files/input.mp4`,
-        outputUrl: `${files.url}/files/out.mp4`,
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
-        successUrl: `${files.url}/callbacks/ok`,
-        failureUrl: `${files.url}/callbacks/fail`,
-      }),
-    });
+    const base = `http://127.0.0.1:${port}`;
+    const res = await postJson(
+      `${base}/transcode`,
+      transcodeBody(files, 'input.mp4', 'out.mp4', { apiKey: KEY, ...fileCallbacks(files) }),
+    );
     expect(res.status).to.equal(200);
-    const { id } = (await res.json()) as { id: string };
-    await waitForProgress(port, id);
+    const id = String(res.body['id']);
+    // Until ffmpeg is really encoding the job.
+    await waitForProgress(base, KEY, id);
 
     service.signalGroup('SIGINT');
     // The API stays up while the job drains, and says it is not ready.
@@ -97,16 +89,3 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
     expect(await service.groupGone(30_000)).to.equal(true);
   });
 });
-
-/** Until ffmpeg is really encoding the job (its progress is past 5 %). */
-async function waitForProgress(port: number, id: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const s = (await (
-      await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
-    ).json()) as { progressPercent?: number };
-    if ((s.progressPercent ?? 0) > 5) return;
-    if (Date.now() > deadline) throw new Error('the job never made progress');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -2,8 +2,9 @@ import { expect } from 'chai';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { longClip, serveClips } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { jobStatus, postJson, transcodeBody, waitForProgress } from '../support/job-requests.ts';
 import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
 
 const KEY = 'restart-test-key-0123456789';
@@ -17,14 +18,8 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
   let service: SpawnedService | undefined;
 
   before(async () => {
-    files = await startTestServer();
     // Long enough that the kill lands mid-encode on a 2-core machine.
-    await generateClip(join(files.dir, 'input.mp4'), {
-      seconds: 30,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
+    files = await serveClips({ 'input.mp4': longClip(30) });
     dataDir = await mkdtemp(join(tmpdir(), 'media-restart-'));
     workDir = await mkdtemp(join(tmpdir(), 'media-restart-work-'));
   });
@@ -47,34 +42,18 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     };
     service = spawnService(main, env);
     await service.waitForLog((r) => r['msg'] === 'ingress.listening', 20_000);
-    const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
+    const base = `http://127.0.0.1:${port}`;
+    const res = await postJson(
+      `${base}/transcode`,
+      transcodeBody(files, 'input.mp4', 'out.mp4', {
         apiKey: KEY,
-        inputUrl: `${files.url}/files/input.mp4`,
-        outputUrl: `${files.url}/files/out.mp4`,
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
         successUrl: `${files.url}/callbacks/ok`,
       }),
-    });
+    );
     expect(res.status).to.equal(200);
-    const { id } = (await res.json()) as { id: string };
+    const id = String(res.body['id']);
     // Wait until ffmpeg is really working on it, then crash the whole process.
-    await new Promise<void>((resolve, reject) => {
-      const deadline = Date.now() + 60_000;
-      const poll = async (): Promise<void> => {
-        const s = (await (
-          await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
-        ).json()) as { progressPercent?: number };
-        if ((s.progressPercent ?? 0) > 5) return resolve();
-        if (Date.now() > deadline) return reject(new Error('the job never made progress'));
-        setTimeout(() => void poll(), 200);
-      };
-      void poll();
-    });
+    await waitForProgress(base, KEY, id);
     const [jobDir] = await readdir(workDir);
     expect(jobDir, 'the job has a work dir').to.be.a('string');
     expect(await processesUsing(workDir), 'ffmpeg runs in the job dir').to.not.deep.equal([]);
@@ -90,10 +69,7 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     service = spawnService(main, env);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 150_000);
     expect(callback.body['status']).to.equal('succeeded');
-    const status = (await (
-      await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
-    ).json()) as { status: string };
-    expect(status.status).to.equal('succeeded');
+    expect((await jobStatus(base, KEY, id))['status']).to.equal('succeeded');
     await new Promise((r) => setTimeout(r, 500));
     expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
     expect(

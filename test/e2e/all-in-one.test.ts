@@ -4,11 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { serveClips } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
 
 const API_KEY = 'e2e-test-key-0123456789';
 const run = promisify(execFile);
@@ -38,25 +39,15 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
   let dataDir: string;
 
   before(async () => {
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), {
-      seconds: 4,
-      width: 640,
-      height: 360,
-      audio: true,
+    files = await serveClips({
+      'input.mp4': { seconds: 4, width: 640, height: 360, audio: true },
     });
     dataDir = await mkdtemp(join(tmpdir(), 'media-e2e-data-'));
-    const config = loadConfig({
-      PORT: '0',
-      METRICS_PORT: '0',
+    app = await startTestAllInOne(dataDir, {
       API_KEYS: `${API_KEY}:org-e2e`,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
       CALLBACK_BACKOFF_MS: '50',
       RETRY_BACKOFF_MS: '50',
-      LOG_LEVEL: 'silent',
     });
-    app = await startAllInOne(config, { log: silentLogger });
   });
 
   after(async () => {
@@ -66,17 +57,15 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
   });
 
   it('transcodes to h264/mp4 at the requested size, uploads it and calls successUrl', async () => {
-    const ack = await post(app.ingress.url, '/transcode', {
-      apiKey: API_KEY,
-      inputUrl: `${files.url}/files/input.mp4`,
-      outputUrl: `${files.url}/files/out.mp4`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
-      width: 320,
-      successUrl: `${files.url}/callbacks/ok`,
-      failureUrl: `${files.url}/callbacks/fail`,
-    });
+    const ack = await post(
+      app.ingress.url,
+      '/transcode',
+      transcodeBody(files, 'input.mp4', 'out.mp4', {
+        apiKey: API_KEY,
+        width: 320,
+        ...fileCallbacks(files),
+      }),
+    );
     expect(ack.status).to.equal(200);
     expect(ack.body['status']).to.equal('queued');
     const id = String(ack.body['id']);
@@ -117,15 +106,14 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
       ...['-v', 'error', '-i', join(files.dir, 'landscape.mp4'), '-c', 'copy'],
       ...['-metadata:s:v', 'rotate=90', '-y', join(files.dir, 'phone.mp4')],
     ]);
-    const ack = await post(app.ingress.url, '/transcode', {
-      apiKey: API_KEY,
-      inputUrl: `${files.url}/files/phone.mp4`,
-      outputUrl: `${files.url}/files/phone-out.mp4`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
-      successUrl: `${files.url}/callbacks/phone`,
-    });
+    const ack = await post(
+      app.ingress.url,
+      '/transcode',
+      transcodeBody(files, 'phone.mp4', 'phone-out.mp4', {
+        apiKey: API_KEY,
+        successUrl: `${files.url}/callbacks/phone`,
+      }),
+    );
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
     const result = callback.body['result'] as Record<string, Record<string, unknown>>;
@@ -140,16 +128,15 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
   });
 
   it('fails a job whose input is 404 with a failure callback and status failed', async () => {
-    const ack = await post(app.ingress.url, '/transcode', {
-      apiKey: API_KEY,
-      inputUrl: `${files.url}/files/missing.mp4`,
-      outputUrl: `${files.url}/files/never.mp4`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '2000',
-      successUrl: `${files.url}/callbacks/ok`,
-      failureUrl: `${files.url}/callbacks/fail`,
-    });
+    const ack = await post(
+      app.ingress.url,
+      '/transcode',
+      transcodeBody(files, 'missing.mp4', 'never.mp4', {
+        apiKey: API_KEY,
+        bitrateKbps: '2000',
+        ...fileCallbacks(files),
+      }),
+    );
     expect(ack.status).to.equal(200);
     const id = String(ack.body['id']);
     const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 30_000);

@@ -2,12 +2,11 @@ import { expect } from 'chai';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { judgeBurst } from '../support/burst-verdict.ts';
 import { startTestServer, type ReceivedCallback, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { postJson, transcodeBody } from '../support/job-requests.ts';
 import { startKafkaStack } from '../support/kafka-stack.ts';
 
 // The small form of bench/backlog.ts (issue 7 point 6): a burst of many more jobs than the CPU
@@ -25,29 +24,9 @@ interface Mode {
   close(): Promise<void>;
 }
 
-async function postJson(url: string, body: Record<string, unknown>) {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
 async function allInOne(): Promise<Mode> {
   const dataDir = await mkdtemp(join(tmpdir(), 'media-burst-'));
-  const app = await startAllInOne(
-    loadConfig({
-      PORT: '0',
-      METRICS_PORT: '0',
-      API_KEYS: `${KEY}:org-burst`,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      ...NO_CAPS,
-    }),
-    { log: silentLogger },
-  );
+  const app = await startTestAllInOne(dataDir, { API_KEYS: `${KEY}:org-burst`, ...NO_CAPS });
   return {
     submit: (body) => postJson(`${app.ingress.url}/transcode`, { apiKey: KEY, ...body }),
     status: async (id) =>
@@ -98,11 +77,7 @@ for (const [name, start] of [
       const acks = await Promise.all(
         Array.from({ length: BURST }, (_, i) =>
           mode.submit({
-            inputUrl: `${files.url}/files/tiny.mp4`,
-            outputUrl: `${files.url}/files/out-${i}.mp4`,
-            encoder: 'h264',
-            container: 'mp4',
-            bitrateKbps: '1000',
+            ...transcodeBody(files, 'tiny.mp4', `out-${i}.mp4`),
             successUrl: `${files.url}/callbacks/burst`,
             failureUrl: `${files.url}/callbacks/burst`,
           }),

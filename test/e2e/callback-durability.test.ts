@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { postJson, transcodeBody } from '../support/job-requests.ts';
 import { eventually } from '../support/kafka-stack.ts';
 import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
 
@@ -53,20 +54,11 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
     receiver.answer = (a) => (a.attempt >= 2 ? 'hold' : 503);
     service = spawnService(main, env);
     await service.waitForLog((r) => r['msg'] === 'ingress.listening', 20_000);
-    const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        apiKey: KEY,
-        inputUrl: `${files.url}/files/missing.mp4`,
-        outputUrl: `${files.url}/files/out.mp4`,
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
-        failureUrl: receiver.url,
-      }),
-    });
-    const { id } = (await res.json()) as { id: string };
+    const res = await postJson(
+      `http://127.0.0.1:${port}/transcode`,
+      transcodeBody(files, 'missing.mp4', 'out.mp4', { apiKey: KEY, failureUrl: receiver.url }),
+    );
+    const id = String(res.body['id']);
     await receiver.waitFor((a) => a.attempt === 2, 30_000);
     expect(await service.stop()).to.equal(0);
 

@@ -4,11 +4,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { longClip, serveClips } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
 
 const API_KEY = 'cancel-e2e-key-0123456789';
 const run = promisify(execFile);
@@ -26,16 +26,11 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
   let files: TestServer;
   let app: AllInOne;
   let dataDir: string;
-  const config = () =>
-    loadConfig({
-      PORT: '0',
-      METRICS_PORT: '0',
+  const start = () =>
+    startTestAllInOne(dataDir, {
       API_KEYS: `${API_KEY}:org-c`,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
       WORKER_CONCURRENCY: '1',
       TRANSFER_CONCURRENCY: '1',
-      LOG_LEVEL: 'silent',
     });
 
   const post = async (path: string, body?: unknown, headers: Record<string, string> = {}) => {
@@ -52,16 +47,8 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
     (await (
       await fetch(`${app.ingress.url}/jobs/${id}`, { headers: { 'x-api-key': API_KEY } })
     ).json()) as Record<string, unknown>;
-  const transcode = (name: string) => ({
-    apiKey: API_KEY,
-    inputUrl: `${files.url}/files/long.mp4`,
-    outputUrl: `${files.url}/files/${name}`,
-    encoder: 'h264',
-    container: 'mp4',
-    bitrateKbps: '1000',
-    failureUrl: `${files.url}/callbacks/fail`,
-    successUrl: `${files.url}/callbacks/ok`,
-  });
+  const transcode = (name: string) =>
+    transcodeBody(files, 'long.mp4', name, { apiKey: API_KEY, ...fileCallbacks(files) });
   const until = async (check: () => Promise<boolean>, ms: number, what: string) => {
     const end = Date.now() + ms;
     while (!(await check())) {
@@ -71,15 +58,9 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
   };
 
   before(async () => {
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 20,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
+    files = await serveClips({ 'long.mp4': longClip(20) });
     dataDir = await mkdtemp(join(tmpdir(), 'media-cancel-e2e-'));
-    app = await startAllInOne(config(), { log: silentLogger });
+    app = await start();
   });
   after(async () => {
     await app?.close();
@@ -133,7 +114,7 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
     const first = await post('/transcode', body, { 'Idempotency-Key': 'restart-me' });
     expect(first.status).to.equal(200);
     await app.close();
-    app = await startAllInOne(config(), { log: silentLogger });
+    app = await start();
     await until(
       async () => (await status(String(first.body['id'])))['id'] !== undefined,
       10_000,

@@ -5,9 +5,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { H264_MP4 } from '../support/job-requests.ts';
 
 const KEY = 'dashboard-test-key-0123456789';
 const dashboard = JSON.parse(
@@ -30,18 +30,10 @@ describe('all-in-one: every dashboard panel has data while jobs wait', function 
     stalled = createServer(() => {});
     await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
     dataDir = await mkdtemp(join(tmpdir(), 'media-dashboard-'));
-    app = await startAllInOne(
-      loadConfig({
-        PORT: '0',
-        METRICS_PORT: '0',
-        API_KEYS: `${KEY}:org-dash`,
-        ALLOW_PRIVATE_NETWORKS: 'true',
-        WORKER_CONCURRENCY: '1',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-      }),
-      { log: silentLogger },
-    );
+    app = await startTestAllInOne(dataDir, {
+      API_KEYS: `${KEY}:org-dash`,
+      WORKER_CONCURRENCY: '1',
+    });
   });
   after(async () => {
     stalled.closeAllConnections();
@@ -60,9 +52,7 @@ describe('all-in-one: every dashboard panel has data while jobs wait', function 
           apiKey: KEY,
           inputUrl: `http://127.0.0.1:${port}/in-${i}.mp4`,
           outputUrl: `http://127.0.0.1:${port}/out-${i}.mp4`,
-          encoder: 'h264',
-          container: 'mp4',
-          bitrateKbps: '1000',
+          ...H264_MP4,
         }),
       });
       expect(res.status).to.equal(200);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
 import { burstThenKill, startHoldingServer } from '../support/submission-burst.ts';
+import { H264_MP4 } from '../support/job-requests.ts';
 
 const KEY = 'group-commit-key-0123456789';
 const main = new URL('../../services/all-in-one/main.ts', import.meta.url).pathname;
@@ -46,9 +47,7 @@ describe('all-in-one as a process: group commit keeps the acknowledgement', func
         apiKey: KEY,
         inputUrl: `${holding.url}/in.mp4`,
         outputUrl: `${holding.url}/out.mp4`,
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
+        ...H264_MP4,
       },
       { total: 600, connections: 32, killAfter: 300 },
     );

@@ -2,11 +2,10 @@ import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
 import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
 
 const API_KEY = 'e2e-stream-key-0123456789';
@@ -28,17 +27,7 @@ describe('all-in-one: POST /streams → streamer → published ladder → status
       audio: true,
     });
     dataDir = await mkdtemp(join(tmpdir(), 'media-e2e-stream-'));
-    app = await startAllInOne(
-      loadConfig({
-        PORT: '0',
-        METRICS_PORT: '0',
-        API_KEYS: `${API_KEY}:org-e2e`,
-        ALLOW_PRIVATE_NETWORKS: 'true',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-      }),
-      { log: silentLogger },
-    );
+    app = await startTestAllInOne(dataDir, { API_KEYS: `${API_KEY}:org-e2e` });
   });
   after(async () => {
     await app?.close();

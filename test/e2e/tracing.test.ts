@@ -3,11 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { serveClips } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { transcodeBody } from '../support/job-requests.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
 const API_KEY = 'tracing-test-key-0123456789';
@@ -21,16 +21,13 @@ async function submit(
   const res = await fetch(`${app.ingress.url}/transcode`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({
-      apiKey: API_KEY,
-      inputUrl: `${files.url}/files/input.mp4`,
-      outputUrl: `${files.url}/files/${output}`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
-      width: 320,
-      successUrl: `${files.url}/callbacks/ok`,
-    }),
+    body: JSON.stringify(
+      transcodeBody(files, 'input.mp4', output, {
+        apiKey: API_KEY,
+        width: 320,
+        successUrl: `${files.url}/callbacks/ok`,
+      }),
+    ),
   });
   expect(res.status, await res.clone().text()).to.equal(200);
   return String(((await res.json()) as { id: string }).id);
@@ -38,16 +35,8 @@ async function submit(
 
 async function startApp(env: Record<string, string>): Promise<{ app: AllInOne; dataDir: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'media-tracing-'));
-  const config = loadConfig({
-    PORT: '0',
-    METRICS_PORT: '0',
-    API_KEYS: `${API_KEY}:org-trace`,
-    ALLOW_PRIVATE_NETWORKS: 'true',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    ...env,
-  });
-  return { app: await startAllInOne(config, { log: silentLogger }), dataDir };
+  const app = await startTestAllInOne(dataDir, { API_KEYS: `${API_KEY}:org-trace`, ...env });
+  return { app, dataDir };
 }
 
 describe('trace context from submission to callback (all-in-one)', function () {
@@ -55,8 +44,7 @@ describe('trace context from submission to callback (all-in-one)', function () {
   let files: TestServer;
 
   before(async () => {
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 2, width: 320, height: 180 });
+    files = await serveClips({ 'input.mp4': { seconds: 2, width: 320, height: 180 } });
   });
   after(async () => {
     await files?.close();

@@ -2,11 +2,11 @@ import { expect } from 'chai';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { SHORT_CLIP, serveClips } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { H264_MP4 } from '../support/job-requests.ts';
 import { startSlowServer, type SlowServer } from '../support/slow-server.ts';
 
 const API_KEY = 'slots-test-key-0123456789';
@@ -17,9 +17,7 @@ async function submit(app: AllInOne, body: Record<string, unknown>): Promise<str
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       apiKey: API_KEY,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
+      ...H264_MP4,
       ...body,
     }),
   });
@@ -36,26 +34,19 @@ describe('all-in-one with WORKER_CONCURRENCY=1: transfers do not hold the ffmpeg
   let workDir: string;
 
   before(async () => {
-    files = await startTestServer();
+    files = await serveClips({ 'input.mp4': SHORT_CLIP });
     slow = await startSlowServer({ trickleEveryMs: 1000, declaredBytes: 1_000_000 });
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 1, width: 320, height: 240 });
     dataDir = await mkdtemp(join(tmpdir(), 'media-slots-data-'));
     workDir = await mkdtemp(join(tmpdir(), 'media-slots-work-'));
-    const config = loadConfig({
-      PORT: '0',
-      METRICS_PORT: '0',
+    app = await startTestAllInOne(dataDir, {
       API_KEYS: `${API_KEY}:org-slots`,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
       WORK_DIR: workDir,
-      LOG_LEVEL: 'silent',
       WORKER_CONCURRENCY: '1',
       TRANSFER_CONCURRENCY: '2',
       MAX_JOB_ATTEMPTS: '1',
       MIN_TRANSFER_BYTES_PER_SECOND: '1000',
       TRANSFER_RATE_WINDOW_MS: '4000',
     });
-    app = await startAllInOne(config, { log: silentLogger });
   });
   after(async () => {
     await app?.close();

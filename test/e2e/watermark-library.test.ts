@@ -2,10 +2,9 @@ import { expect } from 'chai';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
 import {
   expectRedLogoTopLeft,
   transcodeWithNamedWatermark,
@@ -24,18 +23,10 @@ describe('all-in-one: a watermark uploaded with PUT /watermarks is used by image
   before(async () => {
     files = await startTestServer();
     dataDir = await mkdtemp(join(tmpdir(), 'media-wm-e2e-'));
-    app = await startAllInOne(
-      loadConfig({
-        PORT: '0',
-        METRICS_PORT: '0',
-        API_KEYS: `${KEY_A}:org-a,${KEY_B}:org-b`,
-        ALLOW_PRIVATE_NETWORKS: 'true',
-        DATA_DIR: dataDir,
-        RETRY_BACKOFF_MS: '50',
-        LOG_LEVEL: 'silent',
-      }),
-      { log: silentLogger },
-    );
+    app = await startTestAllInOne(dataDir, {
+      API_KEYS: `${KEY_A}:org-a,${KEY_B}:org-b`,
+      RETRY_BACKOFF_MS: '50',
+    });
   });
 
   after(async () => {

@@ -3,15 +3,14 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { S3Client, CreateBucketCommand, GetObjectCommand } from '@aws-sdk/client-s3';
-import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
-import { Storage } from '@google-cloud/storage';
-import { loadConfig } from '../../services/core/config.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startAllInOne, type AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
+import { CreateBucketCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { BlobServiceClient } from '@azure/storage-blob';
+import type { Storage } from '@google-cloud/storage';
+import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
-import { requireEnv } from '../support/kafka-stack.ts';
+import { startTestAllInOne } from '../support/in-process-service.ts';
+import { storageEmulators } from '../support/storage-emulators.ts';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
@@ -21,11 +20,7 @@ const KEY = 'bucket-jobs-key-0123456789';
 describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-request credentials', function () {
   this.timeout(180_000);
   // Read in before(): a missing variable then fails this suite, not the whole run.
-  let s3Endpoint: string,
-    azureEndpoint: string,
-    azureAccount: string,
-    azureKey: string,
-    gcsEndpoint: string;
+  let azureAccount: string, azureKey: string;
   const suffix = Math.random().toString(36).slice(2, 8);
   const s3Bucket = `in-${suffix}`;
   const container = `out-${suffix}`;
@@ -53,25 +48,9 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
   let gcs: Storage;
 
   before(async () => {
-    [s3Endpoint, azureEndpoint, azureAccount, azureKey, gcsEndpoint] = [
-      'TEST_S3_ENDPOINT',
-      'TEST_AZURE_BLOB_ENDPOINT',
-      'TEST_AZURE_ACCOUNT',
-      'TEST_AZURE_KEY',
-      'TEST_GCS_ENDPOINT',
-    ].map(requireEnv) as [string, string, string, string, string];
+    const emulators = storageEmulators();
+    ({ azureAccount, azureKey, s3, blobs, gcs } = emulators);
     azureCreds = { accountName: azureAccount, accountKey: azureKey };
-    s3 = new S3Client({
-      endpoint: s3Endpoint,
-      forcePathStyle: true,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    });
-    blobs = new BlobServiceClient(
-      azureEndpoint,
-      new StorageSharedKeyCredential(azureAccount, azureKey),
-    );
-    gcs = new Storage({ apiEndpoint: gcsEndpoint, projectId: 'test-project' });
     files = await startTestServer();
     workDir = await mkdtemp(join(tmpdir(), 'media-buckets-'));
     dataDir = join(workDir, 'data');
@@ -85,20 +64,12 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
     }).done();
     await blobs.getContainerClient(container).create();
     await gcs.createBucket(gcsBucket);
-    app = await startAllInOne(
-      loadConfig({
-        PORT: '0',
-        METRICS_PORT: '0',
-        API_KEYS: `${KEY}:org-b`,
-        ALLOW_PRIVATE_NETWORKS: 'true',
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-        S3_ENDPOINT: s3Endpoint,
-        AZURE_BLOB_ENDPOINT: azureEndpoint.replace(azureAccount, '{accountName}'),
-        GCS_API_ENDPOINT: gcsEndpoint,
-      }),
-      { log: silentLogger },
-    );
+    app = await startTestAllInOne(dataDir, {
+      API_KEYS: `${KEY}:org-b`,
+      S3_ENDPOINT: emulators.s3Endpoint,
+      AZURE_BLOB_ENDPOINT: emulators.azureEndpointTemplate,
+      GCS_API_ENDPOINT: emulators.gcsEndpoint,
+    });
   });
   after(async () => {
     await app?.close();

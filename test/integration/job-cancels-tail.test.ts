@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
@@ -20,24 +19,18 @@ import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { systemClock } from '../../services/core/time.ts';
+import { transcodeRequested } from '../support/job-requests.ts';
 import { brokers, newPrefix, until } from '../support/kafka-test-names.ts';
 
 const { Kafka, logLevel } = kafkajs;
 const contracts = loadContracts();
 const codec = createEventCodec(contracts, 'test');
 
+/** A transcode the handler below never fetches. */
 function job(): JobRequested {
-  return {
-    jobId: randomUUID(),
-    kind: 'transcode',
-    orgId: 'o',
-    attempt: 1,
-    submittedAt: new Date().toISOString(),
-    input: { url: 'https://h.example.com/in.mp4' },
-    output: { url: 'https://h.example.com/o.mp4' },
-    transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+  return transcodeRequested({ url: 'https://h.example.com' }, 'in.mp4', 'o.mp4', {
     callbacks: { failureUrl: 'https://hooks.example.com/fail' },
-  };
+  });
 }
 
 /** Runs until canceled, like an encode: the job's signal stops it. */

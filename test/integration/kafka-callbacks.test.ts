@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
+import { transcodeBody } from '../support/job-requests.ts';
 import { eventually, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 6).toString('base64')}`;
@@ -39,14 +40,10 @@ describe('Kafka: a pending callback survives a notifier restart', function () {
     // right whether the bus delays a retry or (before due times existed) delivers it at once.
     let stopped = false;
     receiver.answer = (a) => (a.attempt === 2 && !stopped ? 'hold' : a.attempt <= 3 ? 503 : 200);
-    const ack = await stack.submit('/transcode', {
-      inputUrl: `${files.url}/files/missing.mp4`,
-      outputUrl: `${files.url}/files/out.mp4`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
-      failureUrl: receiver.url,
-    });
+    const ack = await stack.submit(
+      '/transcode',
+      transcodeBody(files, 'missing.mp4', 'out.mp4', { failureUrl: receiver.url }),
+    );
     const id = String(ack.body['id']);
     await receiver.waitFor((a) => a.attempt === 2, 60_000);
     const first = stack.workers.notifier[0];

@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { CloudEvent, Kafka } from 'cloudevents';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { SHORT_CLIP } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { fileCallbacks, H264_MP4, transcodeRequested } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
-  startKafkaStack,
+  startStackWithClips,
   type KafkaStack,
 } from '../support/kafka-stack.ts';
 import { produceRaw, readTopic } from '../support/kafka-raw.ts';
@@ -53,9 +53,10 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
 
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 1, width: 320, height: 240 });
-    stack = await startKafkaStack({ transcoders: 1, notifiers: 1 });
+    ({ files, stack } = await startStackWithClips(
+      { 'input.mp4': SHORT_CLIP },
+      { transcoders: 1, notifiers: 1 },
+    ));
     topic = `${stack.prefix}media.jobs.transcode.v1`;
   });
   after(async () => {
@@ -67,18 +68,12 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
     jobId: string,
     extra: Record<string, unknown> = {},
   ): Record<string, unknown> => ({
-    jobId,
-    kind: 'transcode',
-    orgId: 'org-k',
-    attempt: 1,
-    submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/input.mp4` },
-    output: { url: `${files.url}/files/${jobId}.mp4` },
-    transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000', width: 160 },
-    callbacks: {
-      successUrl: `${files.url}/callbacks/ok`,
-      failureUrl: `${files.url}/callbacks/fail`,
-    },
+    ...transcodeRequested(files, 'input.mp4', `${jobId}.mp4`, {
+      jobId,
+      orgId: 'org-k',
+      transcode: { ...H264_MP4, width: 160 },
+      callbacks: fileCallbacks(files),
+    }),
     ...extra,
   });
 

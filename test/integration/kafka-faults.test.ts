@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { longClip, SHORT_CLIP } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
-  startKafkaStack,
+  startStackWithClips,
   type KafkaStack,
 } from '../support/kafka-stack.ts';
 
@@ -19,29 +19,16 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
   let stack: KafkaStack;
   let kafkaCtl: string;
 
-  const job = (name: string, input = 'short.mp4'): Record<string, unknown> => ({
-    inputUrl: `${files.url}/files/${input}`,
-    outputUrl: `${files.url}/files/${name}`,
-    encoder: 'h264',
-    container: 'mp4',
-    bitrateKbps: '1000',
-    width: 160,
-    successUrl: `${files.url}/callbacks/ok`,
-    failureUrl: `${files.url}/callbacks/fail`,
-  });
+  const job = (name: string, input = 'short.mp4'): Record<string, unknown> =>
+    transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
 
   before(async () => {
     kafkaCtl = requireEnv('TEST_KAFKA_CTL');
     requireEnv('TEST_SERVICES_STATE_DIR');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'short.mp4'), { seconds: 1, width: 320, height: 240 });
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 20,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    stack = await startKafkaStack({ transcoders: 2, notifiers: 1 });
+    ({ files, stack } = await startStackWithClips(
+      { 'short.mp4': SHORT_CLIP, 'long.mp4': longClip(20) },
+      { transcoders: 2, notifiers: 1 },
+    ));
   });
   after(async () => {
     if (kafkaCtl) await run('bash', [kafkaCtl, 'start']).catch(() => undefined);

@@ -6,6 +6,7 @@ import { newPrefix } from '../support/kafka-test-names.ts';
 import { requireEnv } from '../support/kafka-stack.ts';
 import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
 import { burstThenKill } from '../support/submission-burst.ts';
+import { H264_MP4 } from '../support/job-requests.ts';
 
 const KEY = 'group-commit-key-0123456789';
 const main = new URL('../../services/ingress/main.ts', import.meta.url).pathname;
@@ -38,9 +39,7 @@ describe('Kafka: the ingress batches sends and keeps the acknowledgement', funct
         apiKey: KEY,
         inputUrl: 'https://media.example.com/in.mp4',
         outputUrl: 'https://media.example.com/out.mp4',
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
+        ...H264_MP4,
       },
       { total: 600, connections: 32, killAfter: 300 },
     );

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { eventually, useStackWithLongClip } from '../support/kafka-stack.ts';
+import { fileCallbacks } from '../support/job-requests.ts';
+import { transcodeUnderWay, useStackWithLongClip } from '../support/kafka-stack.ts';
 
 describe('Kafka: Ctrl-C to a transcoder’s process group drains it, it does not fail the job', function () {
   this.timeout(300_000);
@@ -8,22 +9,8 @@ describe('Kafka: Ctrl-C to a transcoder’s process group drains it, it does not
   it('SIGINT to the group mid-transcode: handed back within the grace, then succeeds once on the next transcoder', async () => {
     const [files, stack] = [fixture.files(), fixture.stack()];
     const first = await stack.start('transcoder', { ownGroup: true });
-    const submitted = await stack.submit('/transcode', {
-      inputUrl: `${files.url}/files/long.mp4`,
-      outputUrl: `${files.url}/files/out.mp4`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
-      successUrl: `${files.url}/callbacks/ok`,
-      failureUrl: `${files.url}/callbacks/fail`,
-    });
-    expect(submitted.status).to.equal(200);
-    const id = String(submitted.body['id']);
-    await eventually(
-      async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
-      90_000,
-      'the transcode to be under way',
-    );
+    const { status, id } = await transcodeUnderWay(stack, files, fileCallbacks(files));
+    expect(status).to.equal(200);
 
     first.signalGroup('SIGINT');
     expect(await first.groupGone(30_000), 'the transcoder and its ffmpeg ended').to.equal(true);

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { longClip, SHORT_CLIP } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
   STACK_KEY,
-  startKafkaStack,
+  startStackWithClips,
   type KafkaStack,
 } from '../support/kafka-stack.ts';
 import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
@@ -20,16 +20,8 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
   let stack: KafkaStack;
   const extra: SpawnedService[] = [];
 
-  const job = (name: string, input = 'short.mp4'): Record<string, unknown> => ({
-    apiKey: STACK_KEY,
-    inputUrl: `${files.url}/files/${input}`,
-    outputUrl: `${files.url}/files/${name}`,
-    encoder: 'h264',
-    container: 'mp4',
-    bitrateKbps: '1000',
-    successUrl: `${files.url}/callbacks/ok`,
-    failureUrl: `${files.url}/callbacks/fail`,
-  });
+  const job = (name: string, input = 'short.mp4'): Record<string, unknown> =>
+    transcodeBody(files, input, name, { apiKey: STACK_KEY, ...fileCallbacks(files) });
   const submit = async (base: string, body: Record<string, unknown>, key?: string) => {
     const res = await fetch(`${base}/transcode`, {
       method: 'POST',
@@ -63,20 +55,15 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
 
   before(async () => {
     requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'short.mp4'), { seconds: 1, width: 320, height: 240 });
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 20,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    stack = await startKafkaStack({
-      ingresses: 2,
-      transcoders: 2,
-      notifiers: 1,
-      extraEnv: { API_KEYS: `${STACK_KEY}:org-k,${OTHER_KEY}:org-x` },
-    });
+    ({ files, stack } = await startStackWithClips(
+      { 'short.mp4': SHORT_CLIP, 'long.mp4': longClip(20) },
+      {
+        ingresses: 2,
+        transcoders: 2,
+        notifiers: 1,
+        extraEnv: { API_KEYS: `${STACK_KEY}:org-k,${OTHER_KEY}:org-x` },
+      },
+    ));
   });
   after(async () => {
     await Promise.all(extra.map((p) => p.stop(8000)));

@@ -1,13 +1,12 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
-  startKafkaStack,
+  startStackWithClips,
   type KafkaStack,
 } from '../support/kafka-stack.ts';
 import { produceRaw, readTopic } from '../support/kafka-raw.ts';
@@ -16,17 +15,8 @@ const transcode = (
   files: TestServer,
   name: string,
   extra: Record<string, unknown> = {},
-): Record<string, unknown> => ({
-  inputUrl: `${files.url}/files/input.mp4`,
-  outputUrl: `${files.url}/files/${name}`,
-  encoder: 'h264',
-  container: 'mp4',
-  bitrateKbps: '1000',
-  width: 160,
-  successUrl: `${files.url}/callbacks/ok`,
-  failureUrl: `${files.url}/callbacks/fail`,
-  ...extra,
-});
+): Record<string, unknown> =>
+  transcodeBody(files, 'input.mp4', name, { width: 160, ...fileCallbacks(files), ...extra });
 
 describe('Kafka: the services as separate processes on a real broker', function () {
   this.timeout(240_000);
@@ -36,14 +26,10 @@ describe('Kafka: the services as separate processes on a real broker', function 
 
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), {
-      seconds: 2,
-      width: 320,
-      height: 240,
-      audio: true,
-    });
-    stack = await startKafkaStack({ ingresses: 2, transcoders: 2, summarizers: 1, notifiers: 1 });
+    ({ files, stack } = await startStackWithClips(
+      { 'input.mp4': { seconds: 2, width: 320, height: 240, audio: true } },
+      { ingresses: 2, transcoders: 2, summarizers: 1, notifiers: 1 },
+    ));
   });
   after(async () => {
     await stack?.close();

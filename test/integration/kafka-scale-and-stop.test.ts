@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { longClip } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
-  startKafkaStack,
+  startStackWithClips,
   type KafkaStack,
 } from '../support/kafka-stack.ts';
 import type { SpawnedService } from '../support/spawn-service.ts';
@@ -23,28 +23,22 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
 
   before(async () => {
     requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 20,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    // A summary reads its input faster than an encode writes it: a longer one, so the batch
-    // still runs when the second worker joins.
-    await generateClip(join(files.dir, 'longer.mp4'), {
-      seconds: 120,
-      width: 1280,
-      height: 720,
-    });
-    stack = await startKafkaStack({
-      transcoders: 0,
-      summarizers: 0,
-      notifiers: 1,
-      // A grace long enough for the running jobs to finish (a stop then hands nothing back), and
-      // the default partition count.
-      extraEnv: { SHUTDOWN_GRACE_MS: '180000', KAFKA_PARTITIONS: '12' },
-    });
+    ({ files, stack } = await startStackWithClips(
+      {
+        'long.mp4': longClip(20),
+        // A summary reads its input faster than an encode writes it: a longer one, so the batch
+        // still runs when the second worker joins.
+        'longer.mp4': { seconds: 120, width: 1280, height: 720 },
+      },
+      {
+        transcoders: 0,
+        summarizers: 0,
+        notifiers: 1,
+        // A grace long enough for the running jobs to finish (a stop then hands nothing back),
+        // and the default partition count.
+        extraEnv: { SHUTDOWN_GRACE_MS: '180000', KAFKA_PARTITIONS: '12' },
+      },
+    ));
   });
   afterEach(function () {
     if (this.currentTest?.state !== 'failed') return;
@@ -66,13 +60,7 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
   const jobs = {
     transcoder: (i: number) => ({
       path: '/transcode',
-      body: {
-        inputUrl: `${files.url}/files/long.mp4`,
-        outputUrl: `${files.url}/files/t${i}.mp4`,
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
-      },
+      body: transcodeBody(files, 'long.mp4', `t${i}.mp4`),
     }),
     summarizer: (i: number) => ({
       path: '/summary/mp4',
@@ -91,11 +79,7 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
       const ids: string[] = [];
       for (let i = 0; i < BATCH; i++) {
         const { path, body } = jobs[service](i);
-        const ack = await stack.submit(path, {
-          ...body,
-          successUrl: `${files.url}/callbacks/ok`,
-          failureUrl: `${files.url}/callbacks/fail`,
-        });
+        const ack = await stack.submit(path, { ...body, ...fileCallbacks(files) });
         expect(ack.status).to.equal(200);
         ids.push(String(ack.body['id']));
       }

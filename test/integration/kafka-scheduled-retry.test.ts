@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
+import { H264_MP4 } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
@@ -68,9 +69,7 @@ describe('Kafka: a scheduled retry holds no worker slot (transcoder as its own p
     const ack = await stack.submit('/transcode', {
       inputUrl,
       outputUrl: `${files.url}/files/${output}`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
+      ...H264_MP4,
     });
     expect(ack.status, JSON.stringify(ack.body)).to.equal(200);
     return String(ack.body['id']);

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
+import { SHORT_CLIP } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { transcodeBody, transcodeRequested } from '../support/job-requests.ts';
 import {
   eventually,
   requireEnv,
-  startKafkaStack,
+  startStackWithClips,
   type KafkaStack,
 } from '../support/kafka-stack.ts';
 import { produceRaw, readTopic } from '../support/kafka-raw.ts';
@@ -21,27 +21,21 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
     registryUrl = requireEnv('TEST_SCHEMA_REGISTRY_URL');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'input.mp4'), { seconds: 1, width: 320, height: 240 });
-    stack = await startKafkaStack({
-      transcoders: 1,
-      notifiers: 1,
-      extraEnv: { SCHEMA_REGISTRY_URL: registryUrl },
-    });
+    ({ files, stack } = await startStackWithClips(
+      { 'input.mp4': SHORT_CLIP },
+      { transcoders: 1, notifiers: 1, extraEnv: { SCHEMA_REGISTRY_URL: registryUrl } },
+    ));
   });
   after(async () => {
     await stack?.close();
     await files?.close();
   });
 
-  const body = (name: string): Record<string, unknown> => ({
-    inputUrl: `${files.url}/files/input.mp4`,
-    outputUrl: `${files.url}/files/${name}`,
-    encoder: 'vp9',
-    container: 'mp4',
-    bitrateKbps: '1000',
-    successUrl: `${files.url}/callbacks/ok`,
-  });
+  const body = (name: string): Record<string, unknown> =>
+    transcodeBody(files, 'input.mp4', name, {
+      encoder: 'vp9',
+      successUrl: `${files.url}/callbacks/ok`,
+    });
 
   it('jobs run end to end with registry-framed events, and the schema is registered per topic', async () => {
     const ack = await stack.submit('/transcode', body('framed.mp4'));
@@ -101,17 +95,12 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
       subject: jobId,
       dataschema: 'https://media-service.dev/schemas/events/job-requested.v1.schema.json',
       datacontenttype: 'application/json',
-      data: {
+      data: transcodeRequested(files, 'input.mp4', 'plain.webm', {
         jobId,
-        kind: 'transcode',
         orgId: 'org-k',
-        attempt: 1,
-        submittedAt: new Date().toISOString(),
-        input: { url: `${files.url}/files/input.mp4` },
-        output: { url: `${files.url}/files/plain.webm` },
         transcode: { encoder: 'vp8', container: 'webm', bitrateKbps: '1000' },
         callbacks: { successUrl: `${files.url}/callbacks/ok` },
-      },
+      }),
     };
     await produceRaw(
       brokers,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
+import { transcodeBody } from '../support/job-requests.ts';
 import { STACK_KEY, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
@@ -52,15 +53,12 @@ describe('Kafka: trace context in record headers, from the ingress to the callba
         'content-type': 'application/json',
         traceparent: `00-${traceId}-${callerSpan}-01`,
       },
-      body: JSON.stringify({
-        apiKey: STACK_KEY,
-        inputUrl: `${files.url}/files/input.mp4`,
-        outputUrl: `${files.url}/files/out.mp4`,
-        encoder: 'h264',
-        container: 'mp4',
-        bitrateKbps: '1000',
-        successUrl: receiver.url,
-      }),
+      body: JSON.stringify(
+        transcodeBody(files, 'input.mp4', 'out.mp4', {
+          apiKey: STACK_KEY,
+          successUrl: receiver.url,
+        }),
+      ),
     });
     expect(res.status).to.equal(200);
     const id = ((await res.json()) as { id: string }).id;

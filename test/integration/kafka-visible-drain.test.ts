@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { eventually, useStackWithLongClip } from '../support/kafka-stack.ts';
+import { eventually, transcodeUnderWay, useStackWithLongClip } from '../support/kafka-stack.ts';
 
 describe('Kafka: a worker stopping on SIGTERM shows it', function () {
   this.timeout(300_000);
@@ -14,19 +14,7 @@ describe('Kafka: a worker stopping on SIGTERM shows it', function () {
     expect(await fetch(`${ops}/metrics`).then((r) => r.text())).to.include(
       'media_worker_draining{kind="transcode"} 0',
     );
-    const submitted = await stack.submit('/transcode', {
-      inputUrl: `${files.url}/files/long.mp4`,
-      outputUrl: `${files.url}/files/out.mp4`,
-      encoder: 'h264',
-      container: 'mp4',
-      bitrateKbps: '1000',
-    });
-    const id = String(submitted.body['id']);
-    await eventually(
-      async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
-      90_000,
-      'the transcode to be under way',
-    );
+    const { id } = await transcodeUnderWay(stack, files);
 
     const signalled = performance.now();
     worker.child.kill('SIGTERM');

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { generateClip } from '../support/generate-clip.ts';
-import { eventually, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
+import { longClip, SHORT_CLIP } from '../support/clip-server.ts';
+import type { TestServer } from '../support/file-server.ts';
+import { fileCallbacks, transcodeBody } from '../support/job-requests.ts';
+import { eventually, startStackWithClips, type KafkaStack } from '../support/kafka-stack.ts';
 import type { SpawnedService } from '../support/spawn-service.ts';
 
 const startedJobs = (w: SpawnedService | undefined): string[] =>
@@ -17,36 +17,23 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
   let files: TestServer;
   let stack: KafkaStack;
 
-  const job = (name: string, input: string): Record<string, unknown> => ({
-    inputUrl: `${files.url}/files/${input}`,
-    outputUrl: `${files.url}/files/${name}`,
-    encoder: 'h264',
-    container: 'mp4',
-    bitrateKbps: '1000',
-    width: 160,
-    successUrl: `${files.url}/callbacks/ok`,
-    failureUrl: `${files.url}/callbacks/fail`,
-  });
+  const job = (name: string, input: string): Record<string, unknown> =>
+    transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
 
   before(async () => {
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'clip.mp4'), { seconds: 3, width: 320, height: 240 });
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds: 30,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    stack = await startKafkaStack({
-      transcoders: 2,
-      notifiers: 1,
-      extraEnv: {
-        KAFKA_SESSION_TIMEOUT_MS: '',
-        WORKER_CONCURRENCY: '1',
-        TRANSFER_CONCURRENCY: '1',
-        KAFKA_WINDOW_RECORDS: '4',
+    ({ files, stack } = await startStackWithClips(
+      { 'clip.mp4': { ...SHORT_CLIP, seconds: 3 }, 'long.mp4': longClip(30) },
+      {
+        transcoders: 2,
+        notifiers: 1,
+        extraEnv: {
+          KAFKA_SESSION_TIMEOUT_MS: '',
+          WORKER_CONCURRENCY: '1',
+          TRANSFER_CONCURRENCY: '1',
+          KAFKA_WINDOW_RECORDS: '4',
+        },
       },
-    });
+    ));
   });
   after(async () => {
     await stack?.close();

@@ -1,9 +1,7 @@
 import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
-import { S3Client, CreateBucketCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
-import { Storage } from '@google-cloud/storage';
+import { CreateBucketCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { JobRequested } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
 import type { JobContext } from '../../services/core/worker/job-handler.ts';
@@ -15,8 +13,8 @@ import { createStoreResolver } from '../../services/core/storage/resolve-store.t
 import { createS3StoreFactory } from '../../services/core/storage/s3-store.ts';
 import { createStreamHandler } from '../../services/streamer/handle-stream.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { requireEnv } from '../support/kafka-stack.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { storageEmulators } from '../support/storage-emulators.ts';
 import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
 
 type Scheme = 's3' | 'azure' | 'gcp';
@@ -51,25 +49,9 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
   let beforeUpload: (key: string) => void;
 
   before(async () => {
-    const [s3Endpoint, azureEndpoint, azureAccount, azureKey, gcsEndpoint] = [
-      'TEST_S3_ENDPOINT',
-      'TEST_AZURE_BLOB_ENDPOINT',
-      'TEST_AZURE_ACCOUNT',
-      'TEST_AZURE_KEY',
-      'TEST_GCS_ENDPOINT',
-    ].map(requireEnv) as [string, string, string, string, string];
+    const emulators = storageEmulators();
+    const { s3Endpoint, azureAccount, azureKey, gcsEndpoint, s3, blobs, gcs } = emulators;
     creds.azure = { accountName: azureAccount, accountKey: azureKey };
-    const s3 = new S3Client({
-      endpoint: s3Endpoint,
-      forcePathStyle: true,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    });
-    const blobs = new BlobServiceClient(
-      azureEndpoint,
-      new StorageSharedKeyCredential(azureAccount, azureKey),
-    );
-    const gcs = new Storage({ apiEndpoint: gcsEndpoint, projectId: 'test-project' });
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     await blobs.getContainerClient(bucket).create();
     await gcs.createBucket(bucket);
@@ -89,7 +71,7 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
     buckets = {
       s3: createS3StoreFactory({ endpoint: s3Endpoint, forcePathStyle: true }),
       azure: createAzureStoreFactory({
-        endpointTemplate: azureEndpoint.replace(azureAccount, '{accountName}'),
+        endpointTemplate: emulators.azureEndpointTemplate,
       }),
       gcp: createGcsStoreFactory({ apiEndpoint: gcsEndpoint }),
     };

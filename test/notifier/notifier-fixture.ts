@@ -1,14 +1,42 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { topics, type EventBus, type OutgoingRecord } from '../../services/core/bus/event-bus.ts';
+import {
+  topics,
+  type EventBus,
+  type OutgoingRecord,
+  type Subscription,
+} from '../../services/core/bus/event-bus.ts';
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import { createEventCodec, type JobEvent } from '../../services/core/events/event-codec.ts';
+import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
+import { systemClock } from '../../services/core/time.ts';
+import { startNotifier, type NotifierOptions } from '../../services/notifier/start-notifier.ts';
 
 export const codec = createEventCodec(loadContracts(), 'test');
 export const newMetrics = () => createMetrics(new Registry(), { defaultMetrics: false });
 export const log = silentLogger;
+
+/**
+ * The notifier on `bus` with the test codec, HTTP that may reach loopback receivers, a silent
+ * log, metrics of its own and the system clock; group `notifier` and no signing secret unless
+ * `options` say otherwise.
+ */
+export function startTestNotifier(
+  bus: EventBus,
+  options: Omit<NotifierOptions, 'group' | 'secretFor'> & Partial<NotifierOptions>,
+): Promise<Subscription> {
+  const deps = {
+    bus,
+    codec,
+    http: createGuardedHttp({ allowPrivateNetworks: true }),
+    log,
+    metrics: newMetrics(),
+    clock: systemClock,
+  };
+  return startNotifier(deps, { group: 'notifier', secretFor: () => undefined, ...options });
+}
 
 /** A bus that only records what is published. */
 export function recordingBus(): EventBus & { published: OutgoingRecord[] } {

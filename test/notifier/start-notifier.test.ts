@@ -9,14 +9,12 @@ import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { topics, type EventBus, type Subscription } from '../../services/core/bus/event-bus.ts';
 import type { CallbackStatus } from '../../services/core/contracts/types.generated.ts';
 import { cancelRecord } from '../../services/core/status/job-cancels.ts';
-import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
-import { systemClock } from '../../services/core/time.ts';
 import { ConfigError } from '../../services/core/config.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
-import { startNotifier, webhookSecretResolver } from '../../services/notifier/start-notifier.ts';
+import { webhookSecretResolver } from '../../services/notifier/start-notifier.ts';
 import { freePort, spawnService } from '../support/spawn-service.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { codec, log, newMetrics, succeeded } from './notifier-fixture.ts';
+import { codec, startTestNotifier, succeeded } from './notifier-fixture.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -47,24 +45,12 @@ describe('notifier on the embedded bus', function () {
   });
 
   it('a black-hole receiver costs only its own callbacks: a normal one arrives within seconds', async () => {
-    notifier = await startNotifier(
-      {
-        bus,
-        codec,
-        http: createGuardedHttp({ allowPrivateNetworks: true }),
-        log,
-        metrics: newMetrics(),
-        clock: systemClock,
-      },
-      {
-        group: 'notifier',
-        concurrency: 16,
-        maxInFlightPerHost: 2,
-        timeoutMs: 20_000,
-        policy: { backoffMs: 1000, backoffMaxMs: 60_000, horizonMs: 3600_000 },
-        secretFor: () => undefined,
-      },
-    );
+    notifier = await startTestNotifier(bus, {
+      concurrency: 16,
+      maxInFlightPerHost: 2,
+      timeoutMs: 20_000,
+      policy: { backoffMs: 1000, backoffMaxMs: 60_000, horizonMs: 3600_000 },
+    });
     const hole = `http://127.0.0.1:${(blackHole.address() as AddressInfo).port}/hook`;
     await bus.publish([succeeded(hole), succeeded(hole), succeeded(hole), succeeded(hole)]);
     // Let the black-hole callbacks take their slots first.
@@ -89,25 +75,13 @@ describe('notifier: a cancel after the job ended stops its callback', function (
   beforeEach(async () => {
     bus = createEmbeddedBus({ path: ':memory:' });
     files = await startTestServer();
-    notifier = await startNotifier(
-      {
-        bus,
-        codec,
-        http: createGuardedHttp({ allowPrivateNetworks: true }),
-        log,
-        metrics: newMetrics(),
-        clock: systemClock,
-      },
-      {
-        group: 'notifier',
-        concurrency: 4,
-        maxInFlightPerHost: 2,
-        timeoutMs: 5000,
-        policy: { backoffMs: 200, backoffMaxMs: 400, horizonMs: 3600_000 },
-        secretFor: () => undefined,
-        random: () => 0.99,
-      },
-    );
+    notifier = await startTestNotifier(bus, {
+      concurrency: 4,
+      maxInFlightPerHost: 2,
+      timeoutMs: 5000,
+      policy: { backoffMs: 200, backoffMaxMs: 400, horizonMs: 3600_000 },
+      random: () => 0.99,
+    });
   });
   afterEach(async () => {
     await notifier?.close(0);

@@ -16,6 +16,7 @@ import { summaryTargetSeconds } from '../../services/summarizer/select-segments.
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { detect, ffprobe, generateClip, generateImage } from '../support/generate-clip.ts';
 import { generateScenes, UNEVEN_SCENES } from '../support/generate-scenes.ts';
+import { jobRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
@@ -42,16 +43,11 @@ describe('summary handler with real ffmpeg', function () {
     openSecret: () => undefined,
     waiting: () => undefined,
   };
-  const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000002',
-    kind: 'summary',
-    orgId: 'o',
-    attempt: 1,
-    submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/${input}` },
-    output: { url: `${files.url}/files/${output}` },
-    summary,
-  });
+  const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested =>
+    jobRequested('summary', files, input, output, {
+      jobId: '00000000-0000-4000-8000-000000000002',
+      summary,
+    });
   const total = (r: JobResult): number =>
     (r.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
 

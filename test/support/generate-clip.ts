@@ -3,18 +3,20 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/** What a generated clip holds: its length and size, a sine tone, noise, the container. */
+export interface ClipOptions {
+  seconds: number;
+  width: number;
+  height: number;
+  audio?: boolean;
+  /** Temporal noise: the encode costs about as much as a camera's would. */
+  noise?: boolean;
+  /** ffmpeg's muxer name; default mp4. */
+  format?: string;
+}
+
 /** A test clip from ffmpeg's lavfi sources (no binaries in the repository). */
-export async function generateClip(
-  path: string,
-  o: {
-    seconds: number;
-    width: number;
-    height: number;
-    audio?: boolean;
-    noise?: boolean;
-    format?: string;
-  },
-): Promise<void> {
+export async function generateClip(path: string, o: ClipOptions): Promise<void> {
   const video = `testsrc2=size=${o.width}x${o.height}:rate=25:duration=${o.seconds}${o.noise ? ',noise=alls=5:allf=t' : ''}`;
   const args = ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', video];
   if (o.audio) args.push('-f', 'lavfi', '-i', `sine=frequency=440:duration=${o.seconds}`);

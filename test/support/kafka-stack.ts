@@ -2,8 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from './file-server.ts';
-import { generateClip } from './generate-clip.ts';
+import { longClip, serveClips } from './clip-server.ts';
+import type { TestServer } from './file-server.ts';
+import type { ClipOptions } from './generate-clip.ts';
+import { transcodeBody } from './job-requests.ts';
 import { freePort, spawnService, type SpawnedService, type SpawnOptions } from './spawn-service.ts';
 
 export const STACK_KEY = 'kafka-stack-key-0123456789';
@@ -155,6 +157,45 @@ export async function eventually(
 }
 
 /**
+ * Submits an h264 transcode of the file server's `long.mp4` (`more` adds fields) and waits until
+ * it is under way (past 5 %); answers the submission's status and the job's id.
+ */
+export async function transcodeUnderWay(
+  stack: KafkaStack,
+  files: TestServer,
+  more: Record<string, unknown> = {},
+): Promise<{ status: number; id: string }> {
+  const submitted = await stack.submit(
+    '/transcode',
+    transcodeBody(files, 'long.mp4', 'out.mp4', more),
+  );
+  const id = String(submitted.body['id']);
+  await eventually(
+    async () => Number((await stack.status(id))['progressPercent'] ?? 0) > 5,
+    90_000,
+    'the transcode to be under way',
+  );
+  return { status: submitted.status, id };
+}
+
+/**
+ * A file server holding these generated clips (see `serveClips`) beside a stack on the test
+ * broker; the server is closed again when the stack does not start.
+ */
+export async function startStackWithClips(
+  clips: Record<string, ClipOptions>,
+  stackOptions: Parameters<typeof startKafkaStack>[0] = {},
+): Promise<{ files: TestServer; stack: KafkaStack }> {
+  const files = await serveClips(clips);
+  try {
+    return { files, stack: await startKafkaStack(stackOptions) };
+  } catch (error) {
+    await files.close();
+    throw error;
+  }
+}
+
+/**
  * Mocha hooks for a suite that runs workers on the test broker against a file server holding a
  * noisy 720p clip (`long.mp4`, long enough to be mid-encode when a test acts on its worker).
  * The stack and server are read through the returned getters once `before` has run.
@@ -167,14 +208,7 @@ export function useStackWithLongClip(
   let stack: KafkaStack | undefined;
   before(async () => {
     requireEnv('TEST_KAFKA_BROKERS');
-    files = await startTestServer();
-    await generateClip(join(files.dir, 'long.mp4'), {
-      seconds,
-      width: 1280,
-      height: 720,
-      noise: true,
-    });
-    stack = await startKafkaStack(stackOptions);
+    ({ files, stack } = await startStackWithClips({ 'long.mp4': longClip(seconds) }, stackOptions));
   });
   after(async () => {
     await stack?.close();

@@ -12,6 +12,7 @@ import { createSummaryHandler } from '../../services/summarizer/handle-summary.t
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
+import { transcodeRequested } from '../support/job-requests.ts';
 import { TEST_WORK_ROOT, testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
@@ -33,16 +34,11 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
     openSecret: () => undefined,
     waiting: () => undefined,
   };
-  const job = (spec: TranscodeSpec, input = 'input.mp4'): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000031',
-    kind: 'transcode',
-    orgId: 'o',
-    attempt: 1,
-    submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/${input}` },
-    output: { url: `${files.url}/files/out.mp4` },
-    transcode: spec,
-  });
+  const job = (spec: TranscodeSpec, input = 'input.mp4'): JobRequested =>
+    transcodeRequested(files, input, 'out.mp4', {
+      jobId: '00000000-0000-4000-8000-000000000031',
+      transcode: spec,
+    });
   const h264: TranscodeSpec = { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' };
   const failure = async (run: Promise<unknown>): Promise<MediaError> => {
     const error = await run.then(

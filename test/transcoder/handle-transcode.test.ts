@@ -10,6 +10,7 @@ import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
+import { transcodeRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
@@ -29,16 +30,11 @@ describe('transcode handler with real ffmpeg', function () {
     openSecret: () => undefined,
     waiting: () => undefined,
   };
-  const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000001',
-    kind: 'transcode',
-    orgId: 'o',
-    attempt: 1,
-    submittedAt: new Date().toISOString(),
-    input: { url: `${files.url}/files/${input}` },
-    output: { url: `${files.url}/files/${output}` },
-    transcode: spec,
-  });
+  const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested =>
+    transcodeRequested(files, input, output, {
+      jobId: '00000000-0000-4000-8000-000000000001',
+      transcode: spec,
+    });
 
   before(async () => {
     files = await startTestServer();

@@ -36,7 +36,7 @@ describe('a generated ladder plays in headless Chromium (hls.js, dash.js)', func
       mounts: {
         '/players/hls/': join(root, 'node_modules/hls.js/dist/'),
         '/players/dash/': join(root, 'node_modules/dashjs/dist/modern/umd/'),
-        '/page/': join(root, 'test/streamer/playback/'),
+        '/page/': join(root, 'test/integration/stream-playback/'),
       },
     });
     const work = join(server.dir, 'work');

@@ -4,16 +4,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SealedSecret } from '../services/core/contracts/types.generated.ts';
-import { open } from '../services/core/crypto/secret-box.ts';
-import { readTopic } from './support/kafka-raw.ts';
-import { requireEnv } from './support/kafka-stack.ts';
+import type { SealedSecret } from '../../services/core/contracts/types.generated.ts';
+import { open } from '../../services/core/crypto/secret-box.ts';
+import { readTopic } from '../support/kafka-raw.ts';
+import { requireEnv } from '../support/kafka-stack.ts';
 
 // Every command README.md and docs/ show must work as written on a fresh machine after the README's first line,
 // whatever `node` the machine has (Debian's is Node 20, which cannot run our .ts files): so
 // each goes through npm, whose scripts find Node 24 in node_modules/.bin. The commands run here
 // with a PATH that holds the machine's own tools only.
-const root = new URL('..', import.meta.url).pathname;
+const root = new URL('../..', import.meta.url).pathname;
 const machinePath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Commands of a page: lines of its sh blocks (continuations joined) and inline npm/node spans. */
@@ -132,7 +132,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run quickstart:files$/, // the Quick start: test/quickstart.test.ts runs it as written
       /^npm start$/,
       /^npm test$/, // this suite
-      /^npm run test:unit$/, // part of this suite
+      /^npm run test:(unit|integration)$/, // the two halves of this suite
       /^npm run generate:(types|openapi|config-table)$/,
       /^npm run start:(ingress|transcoder|summarizer|streamer|notifier)$/,
       /^npm run bench:transcode -- /,

@@ -1,4 +1,4 @@
-// Runs in headless Chromium (test/streamer/playback.test.ts): plays a stream with the players
+// Runs in headless Chromium (test/integration/stream-playback.test.ts): plays a stream with the players
 // from npm and reports what it saw. Hls and dashjs are globals of their UMD builds.
 /* global Hls, dashjs */
 
