@@ -9,7 +9,6 @@ import {
 } from '../../../services/core/bus/event-bus.ts';
 import { isHandBack } from '../../../services/core/bus/hand-back.ts';
 import { loadContracts } from '../../../services/core/contracts/load-contracts.ts';
-import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { createEventCodec } from '../../../services/core/events/event-codec.ts';
 import { createAddressPolicy } from '../../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
@@ -17,20 +16,12 @@ import { createMetrics } from '../../../services/core/observability/metrics.ts';
 import { systemClock } from '../../../services/core/time.ts';
 import type { JobHandler } from '../../../services/core/worker/job-handler.ts';
 import { startJobWorker } from '../../../services/core/worker/run-job-worker.ts';
+import { transcodeRequested } from '../../support/job-requests.ts';
 
 const contracts = loadContracts();
 const codec = createEventCodec(contracts, 'test');
 
-const job: JobRequested = {
-  jobId: '00000000-0000-4000-8000-000000000001',
-  kind: 'transcode',
-  orgId: 'o',
-  attempt: 1,
-  submittedAt: new Date().toISOString(),
-  input: { url: 'https://h.example.com/in.mp4' },
-  output: { url: 'https://h.example.com/o.mp4' },
-  transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
-};
+const job = transcodeRequested({ url: 'https://h.example.com' }, 'in.mp4', 'o.mp4');
 
 /**
  * A worker on an embedded bus whose request subscription is kept here, so a test hands the
