@@ -114,21 +114,29 @@ async function handleRecord(
   const refusal = admissionRefusal(job, options.admission, deps.sealingKeys);
   if (refusal) return refuseRecord(worker, { record, refusal, data: job, trace });
   if (delivery.signal.aborted) throw new HandBack('before start');
-  await inSpan(
-    (deps.tracing ?? tracingOff).tracer,
+  await runInJobSpan(worker, job, { topic: record.topic, eventId: event.id }, trace, delivery);
+}
+
+/** Runs the attempt in a consumer span of its own, below the producer's. */
+function runInJobSpan(
+  worker: WorkerContext,
+  job: JobRequested,
+  source: { topic: string; eventId: string },
+  trace: TraceContext,
+  delivery: DeliveryContext,
+): Promise<void> {
+  return inSpan(
+    (worker.deps.tracing ?? tracingOff).tracer,
     `${job.kind} job`,
     trace,
     (jobTrace, span) =>
-      runAttempt(
-        attemptOf(worker, job, { topic: record.topic, eventId: event.id }, jobTrace),
-        delivery,
-      ).then((error) => {
+      runAttempt(attemptOf(worker, job, source, jobTrace), delivery).then((error) => {
         if (error) markFailed(span, error);
       }),
     {
       kind: SpanKind.CONSUMER,
       attributes: {
-        'messaging.destination.name': record.topic,
+        'messaging.destination.name': source.topic,
         'media.job.id': job.jobId,
         'media.job.kind': job.kind,
         'media.job.attempt': job.attempt,
