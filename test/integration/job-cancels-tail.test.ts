@@ -19,7 +19,7 @@ import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { systemClock } from '../../services/core/time.ts';
-import { transcodeRequested } from '../support/job-requests.ts';
+import { transcodeRequested, observeJobEvents } from '../support/job-requests.ts';
 import { brokers, newPrefix, until } from '../support/kafka-test-names.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -155,15 +155,7 @@ for (const kind of ['embedded', 'kafka'] as const) {
       setup = kind === 'embedded' ? await embedded() : kafka();
       bus = setup.open();
       events.length = 0;
-      await bus.subscribe({
-        group: 'observer',
-        topics: [topics.jobEvents],
-        fromBeginning: true,
-        handler: async (r) => {
-          const d = codec.decode(r);
-          if (d.ok) events.push(d.event);
-        },
-      });
+      await observeJobEvents(bus, codec, events);
     });
     afterEach(async () => {
       for (const w of workers.splice(0)) await w.close(0).catch(() => undefined);

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { JobRequested } from '../../services/core/contracts/types.generated.ts';
+import { topics, type EventBus } from '../../services/core/bus/event-bus.ts';
+import type { JobRequested, JobResult } from '../../services/core/contracts/types.generated.ts';
+import type { EventCodec, JobEvent } from '../../services/core/events/event-codec.ts';
 
 /** The transcode most tests ask for: h264 in MP4 at the contract's lowest bitrate. */
 export const H264_MP4 = { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' } as const;
@@ -103,4 +105,38 @@ export async function waitForProgress(
     if (Date.now() > deadline) throw new Error('the job never made progress');
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * Subscribes an `observer` group to the job events topic from its start and collects every event
+ * that decodes into `into` (a new list unless given), which it returns.
+ */
+export async function observeJobEvents(
+  bus: EventBus,
+  codec: EventCodec,
+  into: JobEvent[] = [],
+): Promise<JobEvent[]> {
+  await bus.subscribe({
+    group: 'observer',
+    topics: [topics.jobEvents],
+    fromBeginning: true,
+    handler: async (r) => {
+      const d = codec.decode(r);
+      if (d.ok) into.push(d.event);
+    },
+  });
+  return into;
+}
+
+/** A job's result as a handler returns it: a 10 s 640×360 MP4 at `outputUrl`; `more` replaces fields. */
+export function jobResult(outputUrl: string, more: Partial<JobResult> = {}): JobResult {
+  return {
+    outputUrl,
+    format: 'mp4',
+    width: 640,
+    height: 360,
+    durationSeconds: 10,
+    sizeBytes: 1_250_000,
+    ...more,
+  };
 }

@@ -6,18 +6,12 @@ import {
   packText,
   RECENT_TEXTS,
 } from '../../../services/core/status/job-status-store.ts';
+import { jobResult } from '../../support/job-requests.ts';
 
 /** A finished job with a callback as the view keeps it: its id in it several times. */
 const finished = (id: string, extra: Record<string, unknown> = {}): string => {
   const webhookId = `${id}:media.job.succeeded:1`;
-  const result = {
-    outputUrl: `https://media.example.com/out/${id}.mp4`,
-    format: 'mp4',
-    width: 640,
-    height: 360,
-    durationSeconds: 10,
-    sizeBytes: 1_250_000,
-  };
+  const result = jobResult(`https://media.example.com/out/${id}.mp4`);
   return JSON.stringify({
     id,
     orgId: 'org-a',

@@ -6,6 +6,7 @@ import type { JobRequested } from '../../../services/core/contracts/types.genera
 import { callbackFor } from '../../../services/core/callbacks/callback-request.ts';
 import { createJobStatusView } from '../../../services/core/status/job-status-view.ts';
 import { RECENT_TEXTS } from '../../../services/core/status/job-status-store.ts';
+import { jobResult } from '../../support/job-requests.ts';
 
 // The view's apply needs neither bus nor codec; start() is not called here.
 const view = () =>
@@ -94,15 +95,7 @@ describe('job status view: queued jobs', () => {
         orgId: 'org-a',
         attempt: 2,
         finishedAt: '2026-11-23T10:00:30.000Z',
-        result: {
-          outputUrl: 'https://media.example.com/out/j9.mp4',
-          format: 'mp4',
-          width: 640,
-          height: 360,
-          durationSeconds: 10,
-          sizeBytes: 1_250_000,
-          videoCodec: 'h264',
-        },
+        result: jobResult('https://media.example.com/out/j9.mp4', { videoCodec: 'h264' }),
       },
     });
     expect(v.get('j9', 'org-a')?.status).to.equal('succeeded');
@@ -195,15 +188,7 @@ describe('job status view: the texts it keeps', () => {
     const id = '0f8fad5b-d9cb-469f-a165-70867728950e';
     const other = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
     const callbacks = { successUrl: `https://hooks.example.com/${id}?again=${id}` };
-    const result = {
-      outputUrl: `https://media.example.com/out/${id}.mp4`,
-      format: 'mp4',
-      width: 640,
-      height: 360,
-      durationSeconds: 10,
-      sizeBytes: 1_250_000,
-      videoCodec: 'h264',
-    };
+    const result = jobResult(`https://media.example.com/out/${id}.mp4`, { videoCodec: 'h264' });
     const succeeded: JobEvent = {
       ...event('media.job.succeeded', {
         jobId: id,
@@ -242,14 +227,7 @@ describe('job status view: jobs kept compressed', () => {
     expect(v.get(ids[99] ?? '', 'org-a')).to.equal(undefined);
     expect(v.activeJobs('org-a')).to.equal(RECENT_TEXTS + 244);
     const [oldest, older] = [ids[100] ?? '', ids[150] ?? ''];
-    const result = {
-      outputUrl: `https://media.example.com/out/${older}.mp4`,
-      format: 'mp4' as const,
-      width: 640,
-      height: 360,
-      durationSeconds: 10,
-      sizeBytes: 1_250_000,
-    };
+    const result = jobResult(`https://media.example.com/out/${older}.mp4`);
     const succeeded: JobEvent = {
       ...event('media.job.succeeded', {
         jobId: older,

@@ -14,16 +14,10 @@ import { createAddressPolicy } from '../../../services/core/net/address-policy.t
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
 import { systemClock } from '../../../services/core/time.ts';
+import { observeJobEvents, jobResult } from '../../support/job-requests.ts';
 
 const codec = createEventCodec(loadContracts(), 'test');
-const result = {
-  outputUrl: 'https://h.example.com/o.mp4',
-  format: 'mp4' as const,
-  width: 2,
-  height: 2,
-  durationSeconds: 1,
-  sizeBytes: 10,
-};
+const result = jobResult('https://h.example.com/o.mp4');
 
 function job(orgId = 'o'): JobRequested {
   return {
@@ -46,15 +40,7 @@ async function worker(
 ) {
   const events: JobEvent[] = [];
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  await bus.subscribe({
-    group: 'observer',
-    topics: [topics.jobEvents],
-    fromBeginning: true,
-    handler: async (r) => {
-      const d = codec.decode(r);
-      if (d.ok) events.push(d.event);
-    },
-  });
+  await observeJobEvents(bus, codec, events);
   const subscription = await startJobWorker(
     {
       bus,

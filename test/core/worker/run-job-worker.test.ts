@@ -19,17 +19,11 @@ import { createAddressPolicy } from '../../../services/core/net/address-policy.t
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { createMetrics } from '../../../services/core/observability/metrics.ts';
 import { systemClock } from '../../../services/core/time.ts';
+import { observeJobEvents, jobResult } from '../../support/job-requests.ts';
 
 const key = { id: 'k', key: Buffer.alloc(32, 3) };
 const awsCreds = { region: 'eu-west-1', accessKeyId: 'AKIA-TEST', secretAccessKey: 'shh' };
-const result = {
-  outputUrl: 'https://h.example.com/o.mp4',
-  format: 'mp4' as const,
-  width: 2,
-  height: 2,
-  durationSeconds: 1,
-  sizeBytes: 10,
-};
+const result = jobResult('https://h.example.com/o.mp4');
 
 function job(n: number, extra: Partial<JobRequested> = {}): JobRequested {
   const jobId = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
@@ -60,15 +54,7 @@ async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptio
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const events: JobEvent[] = [];
   const dead: string[] = [];
-  await bus.subscribe({
-    group: 'observer',
-    topics: [topics.jobEvents],
-    fromBeginning: true,
-    handler: async (r) => {
-      const d = codec.decode(r);
-      if (d.ok) events.push(d.event);
-    },
-  });
+  await observeJobEvents(bus, codec, events);
   await bus.subscribe({
     group: 'dlq',
     topics: [topics.deadLetter],
