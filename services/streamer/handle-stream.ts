@@ -18,7 +18,7 @@ import { checkDecodedLength, readInput, type JobInput } from '../core/media/read
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import type { MediaStore } from '../core/storage/media-store.ts';
-import { publishObjects } from '../core/storage/publish-objects.ts';
+import { inPool, publishObjects } from '../core/storage/publish-objects.ts';
 import { AUDIO_RENDITION } from './build-ladder-args.ts';
 import { publishDuringEncode } from './publish-during-encode.ts';
 import { item, publishPhases, streamResult } from './publish-stream.ts';
@@ -112,23 +112,24 @@ async function removePublished(
 ): Promise<void> {
   if (keys.size === 0) return;
   const signal = AbortSignal.timeout(60_000);
-  let failed: string[] = [];
-  const pass = async (): Promise<void> => {
-    failed = [];
-    const queue = [...keys];
-    const worker = async (): Promise<void> => {
-      for (let key = queue.shift(); key !== undefined; key = queue.shift())
-        await store.remove(prefix + key, { signal }).catch(() => void failed.push(key));
-    };
-    await Promise.all(Array.from({ length: PUBLISH_CONCURRENCY }, worker));
+  const removed = new Set<string>();
+  // Past the time limit, the pool stops: what it did not remove is counted as left.
+  const pass = (): Promise<void> => {
+    removed.clear();
+    return inPool([...keys], PUBLISH_CONCURRENCY, signal, (key) =>
+      store.remove(prefix + key, { signal }).then(
+        () => void removed.add(key),
+        () => undefined,
+      ),
+    ).catch(() => undefined);
   };
   await pass();
   // An upload cut short on this side may still be stored by the service a moment later (its
   // body had arrived): a second pass removes what such a race left.
   await new Promise((resolve) => setTimeout(resolve, REMOVE_AGAIN_MS));
   await pass();
-  if (failed.length > 0)
-    ctx.log.warn('stream.objects_left', { count: failed.length, first: failed[0] });
+  const left = [...keys].filter((key) => !removed.has(key));
+  if (left.length > 0) ctx.log.warn('stream.objects_left', { count: left.length, first: left[0] });
 }
 
 /** One object of the output folder published on its own (a segment while the encode goes on). */

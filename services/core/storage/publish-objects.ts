@@ -91,7 +91,7 @@ export async function publishObjects(o: PublishOptions): Promise<Published> {
  * Runs `work` over `items` with at most `size` at once; after the first failure no new one
  * starts, and it is thrown once the ones under way have ended.
  */
-async function inPool<T>(
+export async function inPool<T>(
   items: readonly T[],
   size: number,
   signal: AbortSignal,
