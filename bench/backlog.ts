@@ -15,9 +15,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAllInOne } from '../services/all-in-one/start-all-in-one.ts';
-import { loadConfig } from '../services/core/config.ts';
-import { silentLogger } from '../services/core/observability/logger.ts';
+import { startTestAllInOne } from '../test/support/in-process-service.ts';
 import { startTestServer, type TestServer } from '../test/support/file-server.ts';
 import { judgeBurst } from '../test/support/burst-verdict.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
@@ -94,18 +92,10 @@ interface Target {
 
 async function allInOne(): Promise<Target> {
   const dataDir = await mkdtemp(join(tmpdir(), 'media-backlog-'));
-  const app = await startAllInOne(
-    loadConfig({
-      PORT: '0',
-      METRICS_PORT: '0',
-      API_KEYS: `${KEY}:bench`,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      ...NO_CAPS,
-    }),
-    { log: silentLogger },
-  );
+  const app = await startTestAllInOne(dataDir, {
+    API_KEYS: `${KEY}:bench`,
+    ...NO_CAPS,
+  });
   return {
     submit: (body) => post(app.ingress.url, { apiKey: KEY, ...body }),
     status: (id) => get(app.ingress.url, id, KEY),

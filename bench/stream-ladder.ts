@@ -9,10 +9,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../services/core/config.ts';
 import { requestedLadder } from '../services/core/media/ladder.ts';
-import { silentLogger } from '../services/core/observability/logger.ts';
-import { startAllInOne } from '../services/all-in-one/start-all-in-one.ts';
+import { startTestAllInOne } from '../test/support/in-process-service.ts';
 import { buildLadderArgs } from '../services/streamer/build-ladder-args.ts';
 import { startTestServer } from '../test/support/file-server.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
@@ -37,17 +35,9 @@ const files = await startStreamFileServer();
 const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-stream-'));
 const inputPath = join(files.dir, 'input.mp4');
 await generateClip(inputPath, { seconds, width: 1920, height: 1080, audio: true, noise: true });
-const app = await startAllInOne(
-  loadConfig({
-    PORT: '0',
-    METRICS_PORT: '0',
-    API_KEYS: `${KEY}:bench`,
-    ALLOW_PRIVATE_NETWORKS: 'true',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-  }),
-  { log: silentLogger },
-);
+const app = await startTestAllInOne(dataDir, {
+  API_KEYS: `${KEY}:bench`,
+});
 
 async function viaService(round: number): Promise<number> {
   const started = performance.now();

@@ -7,9 +7,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../services/core/config.ts';
-import { silentLogger } from '../services/core/observability/logger.ts';
-import { startAllInOne } from '../services/all-in-one/start-all-in-one.ts';
+import { startTestAllInOne } from '../test/support/in-process-service.ts';
 import { buildTranscodeArgs } from '../services/transcoder/build-transcode-args.ts';
 import type { TranscodeSpec } from '../services/core/contracts/types.generated.ts';
 import { startTestServer } from '../test/support/file-server.ts';
@@ -28,17 +26,9 @@ const files = await startTestServer();
 const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-'));
 const input = join(files.dir, 'input.mp4');
 await generateClip(input, { seconds, width: 1280, height: 720, audio: true, noise: true });
-const app = await startAllInOne(
-  loadConfig({
-    PORT: '0',
-    METRICS_PORT: '0',
-    API_KEYS: `${KEY}:bench`,
-    ALLOW_PRIVATE_NETWORKS: 'true',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-  }),
-  { log: silentLogger },
-);
+const app = await startTestAllInOne(dataDir, {
+  API_KEYS: `${KEY}:bench`,
+});
 
 async function viaService(spec: TranscodeSpec, name: string): Promise<number> {
   const started = performance.now();
