@@ -1,9 +1,5 @@
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { longClip, serveClips } from '../support/clip-server.ts';
-import type { TestServer } from '../support/file-server.ts';
+import { useProcessDirs } from './e2e-fixture.ts';
 import {
   fileCallbacks,
   postJson,
@@ -17,22 +13,12 @@ const root = new URL('../..', import.meta.url).pathname;
 
 describe('all-in-one under npm start: Ctrl-C to the whole process group drains, it does not fail jobs', function () {
   this.timeout(240_000);
-  let files: TestServer;
-  let dataDir: string;
-  let workDir: string;
   let service: SpawnedService | undefined;
-
-  before(async () => {
-    files = await serveClips({ 'input.mp4': longClip(30) });
-    dataDir = await mkdtemp(join(tmpdir(), 'media-group-signal-'));
-    workDir = await mkdtemp(join(tmpdir(), 'media-group-signal-work-'));
-  });
+  // Registered first, so it runs first: the process ends before its directories go.
   after(async () => {
     await service?.kill();
-    await files.close();
-    await rm(dataDir, { recursive: true, force: true });
-    await rm(workDir, { recursive: true, force: true });
   });
+  const dirs = useProcessDirs('group-signal');
 
   it('SIGINT to the group of `npm start` mid-transcode: the job is handed back, and after a restart succeeds once', async () => {
     const port = await freePort();
@@ -41,8 +27,8 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
       PORT: String(port),
       API_KEYS: `${KEY}:org-g`,
       ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
-      WORK_DIR: workDir,
+      DATA_DIR: dirs.dataDir,
+      WORK_DIR: dirs.workDir,
       LOG_LEVEL: 'info',
       // Shorter than the encode, so the stop hands the job back instead of finishing it.
       SHUTDOWN_GRACE_MS: '1000',
@@ -54,7 +40,10 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
     const base = `http://127.0.0.1:${port}`;
     const res = await postJson(
       `${base}/transcode`,
-      transcodeBody(files, 'input.mp4', 'out.mp4', { apiKey: KEY, ...fileCallbacks(files) }),
+      transcodeBody(dirs.files, 'input.mp4', 'out.mp4', {
+        apiKey: KEY,
+        ...fileCallbacks(dirs.files),
+      }),
     );
     expect(res.status).to.equal(200);
     const id = String(res.body['id']);
@@ -78,13 +67,13 @@ describe('all-in-one under npm start: Ctrl-C to the whole process group drains, 
       `the job was handed back, not failed: ${JSON.stringify(service.logs.slice(-6))}`,
     ).to.include('job.handed_back');
     expect(msgs).to.not.include('job.failed');
-    expect(files.callbacks).to.have.length(0);
+    expect(dirs.files.callbacks).to.have.length(0);
 
     service = start();
-    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 180_000);
+    const callback = await dirs.files.waitForCallback((c) => c.body['jobId'] === id, 180_000);
     expect(callback.body['status']).to.equal('succeeded');
     await new Promise((r) => setTimeout(r, 500));
-    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+    expect(dirs.files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
     service.signalGroup('SIGINT');
     expect(await service.groupGone(30_000)).to.equal(true);
   });

@@ -1,9 +1,6 @@
 import { expect } from 'chai';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { longClip, serveClips } from '../support/clip-server.ts';
-import type { TestServer } from '../support/file-server.ts';
+import { readdir, readFile } from 'node:fs/promises';
+import { useProcessDirs } from './e2e-fixture.ts';
 import { jobStatus, postJson, transcodeBody, waitForProgress } from '../support/job-requests.ts';
 import { freePort, spawnService, type SpawnedService } from '../support/spawn-service.ts';
 
@@ -12,23 +9,12 @@ const main = new URL('../../services/all-in-one/main.ts', import.meta.url).pathn
 
 describe('all-in-one as a process: accepted jobs survive a crash', function () {
   this.timeout(180_000);
-  let files: TestServer;
-  let dataDir: string;
-  let workDir: string;
   let service: SpawnedService | undefined;
-
-  before(async () => {
-    // Long enough that the kill lands mid-encode on a 2-core machine.
-    files = await serveClips({ 'input.mp4': longClip(30) });
-    dataDir = await mkdtemp(join(tmpdir(), 'media-restart-'));
-    workDir = await mkdtemp(join(tmpdir(), 'media-restart-work-'));
-  });
+  // Registered first, so it runs first: the process ends before its directories go.
   after(async () => {
     await service?.kill();
-    await files.close();
-    await rm(dataDir, { recursive: true, force: true });
-    await rm(workDir, { recursive: true, force: true });
   });
+  const dirs = useProcessDirs('restart');
 
   it('a job running when the process is SIGKILLed runs again after the restart and succeeds once', async () => {
     const port = await freePort();
@@ -36,8 +22,8 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
       PORT: String(port),
       API_KEYS: `${KEY}:org-r`,
       ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
-      WORK_DIR: workDir,
+      DATA_DIR: dirs.dataDir,
+      WORK_DIR: dirs.workDir,
       LOG_LEVEL: 'info',
     };
     service = spawnService(main, env);
@@ -45,35 +31,37 @@ describe('all-in-one as a process: accepted jobs survive a crash', function () {
     const base = `http://127.0.0.1:${port}`;
     const res = await postJson(
       `${base}/transcode`,
-      transcodeBody(files, 'input.mp4', 'out.mp4', {
+      transcodeBody(dirs.files, 'input.mp4', 'out.mp4', {
         apiKey: KEY,
-        successUrl: `${files.url}/callbacks/ok`,
+        successUrl: `${dirs.files.url}/callbacks/ok`,
       }),
     );
     expect(res.status).to.equal(200);
     const id = String(res.body['id']);
     // Wait until ffmpeg is really working on it, then crash the whole process.
     await waitForProgress(base, KEY, id);
-    const [jobDir] = await readdir(workDir);
+    const [jobDir] = await readdir(dirs.workDir);
     expect(jobDir, 'the job has a work dir').to.be.a('string');
-    expect(await processesUsing(workDir), 'ffmpeg runs in the job dir').to.not.deep.equal([]);
+    expect(await processesUsing(dirs.workDir), 'ffmpeg runs in the job dir').to.not.deep.equal([]);
     await service.kill();
-    expect(files.callbacks).to.have.length(0);
+    expect(dirs.files.callbacks).to.have.length(0);
     // pdeathsig: the kernel kills ffmpeg with its worker, also on kill -9.
     expect(
-      await gone(() => processesUsing(workDir), 3000),
+      await gone(() => processesUsing(dirs.workDir), 3000),
       'no ffmpeg of the killed worker is left',
     ).to.equal(true);
-    expect(await readdir(workDir), 'the dead process left its dir behind').to.deep.equal([jobDir]);
+    expect(await readdir(dirs.workDir), 'the dead process left its dir behind').to.deep.equal([
+      jobDir,
+    ]);
 
     service = spawnService(main, env);
-    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 150_000);
+    const callback = await dirs.files.waitForCallback((c) => c.body['jobId'] === id, 150_000);
     expect(callback.body['status']).to.equal('succeeded');
     expect((await jobStatus(base, KEY, id))['status']).to.equal('succeeded');
     await new Promise((r) => setTimeout(r, 500));
-    expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
+    expect(dirs.files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
     expect(
-      await readdir(workDir),
+      await readdir(dirs.workDir),
       "the start swept the dead process's dir, and the rerun removed its own",
     ).to.deep.equal([]);
     expect(await service.stop()).to.equal(0);
