@@ -137,12 +137,13 @@ async function run(scenario: Scenario): Promise<Outcome> {
         let at = 0;
         m.notBegun += 1;
         try {
-          delivery.setMovable(true);
+          delivery.waitOnly();
           await timer(downloadMs, signal);
           enter('queued');
           m.queued += 1;
           await m.work.use(signal, async () => {
-            delivery.setMovable(false);
+            await delivery.begin();
+            signal.throwIfAborted();
             enter('work');
             m.queued -= 1;
             m.notBegun -= 1;

@@ -170,6 +170,7 @@ const ctx: JobContext = {
   },
   openSecret: () => undefined,
   waiting: () => undefined,
+  begin: () => Promise.resolve(),
 };
 
 /** Wall and CPU seconds of a step. */

@@ -145,6 +145,7 @@ describe('real uploads end to end (issue 21)', function () {
     progress: () => {},
     openSecret: () => undefined,
     waiting: () => undefined,
+    begin: () => Promise.resolve(),
   });
 
   before(async function () {

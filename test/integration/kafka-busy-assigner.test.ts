@@ -95,6 +95,99 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
   });
 });
 
+describe('Kafka: a waiting record whose work would begin during a rebalance', function () {
+  this.timeout(120_000);
+  const lines: string[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  afterEach(async function () {
+    await Promise.allSettled(closers.reverse().map((c) => c()));
+    closers.length = 0;
+    if (this.currentTest?.state === 'failed') console.error(lines.slice(-80).join('\n'));
+    lines.length = 0;
+  });
+
+  it('begins only once the assignment is known: moved, it never began on the member it left', async () => {
+    const prefix = newPrefix();
+    const group = newGroup();
+    // a's one work slot is taken (by the test) until a tells a rebalance that its record waits.
+    let slotFree = false;
+    let freeSlot: () => void = () => undefined;
+    const slot = new Promise<void>((resolve) => (freeSlot = resolve));
+    let bJoining = false;
+    const newBus = (name: string): KafkaBus => {
+      const bus = createKafkaBus({
+        brokers: brokers(),
+        clientId: name,
+        topicPrefix: prefix,
+        numPartitions: 4,
+        sessionTimeoutMs: 6000,
+        maxWaitTimeMs: 500,
+        logger: createLogger({
+          level: 'debug',
+          base: { member: name },
+          write: (line) => {
+            lines.push(line);
+            // a's JoinGroup for b's arrival: its record is reported waiting; the slot frees now,
+            // before the assignment comes back.
+            if (name === 'a' && bJoining && line.includes('"kafka.join_load"') && !slotFree) {
+              slotFree = true;
+              freeSlot();
+            }
+          },
+        }),
+      });
+      closers.push(() => bus.close());
+      return bus;
+    };
+    const began: string[] = [];
+    const moved: string[] = [];
+    const ended: string[] = [];
+    const a = newBus('a');
+    await a.subscribe({
+      group,
+      topics: [topics.transcodeRequests],
+      fromBeginning: true,
+      concurrency: 1,
+      freeForWork: () => (slotFree ? 1 : 0),
+      handler: async (record, delivery) => {
+        delivery.waitOnly();
+        await slot;
+        try {
+          await delivery.begin();
+          delivery.signal.throwIfAborted();
+        } catch (error) {
+          moved.push(record.key);
+          throw error;
+        }
+        began.push(`${record.key}@a`);
+        await work(2000, delivery.signal);
+        ended.push(record.key);
+      },
+    });
+    await a.publish([{ topic: topics.transcodeRequests, key: 'k0', value: Buffer.from('k0') }]);
+    await until(() => lines.some((l) => l.includes('"kafka.join_load"')), 20_000, 'a to join');
+    await sleep(2000); // k0 reaches a and waits for the slot
+    const b = newBus('b');
+    bJoining = true;
+    await b.subscribe({
+      group,
+      topics: [topics.transcodeRequests],
+      fromBeginning: true,
+      concurrency: 1,
+      handler: async (record, delivery) => {
+        await delivery.begin();
+        began.push(`${record.key}@b`);
+        await work(500, delivery.signal);
+        ended.push(record.key);
+      },
+    });
+    await until(() => ended.includes('k0'), 30_000, 'k0 to end');
+    expect(slotFree, 'the slot freed during the rebalance').to.equal(true);
+    expect(moved, 'moved from a').to.deep.equal(['k0']);
+    expect(began, 'where its work began').to.deep.equal(['k0@b']);
+  });
+});
+
 describe('Kafka: records waiting behind a running one in a kept partition', function () {
   this.timeout(120_000);
   const closers: Array<() => Promise<void>> = [];

@@ -137,6 +137,7 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
       progress: () => undefined,
       openSecret: () => creds[scheme],
       waiting: () => undefined,
+      begin: () => Promise.resolve(),
     };
     return handler(job, ctx);
   };

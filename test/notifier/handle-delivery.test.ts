@@ -59,7 +59,8 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
   const context = (signal = new AbortController().signal) => ({
     signal,
     heartbeat: async () => {},
-    setMovable: () => {},
+    waitOnly: () => {},
+    begin: () => Promise.resolve(),
   });
 
   it('a 429 with Retry-After schedules attempt 2 no sooner than it says, and reports retrying', async () => {

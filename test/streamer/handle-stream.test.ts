@@ -24,6 +24,7 @@ function context(signal = new AbortController().signal, progress: number[] = [])
     progress: (p) => void progress.push(p),
     openSecret: () => undefined,
     waiting: () => undefined,
+    begin: () => Promise.resolve(),
   };
 }
 

@@ -42,6 +42,7 @@ describe('summary handler with real ffmpeg', function () {
     progress: () => {},
     openSecret: () => undefined,
     waiting: () => undefined,
+    begin: () => Promise.resolve(),
   };
   const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested =>
     jobRequested('summary', files, input, output, {

@@ -33,6 +33,7 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
     progress: () => undefined,
     openSecret: () => undefined,
     waiting: () => undefined,
+    begin: () => Promise.resolve(),
   };
   const job = (spec: TranscodeSpec, input = 'input.mp4'): JobRequested =>
     transcodeRequested(files, input, 'out.mp4', {

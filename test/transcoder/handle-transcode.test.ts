@@ -29,6 +29,7 @@ describe('transcode handler with real ffmpeg', function () {
     progress: (p) => void progress.push(p),
     openSecret: () => undefined,
     waiting: () => undefined,
+    begin: () => Promise.resolve(),
   };
   const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested =>
     transcodeRequested(files, input, output, {

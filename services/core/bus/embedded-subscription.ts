@@ -121,7 +121,8 @@ export function runEmbeddedSubscription(
         opts.handler(record, {
           signal: abort.signal,
           heartbeat: async () => {},
-          setMovable: () => {},
+          waitOnly: () => {},
+          begin: () => Promise.resolve(),
         }),
       ),
     );

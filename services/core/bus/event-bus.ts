@@ -37,11 +37,17 @@ export interface DeliveryContext {
   /** Tells the bus this member is alive. Call it from real progress, not from a timer. */
   heartbeat(): Promise<void>;
   /**
-   * Whether the handler only waits (true) rather than works (false, the default). A record
-   * that only waits counts as waiting work: the bus may give its partition to a member with free
-   * slots, aborting the handler here, and its new owner runs it afresh at no loss of work.
+   * The handler only waits from now on (for its input, for capacity): its record counts as
+   * waiting work, and the bus may give its partition to a member with free slots, aborting the
+   * handler here; its new owner runs it afresh at no loss of work.
    */
-  setMovable(movable: boolean): void;
+  waitOnly(): void;
+  /**
+   * The handler's work begins; from then on its record stays. Resolves at once, or, when this
+   * member has told a rebalance still under way that the record only waits, once that
+   * rebalance has assigned the partitions (the signal is aborted by then if the record moved).
+   */
+  begin(): Promise<void>;
 }
 
 /**

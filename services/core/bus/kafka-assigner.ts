@@ -27,7 +27,7 @@ import kafkajs, { type Assigner, type GroupMember, type PartitionAssigner } from
  *   from the committed offset, which is before it); (2) gives the partitions holding waiting
  *   records to the members with the most free slots (a newcomer, typically), so new capacity
  *   gets work at once. A record whose handler only waits counts as waiting (a media job that is
- *   downloading its input or queued for a CPU slot: DeliveryContext.setMovable), and a member's
+ *   downloading its input or queued for a CPU slot: DeliveryContext.waitOnly), and a member's
  *   free slots are capped by the work it could begin at once (`free`: its free CPU slots less
  *   the jobs it holds that will take one), so a prefetching worker gets no record it would only
  *   queue; where no member has room, waiting records stay with the member holding them; (3) spreads the idle partitions so every member owns about as many,

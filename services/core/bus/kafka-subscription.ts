@@ -86,6 +86,8 @@ interface State {
   drainWaiters: Array<() => void>;
   /** Called at the next group join. */
   joinWaiters: Array<() => void>;
+  /** Handlers waiting to begin their work until the assignment of a join is known (begin). */
+  assignWaiters: Array<() => void>;
   timer: NodeJS.Timeout | undefined;
   stopping: boolean;
   /**
@@ -117,7 +119,7 @@ interface State {
  * that record again: closing that gap would take Kafka transactions around outcome and offset.
  * Rebalances are eager (kafkajs has no cooperative protocol), so the partitions are assigned by
  * kafka-assigner.ts: a partition on which this member runs a record stays with it, and those
- * whose records only wait (not started, or started by a handler that only waits: setMovable) go
+ * whose records only wait (not started, or started by a handler that only waits: waitOnly) go
  * where slots are free. A stopping member makes the group rebalance
  * (kafka-rebalance-nudge.ts) when it starts to drain and each time one of its jobs ends, so its
  * waiting records move at once. A running record whose partition moves anyway (its member was
@@ -169,6 +171,7 @@ export async function startKafkaSubscription(
     paused: false,
     drainWaiters: [],
     joinWaiters: [],
+    assignWaiters: [],
     timer: undefined,
     crowdTimer: undefined,
     idle: { checking: false, nextAt: 0, afterMs: IDLE_NUDGE_FIRST_MS },
@@ -218,7 +221,7 @@ const idOf = (topic: string, partition: number): string => `${topic}:${partition
 /** A record whose handler works: its partition stays with this member until it ends. */
 const works = (i: WindowItem): boolean => i.state === 'running' && i.movable !== true;
 
-/** A record not started, or whose handler only waits (setMovable): it may move to another member. */
+/** A record not started, or whose handler only waits (waitOnly): it may move to another member. */
 const waitsOnly = (i: WindowItem): boolean =>
   i.state === 'waiting' || (i.state === 'running' && i.movable === true);
 
@@ -322,8 +325,11 @@ function reportLoad(s: State | undefined, slots: number): MemberLoad {
       else if (waitsOnly(item)) waiting[id] = (waiting[id] ?? 0) + 1;
     }
   }
-  if (s) s.joinHold = busy;
   const free = s?.options.freeForWork?.();
+  if (s) {
+    s.joinHold = busy;
+    s.log.debug('kafka.join_load', { busy: busy.size, waiting: Object.keys(waiting).length, free });
+  }
   return {
     slots,
     running: s?.running.size ?? 0,
@@ -353,7 +359,7 @@ function watchGroup(s: State): void {
       else void commit(s, track);
     // Pauses survive a rejoin in kafkajs: `paused` stays as it is, and pump resumes if it may.
     s.loading.clear();
-    for (const wake of s.joinWaiters.splice(0)) wake();
+    for (const wake of [...s.joinWaiters.splice(0), ...s.assignWaiters.splice(0)]) wake();
     log.info('kafka.group_joined', {
       memberId: payload.memberId,
       isLeader: payload.isLeader,
@@ -369,6 +375,7 @@ function watchGroup(s: State): void {
     s.owned = new Set();
     s.joinHold = undefined;
     for (const [id, track] of s.tracks) dropTrack(s, id, track, 'the consumer crashed');
+    for (const wake of s.assignWaiters.splice(0)) wake();
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     if (!payload.restart) s.settings.onConsumerDown?.();
   });
@@ -484,9 +491,10 @@ function start(s: State, item: WindowItem): void {
   const context: DeliveryContext = {
     signal: controller.signal,
     heartbeat: async () => {},
-    setMovable: (movable) => {
-      if (item.state === 'running') item.movable = movable;
+    waitOnly: () => {
+      if (item.state === 'running') item.movable = true;
     },
+    begin: () => begin(s, item),
   };
   const handled = Promise.resolve()
     .then(() => {
@@ -509,6 +517,27 @@ function start(s: State, item: WindowItem): void {
   );
   s.running.set(item, { controller, settled: handled });
   void settled;
+}
+
+/**
+ * A waiting record's handler begins its work. If this member reported the record waiting to a
+ * join whose assignment has not come, the partition may be going to another member, which will
+ * run it: the work begins only once the assignment is known (within a session time-out), so it
+ * is never begun here to be thrown away a moment later.
+ */
+async function begin(s: State, item: WindowItem): Promise<void> {
+  const reportedWaiting =
+    s.joinHold !== undefined && !s.joinHold.has(idOf(item.topic, item.partition));
+  if (item.state === 'running' && item.movable === true && reportedWaiting)
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, s.settings.sessionTimeoutMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      s.assignWaiters.push(done);
+    });
+  if (item.state === 'running') item.movable = false;
 }
 
 function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | 'aborted'): void {

@@ -19,7 +19,7 @@ export interface WindowItem {
   /** Dropped once done: a finished record holds no bytes, only its place. */
   record: BusRecord | undefined;
   state: ItemState;
-  /** Running, but its handler only waits (DeliveryContext.setMovable): its partition may move. */
+  /** Running, but its handler only waits (DeliveryContext.waitOnly): its partition may move. */
   movable?: boolean;
   /** A handed-back record waits until then (epoch ms) before it may start again. */
   retryAt: number;

@@ -69,11 +69,11 @@ export function withCpuSlot<T>(
   ctx: JobContext,
   work: () => Promise<T>,
 ): Promise<T> {
-  ctx.waiting(true);
+  ctx.waiting();
   return deps.slots.cpu.use(
     ctx.signal,
-    () => {
-      ctx.waiting(false);
+    async () => {
+      await ctx.begin();
       return work();
     },
     ctx.orgId,
@@ -89,7 +89,7 @@ export async function fetchInput(
 ): Promise<void> {
   const store = deps.resolveStore(job.input.url, ctx.openSecret(job.input.creds));
   // A download is no work lost if the job moves: its new owner fetches the input again.
-  ctx.waiting(true);
+  ctx.waiting();
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
     ctx.span('download', () =>
       withRateFloor(deps.rateFloor, 'input', ctx.signal, (signal, onBytes) =>

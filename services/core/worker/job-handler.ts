@@ -20,11 +20,16 @@ export interface JobContext {
   /** Opens a sealed credentials object from the job. */
   openSecret(sealed: SealedSecret | undefined): unknown;
   /**
-   * Says the job only waits (for its input, for a CPU slot: true) or has begun its work (false).
-   * Until its work begins it may move to a worker with free slots (it is aborted here, its
-   * download thrown away, and started afresh there); once begun, it stays.
+   * The job only waits from now on (for its input, for a CPU slot). Until its work begins it may
+   * move to a worker with free slots: it is aborted here, its download thrown away, and started
+   * afresh there.
    */
-  waiting(waiting: boolean): void;
+  waiting(): void;
+  /**
+   * The job's work begins (it holds its CPU slot); from then on it stays. Resolves once it may
+   * begin; rejects with the abort reason if the job moved meanwhile.
+   */
+  begin(): Promise<void>;
 }
 
 export type JobHandler = (job: JobRequested, context: JobContext) => Promise<JobResult>;

@@ -44,11 +44,18 @@ export async function runHandler(
         progress.report(percent, stage);
       },
       openSecret: (sealed) => (sealed ? open(sealed, deps.sealingKeys, job.jobId) : undefined),
-      waiting: (waiting) => {
+      waiting: () => {
         if (running.begun) return;
-        running.begun = !waiting;
-        running.movable = waiting;
-        delivery.setMovable(waiting);
+        running.movable = true;
+        delivery.waitOnly();
+      },
+      begin: async () => {
+        if (running.begun) return;
+        await delivery.begin();
+        // Moved to another member meanwhile: it runs there; nothing began here.
+        stops.signal.throwIfAborted();
+        running.begun = true;
+        running.movable = false;
       },
     });
     return { handedBack: false, result };

@@ -79,7 +79,12 @@ async function worker(handler: JobHandler) {
   };
   const recordHandler = handle;
   const deliver = (signal: AbortSignal) =>
-    recordHandler(record, { signal, heartbeat: async () => {}, setMovable: () => {} });
+    recordHandler(record, {
+      signal,
+      heartbeat: async () => {},
+      waitOnly: () => {},
+      begin: () => Promise.resolve(),
+    });
   const close = async (): Promise<void> => {
     await subscription.close();
     await bus.close();
