@@ -59,6 +59,8 @@ export interface Metrics {
   jobsStarted: Counter<'kind'>;
   jobsFinished: Counter<'kind' | 'outcome' | 'code'>;
   jobsRetried: Counter<'kind' | 'code'>;
+  /** Attempts that moved to another worker before their work began (started again there). */
+  jobsMoved: Counter<'kind'>;
   /** Wall time of one attempt, by how it ended (ATTEMPT_OUTCOMES). */
   jobDuration: Histogram<'kind' | 'format' | 'outcome'>;
   jobsInProgress: Gauge<'kind'>;
@@ -113,6 +115,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
   for (const kind of JOB_KINDS) {
     m.jobsSubmitted.inc({ kind }, 0);
     m.jobsStarted.inc({ kind }, 0);
+    m.jobsMoved.inc({ kind }, 0);
     m.mediaSeconds.inc({ kind }, 0);
     m.jobsInProgress.set({ kind }, 0);
     m.workerDraining.set({ kind }, 0);
@@ -174,6 +177,12 @@ function registerMetrics(registry: Registry): Metrics {
       name: `${PREFIX}jobs_finished_total`,
       help: 'Jobs that ended, once each: succeeded, failed (with its error code) or canceled.',
       labelNames: ['kind', 'outcome', 'code'],
+      registers,
+    }),
+    jobsMoved: new Counter({
+      name: `${PREFIX}jobs_moved_total`,
+      help: 'Attempts moved to another worker before their work began (each started again there).',
+      labelNames: ['kind'],
       registers,
     }),
     jobsRetried: new Counter({

@@ -47,8 +47,10 @@ export async function runAttempt(
 
   if (run.handedBack) {
     // A job that only waited moves to a worker with free slots: nothing of its work is lost.
-    if (running.movable) log.info('job.moved', { reason: 'it waited; another worker runs it' });
-    else log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
+    if (running.movable) {
+      log.info('job.moved', { reason: 'it waited; another worker runs it' });
+      deps.metrics.jobsMoved.inc({ kind: job.kind });
+    } else log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
     throw new HandBack();
   }
   await publishOutcome(attempt, run);

@@ -37,6 +37,7 @@ describe('metrics', () => {
             ),
           );
       expected.push(series('ffmpeg_speed_ratio_count', `kind="${kind}",pass="encode"`));
+      expected.push(series('jobs_moved_total', `kind="${kind}"`));
     }
     for (const reason of DEAD_LETTER_REASONS)
       expected.push(series('events_dead_lettered_total', `reason="${reason}"`));

@@ -28,7 +28,8 @@ const job = transcodeRequested({ url: 'https://h.example.com' }, 'in.mp4', 'o.mp
  * worker's record handler a delivery of its own; `published` lists the types of what it
  * publishes.
  */
-async function worker(handler: JobHandler) {
+async function worker(handler: JobHandler, begin: () => Promise<void> = () => Promise.resolve()) {
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const bus = createEmbeddedBus({ path: ':memory:', redeliveryDelayMs: 10 });
   const published: string[] = [];
   let handle: RecordHandler | undefined;
@@ -54,7 +55,7 @@ async function worker(handler: JobHandler) {
       bus: watched,
       codec,
       log: silentLogger,
-      metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+      metrics,
       clock: systemClock,
       sealingKeys: [{ id: 'k', key: Buffer.alloc(32, 3) }],
     },
@@ -83,13 +84,15 @@ async function worker(handler: JobHandler) {
       signal,
       heartbeat: async () => {},
       waitOnly: () => {},
-      begin: () => Promise.resolve(),
+      begin,
     });
   const close = async (): Promise<void> => {
     await subscription.close();
     await bus.close();
   };
-  return { deliver, published, close };
+  const moved = async (): Promise<number> =>
+    (await metrics.jobsMoved.get()).values.find((v) => v.labels.kind === 'transcode')?.value ?? 0;
+  return { deliver, published, moved, close };
 }
 
 describe('job worker: handing a record back', () => {
@@ -124,6 +127,61 @@ describe('job worker: handing a record back', () => {
     expect(isHandBack(rejection), String(rejection)).to.equal(true);
     expect(ran).to.equal(false);
     expect(w.published).to.deep.equal([]);
+    await w.close();
+  });
+
+  it('a job lost while it only waits moves: handed back, counted in jobs_moved_total', async () => {
+    const lost = new AbortController();
+    const w = await worker(
+      (_job, ctx) =>
+        new Promise((_resolve, reject) => {
+          ctx.waiting();
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+          setTimeout(() => lost.abort(), 20);
+        }),
+    );
+    const rejection: unknown = await w.deliver(lost.signal).catch((error: unknown) => error);
+    expect(isHandBack(rejection), String(rejection)).to.equal(true);
+    expect(await w.moved()).to.equal(1);
+    await w.close();
+  });
+
+  it('a job whose record moves while its begin waits for the assignment never begins: it moves', async () => {
+    const lost = new AbortController();
+    let worked = false;
+    // The bus answers begin() once the assignment is known: by then the record has moved.
+    const w = await worker(
+      async (_job, ctx) => {
+        ctx.waiting();
+        await ctx.begin();
+        worked = true;
+        return Promise.reject(new Error('not to work'));
+      },
+      async () => {
+        lost.abort();
+        await Promise.resolve();
+      },
+    );
+    const rejection: unknown = await w.deliver(lost.signal).catch((error: unknown) => error);
+    expect(isHandBack(rejection), String(rejection)).to.equal(true);
+    expect(worked).to.equal(false);
+    expect(await w.moved()).to.equal(1);
+    await w.close();
+  });
+
+  it('a job lost once its work has begun is handed back, not counted as moved', async () => {
+    const lost = new AbortController();
+    const w = await worker(async (_job, ctx) => {
+      ctx.waiting();
+      await ctx.begin();
+      return new Promise((_resolve, reject) => {
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+        setTimeout(() => lost.abort(), 20);
+      });
+    });
+    const rejection: unknown = await w.deliver(lost.signal).catch((error: unknown) => error);
+    expect(isHandBack(rejection), String(rejection)).to.equal(true);
+    expect(await w.moved()).to.equal(0);
     await w.close();
   });
 
