@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SERVICE_NODE_ARGS } from '../test/support/spawn-service.ts';
 import { cpuSeconds, machineBusySeconds } from './proc.ts';
+import { median } from './stats.ts';
 
 interface CannonResult {
   '2xx': number;
@@ -148,9 +149,6 @@ async function fire(url: string, body: string, extra: Record<string, unknown> = 
 
 /** CPU time (user + system) the process used so far, ms. */
 const cpuMs = async (pid: number | undefined): Promise<number> => (await cpuSeconds(pid)) * 1000;
-
-const median = (xs: number[]): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
 
 async function startService(mode: string, dataDir: string): Promise<Target> {
   if (mode === 'embedded')

@@ -16,6 +16,7 @@ import { startTestServer } from '../test/support/file-server.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
 import { readTestInput } from '../test/support/job-input.ts';
 import { startStreamFileServer } from '../test/support/stream-file-server.ts';
+import { median } from './stats.ts';
 
 const run = promisify(execFile);
 const seconds = Number(process.argv[2] ?? 60);
@@ -27,9 +28,6 @@ const LADDER = [
   { height: 480, bitrateKbps: 1400 },
   { height: 360, bitrateKbps: 800 },
 ];
-const median = (xs: number[]): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
 const hooks = await startTestServer();
 const files = await startStreamFileServer();
 const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-stream-'));

@@ -22,6 +22,7 @@ import { createSummaryHandler } from '../services/summarizer/handle-summary.ts';
 import { startTestServer } from '../test/support/file-server.ts';
 import { generateScenes, UNEVEN_SCENES, type SceneSpec } from '../test/support/generate-scenes.ts';
 import { testMediaJobDeps } from '../test/support/media-job-deps.ts';
+import { median } from './stats.ts';
 
 const run = promisify(execFile);
 const rounds = Number(process.argv[2] ?? 1);
@@ -29,9 +30,6 @@ const minutes = Number(process.argv[3] ?? 10);
 /** What to summarise: a format, with a width after `@` or the input's width. */
 const formats = (process.argv[4] ?? 'mp4,gif').split(',');
 const ffmpeg = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
-const median = (xs: number[]): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
 /** UNEVEN_SCENES over and over, each pass with the sources shifted, cut to the length asked. */
 function scenesFor(seconds: number): SceneSpec[] {
   const scenes: SceneSpec[] = [];

@@ -18,11 +18,10 @@ import {
 } from '../services/core/observability/tracing.ts';
 import { makeIngress, validTranscode } from '../test/ingress/ingress-fixture.ts';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.ts';
+import { median } from './stats.ts';
 
 const rounds = Number(process.argv[2] ?? 5);
 const requests = Number(process.argv[3] ?? 1000);
-const median = (xs: number[]): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const PARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
 async function serve(tracer: Tracer): Promise<{ server: Server; url: string }> {

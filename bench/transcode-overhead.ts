@@ -13,15 +13,13 @@ import type { TranscodeSpec } from '../services/core/contracts/types.generated.t
 import { startTestServer } from '../test/support/file-server.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
 import { readTestInput } from '../test/support/job-input.ts';
+import { median } from './stats.ts';
 
 const run = promisify(execFile);
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 10);
 const only = process.argv[4];
 const KEY = 'bench-key-0123456789abcdef';
-const median = (xs: number[]): number =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-
 const files = await startTestServer();
 const dataDir = await mkdtemp(join(tmpdir(), 'media-bench-'));
 const input = join(files.dir, 'input.mp4');
