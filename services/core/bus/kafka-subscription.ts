@@ -580,6 +580,8 @@ function commit(s: State, track: PartitionTrack): Promise<void> {
     const point = commitPoint(track);
     if (!point) return;
     const { offset, metadata } = point;
+    // Only a change of the queued mark: a failed commit then loses nothing.
+    const markOnly = !unsettled(track);
     try {
       await s.consumer.commitOffsets([
         { topic: track.topic, partition: track.partition, offset: offset.toString(), metadata },
@@ -590,7 +592,9 @@ function commit(s: State, track: PartitionTrack): Promise<void> {
     } catch (error) {
       // Left uncommitted, the records come again (here or to another member); finished ones
       // are then skipped only if an earlier commit named them: handlers are idempotent anyway.
-      s.log.warn('kafka.commit_failed', { topic: track.topic, partition: track.partition, error });
+      const at = { topic: track.topic, partition: track.partition, error };
+      if (markOnly) s.log.debug('kafka.commit_failed', { ...at, markOnly });
+      else s.log.warn('kafka.commit_failed', at);
     }
   });
   s.commits.set(id, next);
