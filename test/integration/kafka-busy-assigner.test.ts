@@ -25,7 +25,13 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
     lines.length = 0;
   });
 
-  const newBus = (prefix: string, name: string, numPartitions = 12): KafkaBus => {
+  /** A bus whose log lines are kept (and shown if the test fails), each also given to `onLine`. */
+  const newBus = (
+    prefix: string,
+    name: string,
+    numPartitions = 12,
+    onLine?: (line: string) => void,
+  ): KafkaBus => {
     const bus = createKafkaBus({
       brokers: brokers(),
       clientId: name,
@@ -34,9 +40,12 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
       sessionTimeoutMs: 6000,
       maxWaitTimeMs: 500,
       logger: createLogger({
-        level: 'info',
+        level: onLine ? 'debug' : 'info',
         base: { member: name },
-        write: (line) => lines.push(line),
+        write: (line) => {
+          lines.push(line);
+          onLine?.(line);
+        },
       }),
     });
     closers.push(() => bus.close());
@@ -93,18 +102,6 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
       `      b's first start ${firstOnB} ms after it began to subscribe; a ran ${[...started.values()].filter((w) => w[0] === 'a').length}, b ${[...started.values()].filter((w) => w[0] === 'b').length}`,
     );
   });
-});
-
-describe('Kafka: a waiting record whose work would begin during a rebalance', function () {
-  this.timeout(120_000);
-  const lines: string[] = [];
-  const closers: Array<() => Promise<void>> = [];
-  afterEach(async function () {
-    await Promise.allSettled(closers.reverse().map((c) => c()));
-    closers.length = 0;
-    if (this.currentTest?.state === 'failed') console.error(lines.slice(-80).join('\n'));
-    lines.length = 0;
-  });
 
   it('begins only once the assignment is known: moved, it never began on the member it left', async () => {
     const prefix = newPrefix();
@@ -123,28 +120,13 @@ describe('Kafka: a waiting record whose work would begin during a rebalance', fu
       const slot = new Promise<void>((resolve) => (free = resolve));
       const m = { slotFree: false, free, slot };
       members.set(name, m);
-      const bus = createKafkaBus({
-        brokers: brokers(),
-        clientId: name,
-        topicPrefix: prefix,
-        numPartitions: 1,
-        sessionTimeoutMs: 6000,
-        maxWaitTimeMs: 500,
-        logger: createLogger({
-          level: 'debug',
-          base: { member: name },
-          write: (line) => {
-            lines.push(line);
-            const reportsWaiting =
-              line.includes('"kafka.join_load"') && line.includes('"waiting":1');
-            if (name === holder && reportsWaiting && !m.slotFree) {
-              m.slotFree = true;
-              m.free();
-            }
-          },
-        }),
+      const bus = newBus(prefix, name, 1, (line) => {
+        const reportsWaiting = line.includes('"kafka.join_load"') && line.includes('"waiting":1');
+        if (name === holder && reportsWaiting && !m.slotFree) {
+          m.slotFree = true;
+          m.free();
+        }
       });
-      closers.push(() => bus.close());
       await bus.subscribe({
         group,
         topics: [topics.transcodeRequests],
@@ -174,7 +156,7 @@ describe('Kafka: a waiting record whose work would begin during a rebalance', fu
       lines.some((l) => l.includes('"kafka.group_joined"') && l.includes(`"member":"${name}"`));
     await until(() => joined('a') && joined('b'), 20_000, 'both members to join');
     await sleep(1000);
-    const publisher = newBus(prefix);
+    const publisher = newBus(prefix, 'publisher', 1);
     await publisher.publish([
       { topic: topics.transcodeRequests, key: 'k0', value: Buffer.from('k0') },
     ]);
@@ -187,18 +169,6 @@ describe('Kafka: a waiting record whose work would begin during a rebalance', fu
     expect(moved, 'moved').to.deep.equal([`k0@${holder}`]);
     expect(began, 'where its work began').to.deep.equal([`k0@${other}`]);
   });
-
-  const newBus = (prefix: string): KafkaBus => {
-    const bus = createKafkaBus({
-      brokers: brokers(),
-      clientId: 'publisher',
-      topicPrefix: prefix,
-      numPartitions: 1,
-      logger: createLogger({ level: 'silent' }),
-    });
-    closers.push(() => bus.close());
-    return bus;
-  };
 });
 
 describe('Kafka: records waiting behind a running one in a kept partition', function () {

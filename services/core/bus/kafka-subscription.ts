@@ -529,14 +529,7 @@ async function begin(s: State, item: WindowItem): Promise<void> {
   const reportedWaiting =
     s.joinHold !== undefined && !s.joinHold.has(idOf(item.topic, item.partition));
   if (item.state === 'running' && item.movable === true && reportedWaiting)
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, s.settings.sessionTimeoutMs);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      s.assignWaiters.push(done);
-    });
+    await calledOrAfter(s.assignWaiters, s.settings.sessionTimeoutMs);
   if (item.state === 'running') item.movable = false;
 }
 
@@ -680,27 +673,25 @@ async function settleCommits(s: State): Promise<void> {
   for (let attempt = 0; attempt < 2; attempt++) {
     const open = [...s.tracks.values()].filter(unsettled);
     if (open.length === 0) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, s.settings.sessionTimeoutMs);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      s.joinWaiters.push(done);
-    });
+    await calledOrAfter(s.joinWaiters, s.settings.sessionTimeoutMs);
     await Promise.allSettled(open.map((track) => commit(s, track)));
   }
 }
 
 function waitDrained(s: State, ms: number): Promise<void> {
   if (s.running.size === 0) return Promise.resolve();
+  return calledOrAfter(s.drainWaiters, ms);
+}
+
+/** Resolves when the callback it adds to `waiters` is called, or after `ms` at the latest. */
+function calledOrAfter(waiters: Array<() => void>, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done(): void {
       clearTimeout(timer);
       resolve();
     }
-    s.drainWaiters.push(done);
+    waiters.push(done);
   });
 }
 
