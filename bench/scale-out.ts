@@ -62,8 +62,6 @@ interface Member {
   running: number;
   /** Records taken but not at work yet (downloading, or waiting for a work slot). */
   notBegun: number;
-  /** Records downloaded and waiting for a work slot. */
-  queued: number;
   work: Semaphore;
   active: boolean;
 }
@@ -104,7 +102,6 @@ async function run(scenario: Scenario): Promise<Outcome> {
     name,
     running: 0,
     notBegun: 0,
-    queued: 0,
     work: createSemaphore(slots),
     active: false,
     bus: createKafkaBus({
@@ -128,11 +125,7 @@ async function run(scenario: Scenario): Promise<Outcome> {
         const { signal } = delivery;
         started.set(record.key, (started.get(record.key) ?? 0) + 1);
         // Its stage: downloading, queued for a work slot, at work (since `at`).
-        const job: { stage: Stage } = { stage: 'download' };
-        const enter = (next: Stage): void => {
-          job.stage = next;
-          stage.set(record.key, next);
-        };
+        const enter = (next: Stage): void => void stage.set(record.key, next);
         enter('download');
         let at = 0;
         m.notBegun += 1;
@@ -140,12 +133,10 @@ async function run(scenario: Scenario): Promise<Outcome> {
           delivery.waitOnly();
           await timer(downloadMs, signal);
           enter('queued');
-          m.queued += 1;
           await m.work.use(signal, async () => {
             await delivery.begin();
             signal.throwIfAborted();
             enter('work');
-            m.queued -= 1;
             m.notBegun -= 1;
             m.running += 1;
             at = performance.now();
@@ -159,9 +150,8 @@ async function run(scenario: Scenario): Promise<Outcome> {
           ended.add(record.key);
           ranOn[m.name] = (ranOn[m.name] ?? 0) + 1;
         } catch (error) {
-          if (job.stage === 'work') thrownAwayMs += performance.now() - at;
+          if (stage.get(record.key) === 'work') thrownAwayMs += performance.now() - at;
           else m.notBegun -= 1;
-          if (job.stage === 'queued') m.queued -= 1;
           enter('fetch');
           throw error;
         }
