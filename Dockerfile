@@ -1,9 +1,25 @@
+# An ffmpeg with libvmaf (models built in), for measuring picture quality only (VMAF_FFMPEG):
+# Debian's ffmpeg has none. The static GPL build inside the pinned imageio-ffmpeg wheel, checked
+# against its sha256 (the same file scripts/test-services/vmaf.sh fetches for the tests); the
+# service runs it as a program of its own.
+FROM python:3.12-slim-bookworm AS vmaf
+RUN python -m pip download --no-cache-dir --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+      --dest /wheel imageio-ffmpeg==0.8.1 \
+ && echo "050d6850601c3b3890bd2b28306f3b842b3daea390a561101174375a1c460bda  /wheel/imageio_ffmpeg-0.8.1-py3-none-manylinux_2_28_x86_64.whl" \
+    | sha256sum -c - \
+ && mkdir -p /opt/ffmpeg-vmaf \
+ && python -c "import shutil, zipfile; z = zipfile.ZipFile('/wheel/imageio_ffmpeg-0.8.1-py3-none-manylinux_2_28_x86_64.whl'); shutil.copyfileobj(z.open('imageio_ffmpeg/binaries/ffmpeg-linux-x86_64-v9.0.2'), open('/opt/ffmpeg-vmaf/ffmpeg', 'wb'))" \
+ && chmod 755 /opt/ffmpeg-vmaf/ffmpeg \
+ && /opt/ffmpeg-vmaf/ffmpeg -hide_banner -filters | grep -qw libvmaf
+
 # One image for the four services; the command picks the service.
 FROM node:24-bookworm-slim
 # util-linux (setpriv, prlimit) bounds every ffmpeg; it is essential in Debian, named so it stays.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg fonts-dejavu-core ca-certificates util-linux \
  && rm -rf /var/lib/apt/lists/*
+COPY --from=vmaf /opt/ffmpeg-vmaf/ffmpeg /opt/ffmpeg-vmaf/ffmpeg
+ENV VMAF_FFMPEG=/opt/ffmpeg-vmaf/ffmpeg
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts

@@ -232,3 +232,50 @@ ts_await_ready() {
   fi
   ts_log "$name: ready at $url (pid $pid) in $((SECONDS - started))s"
 }
+
+# Make `python3 -m pip` work: Debian's python3-pip from apt when it is missing.
+ts_require_pip() {
+  "$TS_PYTHON" -m pip --version >/dev/null 2>&1 && return 0
+  ts_with_lock apt ts_apt_install python3-pip
+  "$TS_PYTHON" -m pip --version >/dev/null 2>&1 || ts_die "python3 -m pip is still missing after installing python3-pip"
+}
+
+# One pinned wheel into $MEDIA_TEST_CACHE/wheels, checked against its sha256 (a mismatch is
+# refused and the file removed). Prints the wheel's path. Pip runs only when the file is not
+# already there; the platform is pinned too, so the same file comes on every machine.
+# Usage: ts_fetch_wheel REQUIREMENT FILE SHA256 [PIP_DOWNLOAD_ARGS...]
+ts_fetch_wheel() {
+  local requirement="$1" file="$2" sha256="$3" dir="$MEDIA_TEST_CACHE/wheels"
+  shift 3
+  mkdir -p "$dir"
+  if [[ ! -f "$dir/$file" ]] || ! ts_sha256_ok "$dir/$file" "$sha256"; then
+    ts_require_pip
+    ts_log "pip download $requirement"
+    "$TS_PYTHON" -m pip download --quiet --no-deps --only-binary=:all: --dest "$dir" "$@" "$requirement" >&2 ||
+      ts_die "pip download $requirement failed"
+    [[ -f "$dir/$file" ]] || ts_die "pip download $requirement did not give $file"
+    if ! ts_sha256_ok "$dir/$file" "$sha256"; then
+      rm -f "$dir/$file"
+      ts_die "$file: sha256 is not the pinned $sha256; refused"
+    fi
+  fi
+  echo "$dir/$file"
+}
+
+ts_sha256_ok() {
+  [[ "$(sha256sum "$1" | cut -d' ' -f1)" == "$2" ]]
+}
+
+# Copy members of a zip (a wheel) into a folder, flat, with python3's zipfile (unzip may be
+# missing). Usage: ts_unzip_members ZIP DEST_DIR MEMBER...
+ts_unzip_members() {
+  "$TS_PYTHON" - "$@" <<'PY'
+import os, shutil, sys, zipfile
+archive, dest, members = sys.argv[1], sys.argv[2], sys.argv[3:]
+os.makedirs(dest, exist_ok=True)
+with zipfile.ZipFile(archive) as z:
+    for member in members:
+        with z.open(member) as src, open(os.path.join(dest, os.path.basename(member)), "wb") as out:
+            shutil.copyfileobj(src, out)
+PY
+}

@@ -56,13 +56,17 @@ bash "$HERE/azurite.sh" start &
 JOBS[azurite]=$!
 bash "$HERE/ffmpeg.sh" install &
 JOBS[ffmpeg]=$!
+bash "$HERE/vmaf.sh" install &
+JOBS[vmaf]=$!
+bash "$HERE/corpus.sh" install &
+JOBS[corpus]=$!
 bash "$HERE/schema-registry.sh" start &
 JOBS[schema-registry]=$!
 bash "$HERE/chromium.sh" install &
 JOBS[chromium]=$!
 
 failed=()
-for name in kafka s3 gcs azurite ffmpeg schema-registry chromium; do
+for name in kafka s3 gcs azurite ffmpeg vmaf corpus schema-registry chromium; do
   if ! wait "${JOBS[$name]}"; then
     failed+=("$name")
   fi
@@ -85,6 +89,8 @@ tmp_env="$ENV_FILE.tmp.$$"
   bash "$HERE/azurite.sh" env
   bash "$HERE/gcs.sh" env
   bash "$HERE/ffmpeg.sh" env
+  bash "$HERE/vmaf.sh" env
+  bash "$HERE/corpus.sh" env
   bash "$HERE/schema-registry.sh" env
   bash "$HERE/chromium.sh" env
 } >"$tmp_env"

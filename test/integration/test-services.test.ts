@@ -5,6 +5,9 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 
@@ -21,6 +24,8 @@ const VARIABLES = [
   'TEST_GCS_ENDPOINT',
   'TEST_FFMPEG',
   'TEST_FONT_FILE',
+  'TEST_VMAF_FFMPEG',
+  'TEST_CORPUS_SOURCES',
 ] as const;
 type Variable = (typeof VARIABLES)[number];
 
@@ -142,5 +147,19 @@ describe('test services (scripts/test-services)', function () {
       'null',
       '-',
     ]);
+  });
+
+  it('the VMAF ffmpeg scores a clip against itself at about 100, and the corpus sources are there', async () => {
+    const log = join(await mkdtemp(join(tmpdir(), 'media-vmaf-')), 'vmaf.json');
+    const clip = join(env('TEST_CORPUS_SOURCES'), 'clips/carphone_pristine.mp4');
+    await run(env('TEST_VMAF_FFMPEG'), [
+      ...['-hide_banner', '-loglevel', 'error', '-i', clip, '-i', clip, '-frames:v', '10'],
+      ...['-lavfi', `[0:v][1:v]libvmaf=log_fmt=json:log_path=${log}`, '-f', 'null', '-'],
+    ]);
+    const scores = JSON.parse(await readFile(log, 'utf8')) as {
+      pooled_metrics: { vmaf: { mean: number } };
+    };
+    expect(scores.pooled_metrics.vmaf.mean).to.be.greaterThan(95);
+    await rm(dirname(log), { recursive: true, force: true });
   });
 });
