@@ -11,7 +11,7 @@ export interface CorpusSources {
   clips: string;
   photos: string;
   monoFont: string;
-  /** A real source file, scrolled by the `screen` clips. */
+  /** A real text file (the photo package's copyright file), scrolled by the `screen` clips. */
   codeFile: string;
 }
 
@@ -142,7 +142,7 @@ const fastMotion = (w: number, h: number, seconds: number) => (s: CorpusSources)
 };
 
 // A dark editor: title bar, side bar, line-by-line scrolling code, a blinking caret and a pointer
-// that moves in steps, as a screen recording of someone reading code.
+// that moves in steps, as a screen recording of someone reading a text file.
 const screen = (w: number, h: number, seconds: number) => (s: CorpusSources) => {
   const size = Math.round(h / 45);
   const side = Math.round(w / 6);
@@ -264,7 +264,7 @@ export const CORPUS_RECIPES: readonly ClipRecipe[] = [
   {
     name: 'screen',
     kind: 'natural',
-    description: 'screen recording: a real source file scrolling in an editor, caret and pointer',
+    description: 'screen recording: a real text file scrolling in an editor, caret and pointer',
     seconds: 20,
     width: 1280,
     height: 720,

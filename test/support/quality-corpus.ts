@@ -71,10 +71,11 @@ function corpusSources(): Promise<{ sources: CorpusSources; stamp: string }> {
       await run('bash', [join(root, 'scripts/test-services/corpus.sh'), 'install']);
       dir = join(cacheDir(), 'corpus-sources');
     }
-    const codeFile = join(root, 'services/core/config.ts');
-    const [stamp, code, version] = await Promise.all([
+    // The pinned package's copyright file: text that changes only with the pin (a file of this
+    // repository would change the clip with every edit).
+    const codeFile = join(dir, 'photos', 'copyright');
+    const [stamp, version] = await Promise.all([
       readFile(join(dir, 'sources.sha256'), 'utf8'),
-      readFile(codeFile),
       run(ffmpegPath(), ['-hide_banner', '-version']).then((r) => r.stdout.split('\n')[0] ?? ''),
     ]);
     const sources: CorpusSources = {
@@ -83,9 +84,8 @@ function corpusSources(): Promise<{ sources: CorpusSources; stamp: string }> {
       monoFont: '/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf',
       codeFile,
     };
-    // The scrolled file and the ffmpeg build are part of what a clip is made from.
-    const codeHash = createHash('sha256').update(code).digest('hex');
-    return { sources, stamp: `${stamp.trim()} ${codeHash} ${version}` };
+    // The ffmpeg build is part of what a clip is made from (the sources are in the stamp).
+    return { sources, stamp: `${stamp.trim()} ${version}` };
   })();
   return sourcesOnce;
 }
