@@ -56,6 +56,7 @@ export function buildJobRequest(
         ...width,
         ...height,
         ...watermark,
+        ...(t.quality ? { quality: t.quality } : {}),
       },
     };
   }
