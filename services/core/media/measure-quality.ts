@@ -79,7 +79,8 @@ export async function measureQuality(
   if ('runFfmpeg' in tools.vmaf) {
     const vmaf = tools.vmaf;
     const withVmaf = { ...logs, vmaf: join(o.workDir, 'quality-vmaf.csv') };
-    const measured = await attempt(o, ['vmaf', 'psnr', 'ssim'], missing, () =>
+    // Its failure costs VMAF only: PSNR and SSIM are measured again with the service's ffmpeg.
+    const measured = await attempt(o, ['vmaf'], missing, () =>
       measureWith(vmaf.runFfmpeg, o, withVmaf, vmaf.subsample),
     );
     if (measured) return measured;
