@@ -70,6 +70,7 @@ export function buildJobRequest(
       ...width,
       ...removeAudio,
       ...watermark,
+      ...(s.quality ? { quality: s.quality } : {}),
     },
   };
 }

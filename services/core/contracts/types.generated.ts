@@ -90,9 +90,23 @@ export interface MediaDescription {
  * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
  */
 export type OrgId = string;
+// from schemas/common/quality-option.v1.schema.json
+/**
+ * The quality report of the output (result.quality; a stream's in each rung of result.stream.rungs). On by default; measuring costs about a third of an x264 medium encode's CPU at the default VMAF subsampling (docs/api.md, "Quality report").
+ */
+export interface QualityOption {
+  /**
+   * Measure the output against the input. Default true.
+   */
+  report?: boolean;
+  /**
+   * Also upload the per-frame figures as JSON beside the output, same store and credentials: `<outputUrl>.quality.json` for a transcode or a summary, `<rung>/quality.json` under a stream's prefix. Default false.
+   */
+  frames?: boolean;
+}
 // from schemas/common/quality-report.v1.schema.json
 /**
- * Where the per-frame figures were uploaded (asked for with `quality.frames`): the output's URL with `.quality.json` appended to its path, same store and credentials.
+ * Where the per-frame figures were uploaded (asked for with `quality.frames`): the output's URL with `.quality.json` appended to its path (a stream rung's: `quality.json` in the rung's folder under the prefix), same store and credentials.
  */
 export type UrlString = (HttpUrl | BucketUrl) & string;
 export type HttpUrl = string;
@@ -396,19 +410,7 @@ export interface TranscodeSpec {
   width?: number;
   height?: number;
   watermark?: Watermark;
-  /**
-   * The quality report of the output (result.quality). Measuring costs about a third of an x264 medium encode's CPU at the default VMAF subsampling.
-   */
-  quality?: {
-    /**
-     * Measure the output against the input. Default true.
-     */
-    report?: boolean;
-    /**
-     * Also upload the per-frame figures as JSON beside the output (`<outputUrl>.quality.json`, same store and credentials). Default false.
-     */
-    frames?: boolean;
-  };
+  quality?: QualityOption;
 }
 /**
  * Exactly one of text, imageUrl or imageName is present; it tells the variant.
@@ -418,6 +420,7 @@ export interface SummarySpec {
   width?: number;
   removeAudio?: boolean;
   watermark?: Watermark;
+  quality?: QualityOption;
 }
 /**
  * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`.
@@ -455,6 +458,7 @@ export interface StreamSpec {
   segmentSeconds?: number;
   thumbnails?: ThumbnailSpec;
   watermark?: Watermark;
+  quality?: QualityOption;
 }
 export interface LadderRung {
   height: number;
@@ -609,9 +613,10 @@ export interface StreamRung {
   peakKbps: number;
   sizeBytes: number;
   playlistUrl?: UrlString;
+  quality?: QualityReport;
 }
 /**
- * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
+ * How close an output's pictures are to the input's: each decoded output frame against the decoded input frame of the same time, made at the output's geometry the way the encode made it (deinterlaced, upright, tone-mapped, scaled), without the watermark: a watermark counts as difference. Only the luma plane is measured. A metric that could not be measured is absent and named in `missing` with the reason; the job succeeds either way.
  */
 // from schemas/events/stream-result.v1.schema.json
 // from schemas/events/stream-spec.v1.schema.json
@@ -773,6 +778,7 @@ export type SummaryRequest = LocationRules & {
   watermark?: Watermark;
   width?: Dimension;
   removeAudio?: boolean;
+  quality?: QualityOption;
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
@@ -807,19 +813,7 @@ export type TranscodeRequest = LocationRules & {
   container: "mp4" | "webm";
   bitrateKbps: "1000" | "2000" | "4000";
   height?: Dimension;
-  /**
-   * The quality report of the output (result.quality). Measuring costs about a third of an x264 medium encode's CPU at the default VMAF subsampling.
-   */
-  quality?: {
-    /**
-     * Measure the output against the input. Default true.
-     */
-    report?: boolean;
-    /**
-     * Also upload the per-frame figures as JSON beside the output (`<outputUrl>.quality.json`, same store and credentials). Default false.
-     */
-    frames?: boolean;
-  };
+  quality?: QualityOption;
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.

@@ -38,6 +38,13 @@ export async function reportQuality(
     reference: QualityReference;
     workDir: string;
     percent: number;
+    /** Filters for the decoded output before the comparison (a GIF's frame rate). */
+    outputFilter?: string;
+    /**
+     * Where the per-frame file is written and the URL it is published at; default the work
+     * directory's `quality.json`, published at framesUrl(outputUrl).
+     */
+    framesAt?: { path: string; url: string };
   },
 ): Promise<MeasuredOutput | undefined> {
   if (o.asked?.report === false) return undefined;
@@ -56,12 +63,15 @@ export async function reportQuality(
         signal: ctx.signal,
         log: ctx.log,
         onProgress: () => ctx.progress(o.percent, 'encode'),
+        ...(o.outputFilter ? { outputFilter: o.outputFilter } : {}),
       }),
   );
   if (!o.asked?.frames || measured.frames.length === 0) return { quality: measured.report };
-  const path = join(o.workDir, 'quality.json');
+  const { path, url } = o.framesAt ?? {
+    path: join(o.workDir, 'quality.json'),
+    url: framesUrl(o.outputUrl),
+  };
   await writeFramesFile(path, measured.frames);
-  const url = framesUrl(o.outputUrl);
   return { quality: { ...measured.report, framesUrl: url }, framesFile: { path, url } };
 }
 

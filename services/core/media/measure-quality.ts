@@ -43,6 +43,8 @@ export interface MeasureQualityOptions {
   log: Logger;
   /** Seconds of the output measured so far (each call also proves the run alive). */
   onProgress?: (seconds: number) => void;
+  /** Filters for the decoded output before the comparison (see QualityArgsOptions). */
+  outputFilter?: string;
 }
 
 /** One frame's figures in the per-frame file; `vmaf` only on the frames it scored. */
@@ -125,6 +127,7 @@ async function measureWith(
     logs,
     vmafSubsample: subsample,
     threads: o.threads,
+    ...(o.outputFilter ? { outputFilter: o.outputFilter } : {}),
   });
   await runFfmpeg(args, {
     signal: o.signal,

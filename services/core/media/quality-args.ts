@@ -37,6 +37,11 @@ export interface QualityArgsOptions {
   /** Score every n-th frame with VMAF (1: every frame). */
   vmafSubsample: number;
   threads: number;
+  /**
+   * Filters the decoded output passes before it is compared: a GIF's `fps=12`, so frames whose
+   * times its centisecond clock rounded pair with the reference frame of the same instant.
+   */
+  outputFilter?: string;
 }
 
 /**
@@ -60,7 +65,7 @@ export function qualityArgs(o: QualityArgsOptions): string[] {
   const uses = o.logs.vmaf === undefined ? 2 : 3;
   const refs = Array.from({ length: uses }, (_, k) => `[r${k}]`);
   const graph = [
-    `[0:v:0]format=yuv420p,setpts=PTS-STARTPTS[d0]`,
+    `[0:v:0]${o.outputFilter ? `${o.outputFilter},` : ''}format=yuv420p,setpts=PTS-STARTPTS[d0]`,
     `${o.reference.chain(1)},format=yuv420p,setpts=PTS-STARTPTS,split=${uses}${refs.join('')}`,
     `[d0][r0]psnr=stats_file=${safePath(o.logs.psnr)}[d1]`,
     `[d1][r1]ssim=stats_file=${safePath(o.logs.ssim)}[d2]`,
