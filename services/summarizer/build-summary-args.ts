@@ -9,6 +9,7 @@ import {
   pictureFilters,
   type PicturePlan,
 } from '../core/media/picture-filters.ts';
+import type { QualityReference } from '../core/media/quality-args.ts';
 import { inputArgs, partsListInput } from '../core/media/run-ffmpeg.ts';
 import { paletteFromSamplesArgs } from './palette-samples.ts';
 import type { SummarySegment } from './select-segments.ts';
@@ -263,23 +264,56 @@ function gifPasses(o: SummaryRender): SummaryPlan {
 
 /** The clips' inputs (one decoder thread each, see buildSummaryArgs), then the watermark's. */
 function inputsOf(o: SummaryRender): string[] {
-  const probing = o.describedByHeader ? ['-analyzeduration', '0', '-probesize', '32768'] : [];
-  return [
-    ...o.clips.flatMap((c) =>
-      inputArgs(o.inputPath, [
-        '-threads',
-        '1',
-        ...probing,
-        // No seek for a clip from the start: FLV's demuxer, asked to seek to 0, starts a
-        // sixth of a second late and then ends the clip early (a 2 s clip came out 0.33 s).
-        ...(c.startSeconds > 0 ? ['-ss', String(c.startSeconds)] : []),
-        '-t',
-        String(c.durationSeconds),
-      ]),
-    ),
-    ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
-  ];
+  return [...clipInputs(o).flat(), ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? [])];
 }
+
+/** One `-ss … -t … -i` input per clip. */
+function clipInputs(o: SummaryRender): string[][] {
+  const probing = o.describedByHeader ? ['-analyzeduration', '0', '-probesize', '32768'] : [];
+  return o.clips.map((c) =>
+    inputArgs(o.inputPath, [
+      '-threads',
+      '1',
+      ...probing,
+      // No seek for a clip from the start: FLV's demuxer, asked to seek to 0, starts a
+      // sixth of a second late and then ends the clip early (a 2 s clip came out 0.33 s).
+      ...(c.startSeconds > 0 ? ['-ss', String(c.startSeconds)] : []),
+      '-t',
+      String(c.durationSeconds),
+    ]),
+  );
+}
+
+/**
+ * What a summary is measured against (see measureQuality): the same clips read the same way and
+ * made into pictures by the same filters (a GIF's frame rate, the size), joined in order,
+ * without the watermark; so the reference's frames are the render's, frame for frame.
+ */
+export function summaryReference(o: SummaryRender): QualityReference {
+  const video = o.picture.video.index;
+  const picture = pictureFilters(o.picture, o.size, 'lanczos', frameRateOf(o));
+  return {
+    inputs: clipInputs(o),
+    chain: (first) => {
+      const clips = o.clips.map(
+        (_, i) => `[${first + i}:${video}]setpts=PTS-STARTPTS,${picture}[qc${i}];`,
+      );
+      return `${clips.join('')}${o.clips.map((_, i) => `[qc${i}]`).join('')}concat=n=${o.clips.length}:v=1:a=0`;
+    },
+  };
+}
+
+/**
+ * What the decoded summary passes before it is compared: a GIF's frames back on its frame
+ * rate's grid (its centisecond delays put some frames a little off it, which would pair them
+ * with a neighbouring reference frame).
+ */
+export function summaryOutputFilter(spec: SummarySpec): string | undefined {
+  return spec.format === 'gif' ? `fps=${GIF_FPS}` : undefined;
+}
+
+/** A GIF's frame rate filter, where its frames are dropped (before scaling them). */
+const frameRateOf = (o: SummaryRender): string | undefined => summaryOutputFilter(o.spec);
 
 const common = (o: SummaryRender): string[] => [
   '-threads',
@@ -301,8 +335,7 @@ const common = (o: SummaryRender): string[] => [
 function shownVideo(o: SummaryRender, w: { audio: boolean }): string {
   const n = o.clips.length;
   const video = o.picture.video.index;
-  const rate = o.spec.format === 'gif' ? `fps=${GIF_FPS}` : undefined;
-  const picture = pictureFilters(o.picture, o.size, 'lanczos', rate);
+  const picture = pictureFilters(o.picture, o.size, 'lanczos', frameRateOf(o));
   // A seek between two frames gives the clip's first frame a small positive time; the output
   // would fill the gap by showing that frame twice (a frozen frame at the join).
   const starts = o.clips
