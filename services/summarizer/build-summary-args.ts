@@ -304,16 +304,32 @@ export function summaryReference(o: SummaryRender): QualityReference {
 }
 
 /**
- * What the decoded summary passes before it is compared: a GIF's frames back on its frame
- * rate's grid (its centisecond delays put some frames a little off it, which would pair them
- * with a neighbouring reference frame).
+ * Why a GIF has no VMAF: the model scores compression artefacts, and a GIF's loss is its palette
+ * and dither. On a 480-wide GIF of a noisy 720p clip it gave 99.7 where luma PSNR was 29.5 dB
+ * and SSIM 0.94: a figure that says nothing, at the price of the most costly metric.
  */
-export function summaryOutputFilter(spec: SummarySpec): string | undefined {
-  return spec.format === 'gif' ? `fps=${GIF_FPS}` : undefined;
+export const GIF_NO_VMAF =
+  'VMAF (vmaf_v0.6.1) scores compression artefacts, not a GIF palette and dither: it rates a GIF near 100 whatever its colours lost; PSNR and SSIM tell that loss';
+
+/**
+ * How a summary is measured beyond its reference: a GIF's frames put back on its frame rate's
+ * grid before the comparison (its centisecond delays put some a little off it, which paired them
+ * with a neighbouring reference frame: 22 dB where its neighbours had 40), and no VMAF.
+ */
+export function summaryQualityOptions(spec: SummarySpec): {
+  outputFilter?: string;
+  vmafNotApplicable?: string;
+} {
+  // Its RGB frames made into YUV with the matrix the reference has (swscale would take BT.601).
+  const yuv = 'scale=out_color_matrix=bt709:out_range=tv,format=yuv420p';
+  return spec.format === 'gif'
+    ? { outputFilter: `fps=${GIF_FPS},${yuv}`, vmafNotApplicable: GIF_NO_VMAF }
+    : {};
 }
 
 /** A GIF's frame rate filter, where its frames are dropped (before scaling them). */
-const frameRateOf = (o: SummaryRender): string | undefined => summaryOutputFilter(o.spec);
+const frameRateOf = (o: SummaryRender): string | undefined =>
+  o.spec.format === 'gif' ? `fps=${GIF_FPS}` : undefined;
 
 const common = (o: SummaryRender): string[] => [
   '-threads',

@@ -32,7 +32,7 @@ import {
 import {
   buildSummaryArgs,
   clipsOf,
-  summaryOutputFilter,
+  summaryQualityOptions,
   summaryReference,
   type SummaryRender,
 } from './build-summary-args.ts';
@@ -190,7 +190,6 @@ function measureSummary(
   job: JobRequested,
   o: { render: SummaryRender; out: VerifiedOutput; workDir: string },
 ): Promise<MeasuredOutput | undefined> {
-  const outputFilter = summaryOutputFilter(o.render.spec);
   return reportQuality(deps, ctx, {
     asked: o.render.spec.quality,
     outputPath: o.render.outputPath,
@@ -199,7 +198,7 @@ function measureSummary(
     reference: summaryReference(o.render),
     workDir: o.workDir,
     percent: 95,
-    ...(outputFilter ? { outputFilter } : {}),
+    ...summaryQualityOptions(o.render.spec),
   });
 }
 

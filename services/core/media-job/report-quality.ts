@@ -40,6 +40,8 @@ export async function reportQuality(
     percent: number;
     /** Filters for the decoded output before the comparison (a GIF's frame rate). */
     outputFilter?: string;
+    /** Why VMAF does not apply to this output (the report's `missing`); unset: it does. */
+    vmafNotApplicable?: string;
     /**
      * Where the per-frame file is written and the URL it is published at; default the work
      * directory's `quality.json`, published at framesUrl(outputUrl).
@@ -48,13 +50,15 @@ export async function reportQuality(
   },
 ): Promise<MeasuredOutput | undefined> {
   if (o.asked?.report === false) return undefined;
+  const why = o.vmafNotApplicable;
+  const tools = why === undefined ? deps.quality : { ...deps.quality, vmaf: { missing: why } };
   const measured = await ffmpegPass(
     deps,
     ctx,
     'quality',
     () => o.durationSeconds,
     () =>
-      measureQuality(deps.quality, {
+      measureQuality(tools, {
         outputPath: o.outputPath,
         reference: o.reference,
         workDir: o.workDir,
