@@ -723,6 +723,7 @@ export type StreamRequest = LocationRules & {
    */
   segmentSeconds?: number;
   thumbnails?: ThumbnailSpec;
+  quality?: QualityOption;
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
