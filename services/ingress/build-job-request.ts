@@ -56,6 +56,7 @@ export function buildJobRequest(
         ...width,
         ...height,
         ...watermark,
+        ...(t.quality ? { quality: t.quality } : {}),
       },
     };
   }
@@ -69,6 +70,7 @@ export function buildJobRequest(
       ...width,
       ...removeAudio,
       ...watermark,
+      ...(s.quality ? { quality: s.quality } : {}),
     },
   };
 }

@@ -3,6 +3,7 @@ import type { LadderEncoder, Rung } from '../core/media/ladder.ts';
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { JobInput } from '../core/media/read-input.ts';
+import type { QualityReference } from '../core/media/quality-args.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import { thumbnailFilters, thumbnailOutputs, type ThumbnailPlan } from './thumbnails.ts';
 
@@ -70,12 +71,34 @@ function ladderGraph(o: LadderArgsOptions, top: Rung): string {
   const labels = [...o.rungs.map((_, k) => `[s${k}]`), ...(o.thumbnails ? ['[st]', '[sp]'] : [])];
   const split = `${source}split=${labels.length}${labels.join('')}`;
   const scaled = o.rungs.map((r, k) =>
-    k === 0
-      ? `[s0]format=yuv420p[v0]`
-      : `[s${k}]scale=${r.width}:${r.height}:flags=bicubic,setsar=1,format=yuv420p[v${k}]`,
+    k === 0 ? `[s0]format=yuv420p[v0]` : `[s${k}]${downscale(r)},format=yuv420p[v${k}]`,
   );
   const images = o.thumbnails ? [thumbnailFilters(o.thumbnails, 'st', 'sp')] : [];
   return [split, ...scaled, ...images].join(';');
+}
+
+/** A lower rung made from the top rung's picture. */
+const downscale = (r: Rung): string => `scale=${r.width}:${r.height}:flags=bicubic,setsar=1`;
+
+/**
+ * What rung `k` is measured against (see measureQuality): the input made into the top rung's
+ * picture as the ladder makes it (deinterlaced, tone-mapped, upright), scaled down as the ladder
+ * scales it, without the watermark.
+ */
+export function rungReference(
+  input: JobInput,
+  rungs: readonly Rung[],
+  k: number,
+): QualityReference {
+  const top = rungs[0];
+  const rung = rungs[k];
+  if (!top || !rung) throw new Error(`a ladder without rung ${k}`);
+  const picture = pictureFilters(input, top, 'bicubic');
+  return {
+    inputs: [inputArgs(input.path)],
+    chain: (first) =>
+      `[${first}:${input.video.index}]${picture}${k === 0 ? '' : `,${downscale(rung)}`}`,
+  };
 }
 
 /** Frames per GOP: one segment's worth (25 frames/s when the input does not say). */

@@ -15,12 +15,14 @@ import { describeInput } from '../core/media/describe-media.ts';
 import { defaultLadder, requestedLadder, type Rung } from '../core/media/ladder.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
+import type { MeasuredOutput } from '../core/media-job/report-quality.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import type { MediaStore } from '../core/storage/media-store.ts';
 import { inPool, publishObjects } from '../core/storage/publish-objects.ts';
 import { AUDIO_RENDITION } from './build-ladder-args.ts';
 import { publishDuringEncode } from './publish-during-encode.ts';
+import { measureRungs, RUNG_FRAMES_FILE } from './measure-rungs.ts';
 import { item, publishPhases, streamResult } from './publish-stream.ts';
 import { planThumbnails } from './thumbnails.ts';
 import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladder.ts';
@@ -46,7 +48,8 @@ export function ladderCost(rungs: readonly Rung[]): number {
 
 /**
  * fetch input (transfer slot) → read it (CPU slot) → the ladder, thumbnails and manifests from
- * one ffmpeg (a CPU slot weighted by ladderCost) → verify each rung → publish every object,
+ * one ffmpeg (a CPU slot weighted by ladderCost) → verify each rung → measure each rung's quality
+ * (same slot) → publish every object,
  * manifests last (transfer slots). Same job id → same keys under the prefix, overwritten.
  */
 export function createStreamHandler(deps: MediaJobDeps): JobHandler {
@@ -73,14 +76,20 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
         await publishOne(deps, ctx, { store, prefix: job.output.url, outDir, key });
       };
       try {
-        const { ladder, early } = await deps.slots.cpu.use(
+        const { ladder, early, quality } = await deps.slots.cpu.use(
           ctx.signal,
-          () => encodeLadder(deps, job, ctx, { spec, input, rungs, workDir, outDir }, upload),
+          async () => {
+            const o = { spec, input, rungs, workDir, outDir };
+            const encoded = await encodeLadder(deps, job, ctx, o, upload);
+            const prefix = job.output.url;
+            const quality = await measureRungs(deps, ctx, { ...o, ...encoded, prefix });
+            return { ...encoded, quality };
+          },
           ctx.orgId,
           ladderCost(rungs),
         );
         return await publish(deps, job, ctx, {
-          ...{ spec, input, rungs, outDir, ladder, early, store },
+          ...{ spec, input, rungs, outDir, ladder, early, store, quality },
           onStarted: (key) => touched.add(key),
         });
       } catch (error) {
@@ -242,6 +251,7 @@ async function publish(
     ladder: WrittenLadder;
     early: Set<string>;
     store: MediaStore;
+    quality: ReadonlyMap<string, MeasuredOutput>;
     onStarted: (key: string) => void;
   },
 ): Promise<JobResult> {
@@ -250,7 +260,10 @@ async function publish(
   const earlyBytes = o.ladder.renditions
     .flatMap((r) => r.segments.filter((s) => early.has(`${r.name}/${s.uri}`)))
     .reduce((n, s) => n + s.bytes, 0);
-  const phases = await publishPhases(o.outDir, o.ladder, early);
+  const frames = [...o.quality].flatMap(([name, m]) =>
+    m.framesFile ? [`${name}/${RUNG_FRAMES_FILE}`] : [],
+  );
+  const phases = await publishPhases(o.outDir, o.ladder, early, frames);
   const total = phases.flat().reduce((n, i) => n + i.sizeBytes, 0);
   const published = await ctx.span('upload', () =>
     publishObjects({
@@ -281,6 +294,7 @@ async function publish(
       segmentSeconds: o.spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
       objects: early.size + published.keys.length,
       totalBytes: bytes,
+      quality: new Map([...o.quality].map(([name, m]) => [name, m.quality])),
     }),
     input: describeInput(o.input),
   };

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { StreamResult } from '../core/contracts/types.generated.ts';
+import type { QualityReport, StreamResult } from '../core/contracts/types.generated.ts';
 import type { Rung } from '../core/media/ladder.ts';
 import type { PublishItem } from '../core/storage/publish-objects.ts';
 import type { WrittenLadder } from './write-ladder.ts';
@@ -11,6 +11,7 @@ const CONTENT_TYPES: Record<string, string> = {
   m3u8: 'application/vnd.apple.mpegurl',
   mpd: 'application/dash+xml',
   jpg: 'image/jpeg',
+  json: 'application/json',
   vtt: 'text/vtt',
 };
 
@@ -29,14 +30,16 @@ export async function item(outDir: string, key: string, audio = false): Promise<
  * The stream's objects in three phases: media (init and media segments, images), then what
  * names them (media playlists, the thumbnail track), then the manifests players open (HLS
  * master, MPD). A player that finds a manifest finds everything it names. Keys in `published`
- * (segments uploaded while the encode went on) are left out.
+ * (segments uploaded while the encode went on) are left out; `more` (the rungs' per-frame
+ * quality files) go with the media.
  */
 export async function publishPhases(
   outDir: string,
   ladder: WrittenLadder,
   published: ReadonlySet<string> = new Set(),
+  more: readonly string[] = [],
 ): Promise<PublishItem[][]> {
-  const media: Promise<PublishItem>[] = [];
+  const media: Promise<PublishItem>[] = more.map((key) => item(outDir, key));
   const playlists: Promise<PublishItem>[] = [];
   for (const r of ladder.renditions) {
     const audio = r.type === 'audio';
@@ -61,7 +64,13 @@ export function streamResult(
   prefix: string,
   ladder: WrittenLadder,
   rungs: readonly Rung[],
-  o: { segmentSeconds: number; objects: number; totalBytes: number },
+  o: {
+    segmentSeconds: number;
+    objects: number;
+    totalBytes: number;
+    /** Each rung's quality report, by rung name. */
+    quality?: ReadonlyMap<string, QualityReport>;
+  },
 ): StreamResult {
   const kbps = (bits: number): number => Math.round(bits / 100) / 10;
   const videos = ladder.renditions.filter((r) => r.type === 'video');
@@ -83,6 +92,7 @@ export function streamResult(
       peakKbps: kbps(r.peakBitsPerSecond),
       sizeBytes: r.totalBytes,
       ...(hls ? { playlistUrl: `${prefix}${r.name}/index.m3u8` } : {}),
+      ...(o.quality?.has(r.name) ? { quality: o.quality.get(r.name) } : {}),
     })),
     ...(audio
       ? {

@@ -24,7 +24,18 @@ import { checkDecodedLength, readInput } from '../core/media/read-input.ts';
 import { runEncodes } from '../core/media-job/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
-import { buildSummaryArgs, clipsOf } from './build-summary-args.ts';
+import {
+  deliverFrames,
+  reportQuality,
+  type MeasuredOutput,
+} from '../core/media-job/report-quality.ts';
+import {
+  buildSummaryArgs,
+  clipsOf,
+  summaryQualityOptions,
+  summaryReference,
+  type SummaryRender,
+} from './build-summary-args.ts';
 import { joinGifs } from './join-gifs.ts';
 import { collectPaletteSamples } from './palette-samples.ts';
 import { selectSegments, summaryTargetSeconds, type SummarySegment } from './select-segments.ts';
@@ -37,8 +48,8 @@ const ANALYSED_PERCENT = 35;
 const PALETTE_PERCENT = 36;
 
 /**
- * fetch input (transfer slot) → probe, analyse, select, render (gif or mp4), verify (CPU slot)
- * → upload (transfer slot). Same input and options → same segments, and for MP4 the same bytes.
+ * fetch input (transfer slot) → probe, analyse, select, render (gif or mp4), verify, measure the
+ * quality (CPU slot) → upload the summary and the per-frame figures if asked (transfer slot). Same input and options → same segments, and for MP4 the same bytes.
  */
 export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
   return async (job, ctx) => {
@@ -48,7 +59,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
       const inputPath = join(workDir, 'input');
       const outputPath = join(workDir, `summary.${spec.format}`);
       await fetchInput(deps, job, ctx, inputPath);
-      const { out, segments, input } = await withCpuSlot(deps, ctx, () =>
+      const { out, segments, input, measured } = await withCpuSlot(deps, ctx, () =>
         summarise(deps, ctx, job, spec, { workDir, inputPath, outputPath }),
       );
       await deliverOutput(
@@ -58,6 +69,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
         outputPath,
         spec.format === 'gif' ? 'image/gif' : 'video/mp4',
       );
+      await deliverFrames(deps, job, ctx, measured);
       const result: JobResult = {
         outputUrl: job.output.url,
         format: spec.format,
@@ -69,6 +81,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
         segments,
         input,
         output: describeOutput(out),
+        ...(measured ? { quality: measured.quality } : {}),
       };
       return result;
     });
@@ -81,7 +94,12 @@ async function summarise(
   job: JobRequested,
   spec: SummarySpec,
   paths: { workDir: string; inputPath: string; outputPath: string },
-): Promise<{ out: VerifiedOutput; segments: SummarySegment[]; input: MediaDescription }> {
+): Promise<{
+  out: VerifiedOutput;
+  segments: SummarySegment[];
+  input: MediaDescription;
+  measured: MeasuredOutput | undefined;
+}> {
   const input = await readInput(deps, ctx.signal, paths);
   if (input.info.durationSeconds <= 0)
     throw new MediaError(
@@ -115,7 +133,7 @@ async function summarise(
   const watermark = await jobWatermark(deps, job, ctx, paths.workDir, spec.watermark);
   const clips = clipsOf(segments);
   const total = clips.reduce((sum, c) => sum + c.durationSeconds, 0);
-  const plan = buildSummaryArgs({
+  const render: SummaryRender = {
     spec,
     inputPath: input.path,
     outputPath: paths.outputPath,
@@ -133,7 +151,8 @@ async function summarise(
       : {}),
     threads: deps.threads,
     ...(watermark ? { watermark } : {}),
-  });
+  };
+  const plan = buildSummaryArgs(render);
   for (const file of plan.files) await writeFile(file.path, file.content, 'utf8');
   // A GIF's palette from samples takes a fraction of a second; an MP4's join of its parts
   // copies the video and encodes the audio, a few percent of the render.
@@ -160,7 +179,27 @@ async function summarise(
     toleranceSeconds: Math.max(0.5, total * 0.1),
     ...(spec.format === 'mp4' && (spec.removeAudio || !input.info.audio) ? { audio: false } : {}),
   });
-  return { out, segments, input: describeInput(input) };
+  const measured = await measureSummary(deps, ctx, job, { render, out, workDir: paths.workDir });
+  return { out, segments, input: describeInput(input), measured };
+}
+
+/** The summary's quality report, against its clips of the input (see summaryReference). */
+function measureSummary(
+  deps: SummarizerDeps,
+  ctx: JobContext,
+  job: JobRequested,
+  o: { render: SummaryRender; out: VerifiedOutput; workDir: string },
+): Promise<MeasuredOutput | undefined> {
+  return reportQuality(deps, ctx, {
+    asked: o.render.spec.quality,
+    outputPath: o.render.outputPath,
+    outputUrl: job.output.url,
+    durationSeconds: o.out.durationSeconds,
+    reference: summaryReference(o.render),
+    workDir: o.workDir,
+    percent: 95,
+    ...summaryQualityOptions(o.render.spec),
+  });
 }
 
 /**

@@ -15,6 +15,8 @@ import {
   type MediaJobDeps,
 } from '../core/media-job/media-job.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
+import { inputReference } from '../core/media/measure-quality.ts';
+import { deliverFrames, reportQuality } from '../core/media-job/report-quality.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
@@ -31,8 +33,8 @@ const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp8: 'vp8', vp9: 'vp9' } as co
 const CONTENT_TYPE = { mp4: 'video/mp4', webm: 'video/webm' } as const;
 
 /**
- * fetch input (transfer slot) → read the input, ffmpeg, verify (CPU slot) → upload (transfer
- * slot). Same job id → same output.
+ * fetch input (transfer slot) → read the input, ffmpeg, verify, measure the quality (CPU slot) →
+ * upload the output and the per-frame figures if asked (transfer slot). Same job id → same output.
  */
 export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
   return async (job, ctx) => {
@@ -42,7 +44,7 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       const inputPath = join(workDir, 'input');
       const outputPath = join(workDir, `output.${spec.container}`);
       await fetchInput(deps, job, ctx, inputPath);
-      const result = await withCpuSlot(deps, ctx, async () => {
+      const { result, measured } = await withCpuSlot(deps, ctx, async () => {
         const input = await readInput(deps, ctx.signal, { inputPath, workDir });
         const size = outputSize(spec, input.video.display);
         checkOutputPixels(size, deps.maxPixels);
@@ -63,9 +65,28 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
         });
         checkDecodedLength(input.info, decoded);
         if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
-        return verify(deps.probe, outputPath, { spec, size, input, decoded }, job.output.url);
+        const verified = await verify(
+          deps.probe,
+          outputPath,
+          { spec, size, input, decoded },
+          job.output.url,
+        );
+        const measured = await reportQuality(deps, ctx, {
+          asked: spec.quality,
+          outputPath,
+          outputUrl: job.output.url,
+          durationSeconds: verified.durationSeconds,
+          reference: inputReference(input, size),
+          workDir,
+          percent: 95,
+        });
+        return {
+          result: measured ? { ...verified, quality: measured.quality } : verified,
+          measured,
+        };
       });
       await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
+      await deliverFrames(deps, job, ctx, measured);
       return result;
     });
   };

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { QualityReport } from '../../services/core/contracts/types.generated.ts';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,6 +28,8 @@ async function post(
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+const VMAF_FFMPEG = process.env['TEST_VMAF_FFMPEG'];
+
 async function jobStatus(base: string, id: string): Promise<Record<string, unknown>> {
   const res = await fetch(`${base}/jobs/${id}`, { headers: { 'x-api-key': API_KEY } });
   return (await res.json()) as Record<string, unknown>;
@@ -47,6 +50,8 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
       API_KEYS: `${API_KEY}:org-e2e`,
       CALLBACK_BACKOFF_MS: '50',
       RETRY_BACKOFF_MS: '50',
+      // The quality report's VMAF ffmpeg: the test's, or none (the report then says so).
+      VMAF_FFMPEG: VMAF_FFMPEG ?? join(dataDir, 'no-vmaf-ffmpeg'),
     });
   });
 
@@ -91,6 +96,17 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect(status['status']).to.equal('succeeded');
     expect(status['type']).to.equal('transcode');
     expect((status['result'] as Record<string, unknown>)['width']).to.equal(320);
+
+    // The quality report, on by default, in the callback body and the status alike.
+    const quality = (callback.body['result'] as { quality: QualityReport }).quality;
+    expect(quality.framesCompared).to.equal(100);
+    expect(quality.psnr?.mean).to.be.above(25);
+    expect(quality.ssim?.mean).to.be.within(0.8, 1);
+    if (VMAF_FFMPEG) {
+      expect(quality.vmaf?.mean).to.be.within(20, 100);
+      expect(quality.missing).to.deep.equal([]);
+    } else expect(quality.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
+    expect((status['result'] as { quality: unknown }).quality).to.deep.equal(quality);
   });
 
   it('a portrait phone video comes out upright, and the callback and status say what the service saw', async () => {
@@ -125,6 +141,9 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect([video?.width, video?.height]).to.deep.equal([360, 640]);
     const status = await jobStatus(app.ingress.url, id);
     expect((status['result'] as Record<string, unknown>)['input']).to.deep.equal(result['input']);
+    // Measured against the input turned upright as the encode turned it: a reference left
+    // lying on its side would score far lower (or not compare at all).
+    expect((result['quality'] as unknown as QualityReport).psnr?.mean).to.be.above(30);
   });
 
   it('fails a job whose input is 404 with a failure callback and status failed', async () => {

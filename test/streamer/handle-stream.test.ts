@@ -1,7 +1,12 @@
 import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
-import type { JobRequested, StreamSpec } from '../../services/core/contracts/types.generated.ts';
+import type {
+  JobRequested,
+  QualityReport,
+  StreamSpec,
+} from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
 import type { JobContext } from '../../services/core/worker/job-handler.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
@@ -26,6 +31,18 @@ function context(signal = new AbortController().signal, progress: number[] = [])
     waiting: () => undefined,
     begin: () => Promise.resolve(),
   };
+}
+
+/**
+ * A rung's report: 5 s at 25 frames/s compared frame for frame, a picture close to its input,
+ * VMAF when the test has an ffmpeg with libvmaf.
+ */
+function expectRungQuality(q: QualityReport | undefined): void {
+  expect(q?.framesCompared).to.be.within(123, 126);
+  expect(q?.psnr?.mean).to.be.above(25);
+  expect(q?.ssim?.mean).to.be.within(0.8, 1);
+  if (process.env['TEST_VMAF_FFMPEG']) expect(q?.vmaf?.mean).to.be.within(40, 100);
+  else expect(q?.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
 }
 
 describe('stream handler: encode, verify, publish (file server)', function () {
@@ -106,6 +123,7 @@ describe('stream handler: encode, verify, publish (file server)', function () {
         expect(r.codecs).to.match(/^avc1\.64/);
         expect(r.peakKbps).to.be.at.least(r.averageKbps);
         expect(r.averageKbps).to.be.within(r.targetKbps * 0.6, r.targetKbps * 1.2);
+        expectRungQuality(r.quality);
       }
       expect(result.stream?.thumbnails?.trackUrl).to.equal(`${prefix}thumbnails/thumbnails.vtt`);
       expect(result.stream?.objects).to.equal(out.uploads.length);
@@ -114,6 +132,39 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       expect(progress.every((p, k) => k === 0 || p >= (progress[k - 1] ?? 0))).to.equal(true);
       expect(progress.some((p) => p > 5 && p < 85)).to.equal(true);
       expect(progress.at(-1)).to.be.at.least(98);
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('the per-frame figures asked for: a quality.json in each rung folder, published with it', async () => {
+    const out = await startStreamFileServer();
+    try {
+      const result = await handler(job(out, { quality: { frames: true } }), context());
+      const prefix = `${out.url}/streams/film/`;
+      for (const r of result.stream?.rungs ?? []) {
+        expect(r.quality?.framesUrl).to.equal(`${prefix}${r.name}/quality.json`);
+        expect(out.uploads).to.include(`streams/film/${r.name}/quality.json`);
+        const file = JSON.parse(
+          await readFile(join(out.dir, 'streams/film', r.name, 'quality.json'), 'utf8'),
+        ) as { frames: { frame: number; psnrY: number }[] };
+        expect(file.frames).to.have.length(r.quality?.framesCompared ?? -1);
+      }
+      // The files go with the media, before any playlist.
+      const firstPlaylist = out.uploads.findIndex(isManifest);
+      expect(out.uploads.findLastIndex((n) => n.endsWith('quality.json'))).to.be.below(
+        firstPlaylist,
+      );
+    } finally {
+      await out.close();
+    }
+  });
+
+  it('the quality report switched off: no report on any rung', async () => {
+    const out = await startStreamFileServer();
+    try {
+      const result = await handler(job(out, { quality: { report: false } }), context());
+      expect(result.stream?.rungs.map((r) => r.quality)).to.deep.equal([undefined, undefined]);
     } finally {
       await out.close();
     }

@@ -28,6 +28,25 @@ function gifLoopCount(bytes: Buffer): number | undefined {
   return at < 0 ? undefined : bytes.readUInt16LE(at + 13);
 }
 
+/**
+ * A summary's report: every frame of the output compared (its length at its frame rate, a frame
+ * either way per clip), pictures close to the input's, VMAF when the test has libvmaf.
+ */
+function expectQuality(
+  r: JobResult,
+  o: { framesPerSecond: number; psnrAbove: number; vmaf: boolean },
+): void {
+  const q = r.quality;
+  const frames = r.durationSeconds * o.framesPerSecond;
+  const clips = r.segments?.length ?? 1;
+  expect(q?.framesCompared).to.be.within(frames - clips - 1, frames + clips + 1);
+  expect(q?.psnr?.mean).to.be.above(o.psnrAbove);
+  expect(q?.ssim?.mean).to.be.within(0.8, 1);
+  if (o.vmaf && process.env['TEST_VMAF_FFMPEG']) expect(q?.vmaf?.mean).to.be.within(50, 100);
+  else expect(q?.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
+  if (!o.vmaf) expect(q?.missing[0]?.reason).to.match(/palette/);
+}
+
 describe('summary handler with real ffmpeg', function () {
   this.timeout(180_000);
   let files: TestServer;
@@ -92,6 +111,19 @@ describe('summary handler with real ffmpeg', function () {
     );
     expect(result.width).to.equal(320);
     expect(result.height).to.equal(180);
+    expectQuality(result, { framesPerSecond: 25, psnrAbove: 30, vmaf: true });
+  });
+
+  it('mp4 per-frame figures: a file beside the summary, one entry per frame compared', async () => {
+    const asked = job({ format: 'mp4', quality: { frames: true } }, 'f.mp4', 'scenes.mp4');
+    const result = await handler(asked, ctx);
+    expect(result.quality?.framesUrl).to.equal(`${asked.output.url}.quality.json`);
+    const file = JSON.parse(await readFile(join(files.dir, 'f.mp4.quality.json'), 'utf8')) as {
+      frames: { frame: number; psnrY: number }[];
+    };
+    expect(file.frames).to.have.length(result.quality?.framesCompared ?? -1);
+    const off = await handler(job({ format: 'mp4', quality: { report: false } }, 'o.mp4'), ctx);
+    expect(off.quality).to.equal(undefined);
   });
 
   it('mp4 joins: no frozen and no black frames where clips meet', async () => {
@@ -141,6 +173,9 @@ describe('summary handler with real ffmpeg', function () {
     expect(gifLoopCount(await readFile(path))).to.equal(0);
     expect(result.sizeBytes).to.equal((await stat(path)).size);
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
+    // At its own 12 frames/s and size; a palette of 256 colours with a dither costs decibels,
+    // and VMAF, blind to that loss, is left out.
+    expectQuality(result, { framesPerSecond: 12, psnrAbove: 25, vmaf: false });
   });
 
   it('gif: memory does not grow with its length and width (its palette comes from the samples, not from its frames)', async () => {

@@ -5,6 +5,7 @@ import type { MediaJobDeps } from '../../services/core/media-job/media-job.ts';
 import { createSemaphore } from '../../services/core/scheduling/semaphore.ts';
 import { DEFAULT_MAX_PIXELS } from '../../services/core/media/pixel-budget.ts';
 import { createProber } from '../../services/core/media/probe-media.ts';
+import type { QualityTools } from '../../services/core/media/measure-quality.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
@@ -15,6 +16,16 @@ import { createStoreResolver } from '../../services/core/storage/resolve-store.t
 export const TEST_WORK_ROOT = join(tmpdir(), 'media-service-test-work');
 
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
+
+/**
+ * The quality report's tools: the test ffmpeg, and the ffmpeg with libvmaf of TEST_VMAF_FFMPEG
+ * (unset: reports say VMAF is missing).
+ */
+export function testQualityTools(vmafPath = process.env['TEST_VMAF_FFMPEG']): QualityTools {
+  const runFfmpeg = createFfmpegRunner(process.env['TEST_FFMPEG'] ?? 'ffmpeg', bounds);
+  if (!vmafPath) return { runFfmpeg, vmaf: { missing: 'TEST_VMAF_FFMPEG is unset' } };
+  return { runFfmpeg, vmaf: { runFfmpeg: createFfmpegRunner(vmafPath, bounds), subsample: 4 } };
+}
 
 /** Handler deps on real ffmpeg and the http store, as the runtime builds them, with overrides. */
 export function testMediaJobDeps(overrides: Partial<MediaJobDeps> = {}): MediaJobDeps {
@@ -34,6 +45,7 @@ export function testMediaJobDeps(overrides: Partial<MediaJobDeps> = {}): MediaJo
     workRoot: TEST_WORK_ROOT,
     slots: { cpu: createSemaphore(1), transfer: createSemaphore(2) },
     rateFloor: { minBytesPerSecond: 16_384, windowMs: 30_000 },
+    quality: testQualityTools(),
     ...overrides,
   };
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { JobRequested, TranscodeSpec } from '../../services/core/contracts/types.generated.ts';
@@ -161,6 +161,43 @@ describe('transcode handler with real ffmpeg', function () {
       (await ffprobe(join(files.dir, 'img.mp4'))).streams.find((s) => s.codec_type === 'video')
         ?.codec_name,
     ).to.equal('h264');
+  });
+
+  it('reports the quality of the output and uploads the per-frame figures beside it when asked', async () => {
+    const name = 'out-quality.mp4';
+    const result = await handler(
+      job(
+        { encoder: 'h264', container: 'mp4', bitrateKbps: '1000', quality: { frames: true } },
+        'input.mp4',
+        name,
+      ),
+      ctx,
+    );
+    const quality = result.quality;
+    expect(quality?.framesCompared).to.equal(50);
+    expect(quality?.psnr?.mean).to.be.above(25);
+    expect(quality?.ssim?.mean).to.be.within(0.8, 1);
+    expect(quality?.framesUrl).to.equal(`${files.url}/files/${name}.quality.json`);
+    const perFrame = JSON.parse(
+      await readFile(join(files.dir, `${name}.quality.json`), 'utf8'),
+    ) as {
+      frames: { frame: number; psnrY: number; ssimY: number }[];
+    };
+    expect(perFrame.frames.map((f) => f.frame)).to.deep.equal([...Array(50).keys()]);
+    const worst = Math.min(...perFrame.frames.map((f) => f.ssimY));
+    expect(quality?.ssim?.min).to.be.closeTo(worst, 1e-5);
+  });
+
+  it('measures nothing when the report is switched off', async () => {
+    const result = await handler(
+      job(
+        { encoder: 'vp9', container: 'webm', bitrateKbps: '1000', quality: { report: false } },
+        'input.mp4',
+        'out-noquality.webm',
+      ),
+      ctx,
+    );
+    expect(result).not.to.have.property('quality');
   });
 
   it('refuses an HLS playlist dressed as .mp4 without fetching what it names', async () => {

@@ -90,13 +90,102 @@ export interface MediaDescription {
  * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
  */
 export type OrgId = string;
-// from schemas/common/url.v1.schema.json
+// from schemas/common/quality-option.v1.schema.json
 /**
- * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
+ * The quality report of the output (result.quality; a stream's in each rung of result.stream.rungs). On by default; measuring costs about a third of an x264 medium encode's CPU at the default VMAF subsampling (docs/api.md, "Quality report").
+ */
+export interface QualityOption {
+  /**
+   * Measure the output against the input. Default true.
+   */
+  report?: boolean;
+  /**
+   * Also upload the per-frame figures as JSON beside the output, same store and credentials: `<outputUrl>.quality.json` for a transcode or a summary, `<rung>/quality.json` under a stream's prefix. Default false.
+   */
+  frames?: boolean;
+}
+// from schemas/common/quality-report.v1.schema.json
+/**
+ * Where the per-frame figures were uploaded (asked for with `quality.frames`): the output's URL with `.quality.json` appended to its path (a stream rung's: `quality.json` in the rung's folder under the prefix), same store and credentials.
  */
 export type UrlString = (HttpUrl | BucketUrl) & string;
 export type HttpUrl = string;
 export type BucketUrl = string;
+
+/**
+ * How close an output's pictures are to the input's: each decoded output frame against the decoded input frame of the same time, made at the output's geometry the way the encode made it (deinterlaced, upright, tone-mapped, scaled), without the watermark: a watermark counts as difference. Only the luma plane is measured. A metric that could not be measured is absent and named in `missing` with the reason; the job succeeds either way.
+ */
+export interface QualityReport {
+  /**
+   * Output frames compared with the input (PSNR and SSIM are measured on each).
+   */
+  framesCompared: number;
+  /**
+   * VMAF (Netflix's model vmaf_v0.6.1, 0 to 100, higher is better; about 93 and up is seldom told from the source, 80 is fair) of every `subsample`-th frame.
+   */
+  vmaf?: {
+    model: "vmaf_v0.6.1";
+    /**
+     * Arithmetic mean of the scored frames.
+     */
+    mean: number;
+    /**
+     * libvmaf's harmonic mean, n / Σ 1/(score+1) − 1: pulled down by bad frames more than the mean is.
+     */
+    harmonicMean: number;
+    /**
+     * 5th percentile of the scored frames (nearest rank): 95 % of them score at least this.
+     */
+    p5: number;
+    /**
+     * The worst scored frame.
+     */
+    min: number;
+    /**
+     * Every subsample-th frame was scored (from the first; 1: every frame), to keep the report cheap.
+     */
+    subsample: number;
+    framesScored: number;
+  };
+  /**
+   * PSNR of the luma plane in dB (8-bit peak 255), higher is better; a frame identical to the input counts as 100 dB.
+   */
+  psnr?: {
+    /**
+     * PSNR of the mean squared error over all compared frames (ffmpeg's psnr `average`), dB.
+     */
+    mean: number;
+    /**
+     * The worst frame's PSNR, dB.
+     */
+    min: number;
+  };
+  /**
+   * SSIM of the luma plane (ffmpeg's ssim filter), 0 to 1, 1 is identical.
+   */
+  ssim?: {
+    /**
+     * Mean over all compared frames.
+     */
+    mean: number;
+    /**
+     * The worst frame's SSIM.
+     */
+    min: number;
+  };
+  /**
+   * The metrics not measured, and why (no ffmpeg with libvmaf installed, the measurement failed).
+   */
+  missing: {
+    metric: "vmaf" | "psnr" | "ssim";
+    reason: string;
+  }[];
+  framesUrl?: UrlString;
+}
+// from schemas/common/url.v1.schema.json
+/**
+ * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
+ */
 // from schemas/common/watermark.v1.schema.json
 /**
  * Exactly one of text, imageUrl or imageName is present; it tells the variant.
@@ -321,6 +410,7 @@ export interface TranscodeSpec {
   width?: number;
   height?: number;
   watermark?: Watermark;
+  quality?: QualityOption;
 }
 /**
  * Exactly one of text, imageUrl or imageName is present; it tells the variant.
@@ -330,6 +420,7 @@ export interface SummarySpec {
   width?: number;
   removeAudio?: boolean;
   watermark?: Watermark;
+  quality?: QualityOption;
 }
 /**
  * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`.
@@ -367,6 +458,7 @@ export interface StreamSpec {
   segmentSeconds?: number;
   thumbnails?: ThumbnailSpec;
   watermark?: Watermark;
+  quality?: QualityOption;
 }
 export interface LadderRung {
   height: number;
@@ -412,6 +504,7 @@ export interface JobRetryScheduled {
   };
 }
 // from schemas/events/job-succeeded.v1.schema.json
+export type UrlString1 = (HttpUrl | BucketUrl) & string;
 export interface JobSucceeded {
   jobId: string;
   kind: "transcode" | "summary" | "stream";
@@ -454,6 +547,7 @@ export interface JobResult {
   stream?: StreamResult;
   input?: MediaDescription;
   output?: MediaDescription;
+  quality?: QualityReport;
 }
 /**
  * What a stream job published, measured from its files: the manifests, each rung and the audio rendition, the thumbnails, the object count and total bytes. URLs are under the job's output prefix.
@@ -519,9 +613,10 @@ export interface StreamRung {
   peakKbps: number;
   sizeBytes: number;
   playlistUrl?: UrlString;
+  quality?: QualityReport;
 }
 /**
- * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
+ * How close an output's pictures are to the input's: each decoded output frame against the decoded input frame of the same time, made at the output's geometry the way the encode made it (deinterlaced, upright, tone-mapped, scaled), without the watermark: a watermark counts as difference. Only the luma plane is measured. A metric that could not be measured is absent and named in `missing` with the reason; the job succeeds either way.
  */
 // from schemas/events/stream-result.v1.schema.json
 // from schemas/events/stream-spec.v1.schema.json
@@ -628,6 +723,7 @@ export type StreamRequest = LocationRules & {
    */
   segmentSeconds?: number;
   thumbnails?: ThumbnailSpec;
+  quality?: QualityOption;
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
@@ -683,6 +779,7 @@ export type SummaryRequest = LocationRules & {
   watermark?: Watermark;
   width?: Dimension;
   removeAudio?: boolean;
+  quality?: QualityOption;
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
@@ -717,6 +814,7 @@ export type TranscodeRequest = LocationRules & {
   container: "mp4" | "webm";
   bitrateKbps: "1000" | "2000" | "4000";
   height?: Dimension;
+  quality?: QualityOption;
 };
 /**
  * A bucket URL needs the credentials object of its store; an http(s) URL takes none.

@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import type { JobRequested, Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { Prober } from '../media/probe-media.ts';
+import type { QualityTools } from '../media/measure-quality.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../watermarks/prepare-watermark.ts';
 import type { FFMPEG_PASSES, Metrics, StoreKind } from '../observability/metrics.ts';
@@ -37,6 +38,8 @@ export interface MediaJobDeps {
   slots: { cpu: Semaphore; transfer: Semaphore };
   /** Downloads and uploads slower than this are cut. */
   rateFloor: RateFloor;
+  /** What outputs' quality reports are measured with (VMAF only when an ffmpeg with libvmaf is set up). */
+  quality: QualityTools;
 }
 
 /**
@@ -108,20 +111,34 @@ export async function fetchInput(
 }
 
 /** Uploads `path` to the job's output with the output credentials, in a transfer slot; same job, same object. */
-export async function deliverOutput(
+export function deliverOutput(
   deps: MediaJobDeps,
   job: JobRequested,
   ctx: JobContext,
   path: string,
   contentType: string,
 ): Promise<void> {
-  const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
+  return deliverFile(deps, job, ctx, path, { url: job.output.url, contentType });
+}
+
+/**
+ * Uploads `path` to `to.url` (the job's output, or a file beside it in the same store) with the
+ * output credentials, in a transfer slot.
+ */
+export async function deliverFile(
+  deps: MediaJobDeps,
+  job: JobRequested,
+  ctx: JobContext,
+  path: string,
+  to: { url: string; contentType: string },
+): Promise<void> {
+  const store = deps.resolveStore(to.url, ctx.openSecret(job.output.creds));
   const { bytes } = await deps.slots.transfer.use(ctx.signal, () =>
     ctx.span('upload', () =>
       withRateFloor(deps.rateFloor, 'output', ctx.signal, (signal, onBytes) =>
-        store.upload(path, job.output.url, {
+        store.upload(path, to.url, {
           signal,
-          contentType,
+          contentType: to.contentType,
           onProgress: (n) => {
             onBytes(n);
             ctx.progress(96, 'upload');
@@ -130,7 +147,7 @@ export async function deliverOutput(
       ),
     ),
   );
-  deps.metrics.bytesTransferred.inc({ direction: 'out', store: storeKind(job.output.url) }, bytes);
+  deps.metrics.bytesTransferred.inc({ direction: 'out', store: storeKind(to.url) }, bytes);
 }
 
 /** The store a URL's scheme names, as a metric label (`gcp://` is Google Cloud Storage). */

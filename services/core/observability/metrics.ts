@@ -16,8 +16,11 @@ export const JOB_FORMATS = {
 /** Where bytes are moved from and to (the URL scheme's store). */
 export const STORE_KINDS = ['http', 's3', 'azure', 'gcs'] as const;
 export type StoreKind = (typeof STORE_KINDS)[number];
-/** The ffmpeg passes of a job: `analyse` (summary content analysis) and `encode` (the output). */
-export const FFMPEG_PASSES = ['analyse', 'encode'] as const;
+/**
+ * The ffmpeg passes of a job: `analyse` (summary content analysis), `encode` (the output) and
+ * `quality` (the output's quality report).
+ */
+export const FFMPEG_PASSES = ['analyse', 'encode', 'quality'] as const;
 /** How a job ended (`media_jobs_finished_total`): a cancel is the caller's choice, not a failure. */
 export const JOB_OUTCOMES = ['succeeded', 'failed', 'canceled'] as const;
 /** How one attempt ended (`media_job_attempt_duration_seconds`): `retried` failed and runs again. */
@@ -129,6 +132,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
       for (const outcome of ATTEMPT_OUTCOMES) m.jobDuration.zero({ kind, format, outcome });
     for (const pass of FFMPEG_PASSES) {
       if (pass === 'analyse' && kind === 'transcode') continue;
+      if (pass === 'quality' && kind !== 'transcode') continue;
       m.ffmpegSpeed.zero({ kind, pass });
       m.ffmpegMediaSeconds.inc({ kind, pass }, 0);
       m.ffmpegSeconds.inc({ kind, pass }, 0);

@@ -1,6 +1,9 @@
 import type { Subscription } from '../bus/event-bus.ts';
 import { ConfigError } from '../config.ts';
+import { resolve } from 'node:path';
 import type { MediaJobDeps } from '../media-job/media-job.ts';
+import { findVmafTool, type QualityTools } from '../media/measure-quality.ts';
+import { createFfmpegRunner } from '../media/run-ffmpeg.ts';
 import type { JobHandler, JobKind } from '../worker/job-handler.ts';
 import { startJobWorker } from '../worker/run-job-worker.ts';
 import { sweepJobDirs } from '../media-job/work-dirs.ts';
@@ -9,7 +12,7 @@ import { checkBoundedTools, MissingToolError } from '../media/bounded-command.ts
 import type { Runtime } from './create-runtime.ts';
 
 /** The handler deps every media worker gets from the runtime. */
-export function mediaJobDeps(rt: Runtime): MediaJobDeps {
+export function mediaJobDeps(rt: Runtime, quality: QualityTools): MediaJobDeps {
   const { config } = rt;
   return {
     resolveStore: rt.resolveStore,
@@ -29,15 +32,19 @@ export function mediaJobDeps(rt: Runtime): MediaJobDeps {
       minBytesPerSecond: config.minTransferBytesPerSecond,
       windowMs: config.transferRateWindowMs,
     },
+    quality,
   };
 }
 
 // Once per runtime: in all-in-one mode two workers share one root, and a second sweep could
 // remove a dir the first worker's job just made.
-const prepared = new WeakMap<Runtime, Promise<void>>();
+const prepared = new WeakMap<Runtime, Promise<QualityTools>>();
 
-/** Checks that ffmpeg can be started bounded and sweeps the work root of dead processes' dirs. */
-function prepareMediaWork(rt: Runtime): Promise<void> {
+/**
+ * Checks that ffmpeg can be started bounded, sweeps the work root of dead processes' dirs, and
+ * finds the VMAF ffmpeg (its absence is warned, never fatal).
+ */
+function prepareMediaWork(rt: Runtime): Promise<QualityTools> {
   let once = prepared.get(rt);
   if (!once) {
     once = (async () => {
@@ -50,10 +57,24 @@ function prepareMediaWork(rt: Runtime): Promise<void> {
         },
       );
       await sweepJobDirs(rt.workRoot, rt.log);
+      return qualityTools(rt, bounds);
     })();
     prepared.set(rt, once);
   }
   return once;
+}
+
+async function qualityTools(
+  rt: Runtime,
+  bounds: { memoryLimitBytes: number },
+): Promise<QualityTools> {
+  const path = resolve(rt.config.vmafFfmpegPath);
+  const vmaf = await findVmafTool(path, createFfmpegRunner(path, bounds), {
+    subsample: rt.config.qualityVmafSubsample,
+    signal: AbortSignal.timeout(60_000),
+  });
+  if ('missing' in vmaf) rt.log.warn('quality.vmaf_unavailable', { path, reason: vmaf.missing });
+  return { runFfmpeg: rt.runFfmpeg, vmaf };
 }
 
 /**
@@ -68,7 +89,7 @@ export async function startMediaWorker(
   makeHandler: (deps: MediaJobDeps) => JobHandler,
 ): Promise<Subscription> {
   const { config } = rt;
-  await prepareMediaWork(rt);
+  const quality = await prepareMediaWork(rt);
   return startJobWorker(rt, {
     kind,
     group,
@@ -88,6 +109,6 @@ export async function startMediaWorker(
       knownOrgs: config.knownOrgs,
       contracts: rt.contracts,
     },
-    handler: makeHandler(mediaJobDeps(rt)),
+    handler: makeHandler(mediaJobDeps(rt, quality)),
   });
 }
