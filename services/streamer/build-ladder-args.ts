@@ -81,23 +81,24 @@ function ladderGraph(o: LadderArgsOptions, top: Rung): string {
 const downscale = (r: Rung): string => `scale=${r.width}:${r.height}:flags=bicubic,setsar=1`;
 
 /**
- * What rung `k` is measured against (see measureQuality): the input made into the top rung's
- * picture as the ladder makes it (deinterlaced, tone-mapped, upright), scaled down as the ladder
- * scales it, without the watermark.
+ * What the rungs are measured against (see measureQualities): the input made into the top rung's
+ * picture as the ladder makes it (deinterlaced, tone-mapped, upright), without the watermark,
+ * made once for every rung; `rungFilters[k]` scales it down to rung `k` as the ladder does
+ * (undefined for the top rung).
  */
-export function rungReference(
+export function ladderReference(
   input: JobInput,
   rungs: readonly Rung[],
-  k: number,
-): QualityReference {
+): { reference: QualityReference; rungFilters: (string | undefined)[] } {
   const top = rungs[0];
-  const rung = rungs[k];
-  if (!top || !rung) throw new Error(`a ladder without rung ${k}`);
+  if (!top) throw new Error('a ladder needs at least one rung');
   const picture = pictureFilters(input, top, 'bicubic');
   return {
-    inputs: [inputArgs(input.path)],
-    chain: (first) =>
-      `[${first}:${input.video.index}]${picture}${k === 0 ? '' : `,${downscale(rung)}`}`,
+    reference: {
+      inputs: [inputArgs(input.path)],
+      chain: (first) => `[${first}:${input.video.index}]${picture}`,
+    },
+    rungFilters: rungs.map((r, k) => (k === 0 ? undefined : downscale(r))),
   };
 }
 

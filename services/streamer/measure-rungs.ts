@@ -6,9 +6,13 @@ import type { StreamSpec } from '../core/contracts/types.generated.ts';
 import type { Rung } from '../core/media/ladder.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import type { MediaJobDeps } from '../core/media-job/media-job.ts';
-import { reportQuality, type MeasuredOutput } from '../core/media-job/report-quality.ts';
+import {
+  reportQualities,
+  type MeasuredOutput,
+  type OutputToReport,
+} from '../core/media-job/report-quality.ts';
 import type { JobContext } from '../core/worker/job-handler.ts';
-import { rungReference } from './build-ladder-args.ts';
+import { ladderReference } from './build-ladder-args.ts';
 import type { MeasuredRendition } from './measure-renditions.ts';
 import type { WrittenLadder } from './write-ladder.ts';
 
@@ -30,11 +34,12 @@ export interface RungsToMeasure {
 }
 
 /**
- * The quality report of each rung, by rung name (empty when switched off), one metrics ffmpeg
- * per rung: each has its own size, and a run per rung keeps one rung's failed VMAF from
- * costing the others theirs. A rung is read as one fMP4 file (its init, then its segments):
- * the HLS demuxer is not among the input formats ffmpeg may open. A per-frame file asked for
- * goes in the rung's folder as `quality.json`, for the stream's publish to upload.
+ * The quality report of each rung, by rung name (empty when switched off), all from one metrics
+ * ffmpeg: the input is decoded once into the top rung's picture and split to every rung's size,
+ * as the ladder's encode did (a run per rung decoded it once per rung: as much CPU as the
+ * encode). A rung is read as one fMP4 file (its init, then its segments): the HLS demuxer is
+ * not among the input formats ffmpeg may open. A per-frame file asked for goes in the rung's
+ * folder as `quality.json`, for the stream's publish to upload.
  */
 export async function measureRungs(
   deps: MediaJobDeps,
@@ -43,31 +48,52 @@ export async function measureRungs(
 ): Promise<Map<string, MeasuredOutput>> {
   const reports = new Map<string, MeasuredOutput>();
   if (o.spec.quality?.report === false) return reports;
-  for (const [k, rung] of o.rungs.entries()) {
-    const rendition = o.ladder.renditions.find((r) => r.name === rung.name);
-    if (!rendition) continue;
-    const path = join(o.workDir, `quality-${rung.name}.mp4`);
-    await joinRendition(join(o.outDir, rung.name), rendition, path);
-    try {
-      const measured = await reportQuality(deps, ctx, {
-        asked: o.spec.quality,
-        outputPath: path,
-        outputUrl: o.prefix,
-        durationSeconds: rendition.segments.reduce((n, s) => n + s.durationSeconds, 0),
-        reference: rungReference(o.input, o.rungs, k),
-        workDir: o.workDir,
-        percent: QUALITY_PERCENT,
-        framesAt: {
-          path: join(o.outDir, rung.name, RUNG_FRAMES_FILE),
-          url: `${o.prefix}${rung.name}/${RUNG_FRAMES_FILE}`,
-        },
-      });
-      if (measured) reports.set(rung.name, measured);
-    } finally {
-      await rm(path, { force: true });
+  const { reference, rungFilters } = ladderReference(o.input, o.rungs);
+  const measured: { name: string; output: OutputToReport }[] = [];
+  try {
+    for (const [k, rung] of o.rungs.entries()) {
+      const rendition = o.ladder.renditions.find((r) => r.name === rung.name);
+      if (!rendition) continue;
+      const outputPath = join(o.workDir, `quality-${rung.name}.mp4`);
+      measured.push({ name: rung.name, output: rungOutput(o, rung, outputPath, rungFilters[k]) });
+      await joinRendition(join(o.outDir, rung.name), rendition, outputPath);
     }
+    if (measured.length === 0) return reports;
+    const top = o.ladder.renditions.find((r) => r.name === measured[0]?.name);
+    const results = await reportQualities(deps, ctx, {
+      asked: o.spec.quality,
+      outputs: measured.map((m) => m.output),
+      reference,
+      durationSeconds: top?.segments.reduce((n, s) => n + s.durationSeconds, 0) ?? 0,
+      workDir: o.workDir,
+      percent: QUALITY_PERCENT,
+    });
+    for (const [k, m] of measured.entries()) {
+      const result = results?.[k];
+      if (result) reports.set(m.name, result);
+    }
+    return reports;
+  } finally {
+    await Promise.all(measured.map((m) => rm(m.output.outputPath, { force: true })));
   }
-  return reports;
+}
+
+/** A rung as an output to report on: its joined file, its scale, its per-frame file's place. */
+function rungOutput(
+  o: RungsToMeasure,
+  rung: Rung,
+  outputPath: string,
+  referenceFilter: string | undefined,
+): OutputToReport {
+  return {
+    outputPath,
+    outputUrl: o.prefix,
+    ...(referenceFilter ? { referenceFilter } : {}),
+    framesAt: {
+      path: join(o.outDir, rung.name, RUNG_FRAMES_FILE),
+      url: `${o.prefix}${rung.name}/${RUNG_FRAMES_FILE}`,
+    },
+  };
 }
 
 /** A CMAF rendition's init segment followed by its media segments, as one file at `path`. */

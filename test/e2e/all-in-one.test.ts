@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { QualityReport } from '../../services/core/contracts/types.generated.ts';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -200,5 +200,49 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     const status = await jobStatus(app.ingress.url, id);
     expect(status['type']).to.equal('summary/gif');
     expect((status['result'] as { segments: unknown[] }).segments).to.deep.equal(result.segments);
+
+    // The GIF's quality report: PSNR and SSIM of every frame at its 12 frames/s, VMAF named
+    // missing whatever ffmpeg the service has; the status carries the same report.
+    const { quality } = callback.body['result'] as { quality: QualityReport };
+    const seconds = result.segments.reduce((n, s) => n + Number(s['durationSeconds']), 0);
+    expect(quality.framesCompared).to.be.closeTo(seconds * 12, 3);
+    expect(quality.psnr?.mean).to.be.above(20);
+    expect(quality.ssim?.mean).to.be.within(0.7, 1);
+    expect(quality.vmaf).to.equal(undefined);
+    expect(quality.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
+    expect(quality.missing[0]?.reason).to.match(/GIF/);
+    expect((status['result'] as { quality: unknown }).quality).to.deep.equal(quality);
+  });
+
+  it('makes an MP4 summary whose quality report is in the callback and GET /jobs/:id alike', async () => {
+    await generateClip(join(files.dir, 'long-mp4.mp4'), { seconds: 24, width: 320, height: 240 });
+    const ack = await post(app.ingress.url, '/summary/mp4', {
+      apiKey: API_KEY,
+      inputUrl: `${files.url}/files/long-mp4.mp4`,
+      outputUrl: `${files.url}/files/summary.mp4`,
+      successUrl: `${files.url}/callbacks/ok`,
+      quality: { frames: true },
+    });
+    expect(ack.status).to.equal(200);
+    const id = String(ack.body['id']);
+    const callback = await files.waitForCallback((c) => c.body['jobId'] === id, 90_000);
+    expect(callback.body['status']).to.equal('succeeded');
+    const result = callback.body['result'] as { quality: QualityReport; durationSeconds: number };
+    const { quality } = result;
+    expect(quality.framesCompared).to.be.closeTo(result.durationSeconds * 25, 3);
+    expect(quality.psnr?.mean).to.be.above(25);
+    expect(quality.ssim?.mean).to.be.within(0.8, 1);
+    if (VMAF_FFMPEG) {
+      expect(quality.vmaf?.mean).to.be.within(20, 100);
+      expect(quality.missing).to.deep.equal([]);
+    } else expect(quality.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
+    expect(quality.framesUrl).to.equal(`${files.url}/files/summary.mp4.quality.json`);
+    const frames = JSON.parse(
+      await readFile(join(files.dir, 'summary.mp4.quality.json'), 'utf8'),
+    ) as { frames: unknown[] };
+    expect(frames.frames).to.have.length(quality.framesCompared);
+    const status = await jobStatus(app.ingress.url, id);
+    expect(status['type']).to.equal('summary/mp4');
+    expect((status['result'] as { quality: unknown }).quality).to.deep.equal(quality);
   });
 });

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { defaultLadder } from '../../services/core/media/ladder.ts';
-import { buildLadderArgs, gopFrames } from '../../services/streamer/build-ladder-args.ts';
+import { pictureFilters } from '../../services/core/media/picture-filters.ts';
+import { qualityArgs } from '../../services/core/media/quality-args.ts';
+import {
+  buildLadderArgs,
+  gopFrames,
+  ladderReference,
+} from '../../services/streamer/build-ladder-args.ts';
 import { planThumbnails } from '../../services/streamer/thumbnails.ts';
 import { jobInputOf, mediaInfo } from '../support/job-input.ts';
 
@@ -60,5 +66,57 @@ describe('ladder arguments', () => {
     expect(graph).to.contain('[st]fps=1/5:round=down:eof_action=pass,scale=160:90');
     expect(graph).to.contain("[sp]select='gte(t\\,2.500)',scale=1280:720");
     expect(args.slice(-3)).to.deep.equal(['-update', '1', '/o/thumbnails/poster.jpg']);
+  });
+
+  describe("the rungs' quality reference", () => {
+    const watermark = {
+      inputs: ['/w/logo.png'],
+      filter: (k: number) => `[in][${k}:v]overlay[out]`,
+    };
+
+    it("is the input made into the top rung's picture by the ladder's own filters, without the watermark", () => {
+      const { reference } = ladderReference(input, rungs);
+      expect(reference.inputs).to.have.length(1);
+      expect(reference.inputs[0]?.slice(-2)).to.deep.equal(['-i', '/in/input']);
+      const picture = pictureFilters(input, { width: 1280, height: 720 }, 'bicubic');
+      expect(reference.chain(4)).to.equal(`[4:0]${picture}`);
+      const ladder = graphOf(buildLadderArgs({ ...base, watermark }));
+      expect(ladder.startsWith(`[0:0]${picture}[in];`), ladder).to.equal(true);
+      expect(reference.chain(4)).not.to.match(/overlay|drawtext|logo/);
+    });
+
+    it('scales it to each lower rung as the ladder scales it, the top rung as it is', () => {
+      const { rungFilters } = ladderReference(input, rungs);
+      expect(rungFilters).to.deep.equal([
+        undefined,
+        'scale=852:480:flags=bicubic,setsar=1',
+        'scale=640:360:flags=bicubic,setsar=1',
+        'scale=426:240:flags=bicubic,setsar=1',
+      ]);
+      const graph = graphOf(buildLadderArgs(base));
+      rungFilters.forEach((f, k) => {
+        if (f) expect(graph).to.contain(`[s${k}]${f},format=yuv420p[v${k}]`);
+      });
+    });
+
+    it('gives one metrics run that decodes the input once for the whole ladder', () => {
+      const { reference, rungFilters } = ladderReference(input, rungs);
+      const args = qualityArgs({
+        targets: rungs.map((r, k) => ({
+          outputPath: `/w/${r.name}.mp4`,
+          logs: { psnr: `/w/${k}.p`, ssim: `/w/${k}.s` },
+          ...(rungFilters[k] ? { referenceFilter: rungFilters[k] } : {}),
+        })),
+        reference,
+        vmafSubsample: 4,
+        threads: 2,
+      });
+      expect(args.filter((a) => a === '/in/input')).to.have.length(1);
+      expect(graphOf(args)).to.contain(',setpts=PTS-STARTPTS,split=4[b0][b1][b2][b3];');
+    });
+
+    it('needs a rung', () => {
+      expect(() => ladderReference(input, [])).to.throw(/at least one rung/);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import type {
@@ -137,12 +137,27 @@ describe('stream handler: encode, verify, publish (file server)', function () {
     }
   });
 
-  it('the per-frame figures asked for: a quality.json in each rung folder, published with it', async () => {
+  it('the per-frame figures asked for: a quality.json in each rung folder, published with it and counted in the objects and bytes, not in the rung', async () => {
     const out = await startStreamFileServer();
     try {
       const result = await handler(job(out, { quality: { frames: true } }), context());
       const prefix = `${out.url}/streams/film/`;
+      // Published objects under the prefix like any other: in objects, totalBytes, sizeBytes.
+      const sizes = await Promise.all(
+        out.uploads.map(async (key) => (await stat(join(out.dir, key))).size),
+      );
+      expect(result.stream?.objects).to.equal(out.uploads.length);
+      expect(result.stream?.totalBytes).to.equal(sizes.reduce((a, b) => a + b, 0));
+      expect(result.sizeBytes).to.equal(result.stream?.totalBytes);
       for (const r of result.stream?.rungs ?? []) {
+        // A rung's sizeBytes is its media alone (init and segments), what a player fetches.
+        const media = out.uploads.filter((k) => k.startsWith(`streams/film/${r.name}/`));
+        const mediaBytes = await Promise.all(
+          media
+            .filter((k) => /\.(mp4|m4s)$/.test(k))
+            .map(async (k) => (await stat(join(out.dir, k))).size),
+        );
+        expect(r.sizeBytes).to.equal(mediaBytes.reduce((a, b) => a + b, 0));
         expect(r.quality?.framesUrl).to.equal(`${prefix}${r.name}/quality.json`);
         expect(out.uploads).to.include(`streams/film/${r.name}/quality.json`);
         const file = JSON.parse(

@@ -1,6 +1,11 @@
 import { expect } from 'chai';
+import { pictureFilters } from '../../services/core/media/picture-filters.ts';
 import {
   buildSummaryArgs,
+  GIF_FPS,
+  GIF_NO_VMAF,
+  summaryQualityOptions,
+  summaryReference,
   type SummaryRender,
 } from '../../services/summarizer/build-summary-args.ts';
 import { audioInfo, videoInfo } from '../support/job-input.ts';
@@ -94,5 +99,56 @@ describe('summary render arguments', () => {
     for (const part of plan.steps[1] ?? [])
       expect(part[part.indexOf('/work/palette.png') - 1]).to.equal('-i');
     expect(plan.gifParts).to.deep.equal(['/work/part0.gif', '/work/part1.gif']);
+  });
+});
+
+describe('summary quality reference and options', () => {
+  const watermark = {
+    inputs: ['/work/logo.png'],
+    filter: (k: number) => `[in][${k}:v]overlay[out]`,
+  };
+  const mp4 = render({ spec: { format: 'mp4' }, outputPath: '/work/summary.mp4', watermark });
+  const gif = render({ watermark });
+
+  it("reads the render's clips the same way, one input each, and never the watermark", () => {
+    for (const o of [mp4, gif]) {
+      const ref = summaryReference(o);
+      const clipInputs = ref.inputs.map((i) => i.join(' '));
+      expect(clipInputs).to.have.length(2);
+      expect(clipInputs[0]).to.match(/-threads 1 .*-ss 2 -t 1\.5 -i \/work\/input$/);
+      expect(clipInputs[1]).to.match(/-ss 10 -t 2 -i \/work\/input$/);
+      const rendered = (passesOf(o).at(-1) ?? []).join(' ');
+      for (const input of ref.inputs) expect(rendered).to.contain(input.join(' '));
+      expect(ref.inputs.flat()).not.to.include('/work/logo.png');
+      expect(ref.chain(1)).not.to.match(/overlay|drawtext|\[in\]|\[out\]/);
+    }
+  });
+
+  it("joins the clips, numbered from the first reference input, through the render's own picture filters", () => {
+    for (const o of [mp4, gif]) {
+      const picture = pictureFilters(
+        o.picture,
+        o.size,
+        'lanczos',
+        o.spec.format === 'gif' ? `fps=${GIF_FPS}` : undefined,
+      );
+      expect(summaryReference(o).chain(1)).to.equal(
+        `[1:0]setpts=PTS-STARTPTS,${picture}[qc0];[2:0]setpts=PTS-STARTPTS,${picture}[qc1];` +
+          '[qc0][qc1]concat=n=2:v=1:a=0',
+      );
+      const graph = (passesOf(o).at(-1) ?? []).join(' ');
+      expect(graph).to.contain(`[0:0]setpts=PTS-STARTPTS,${picture}[c0]`);
+    }
+    expect(summaryReference(gif).chain(1)).to.contain('fps=12');
+    expect(summaryReference(mp4).chain(1)).not.to.contain('fps=');
+  });
+
+  it("puts a GIF's frames back on its 12 frames/s and makes them BT.709 YUV, and names VMAF missing; an MP4 needs neither", () => {
+    expect(summaryQualityOptions({ format: 'gif' })).to.deep.equal({
+      outputFilter: 'fps=12,scale=out_color_matrix=bt709:out_range=tv,format=yuv420p',
+      vmafNotApplicable: GIF_NO_VMAF,
+    });
+    expect(GIF_NO_VMAF).to.match(/GIF/);
+    expect(summaryQualityOptions({ format: 'mp4' })).to.deep.equal({});
   });
 });

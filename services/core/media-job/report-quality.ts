@@ -1,8 +1,10 @@
 import { join } from 'node:path';
 import type { JobRequested, QualityReport } from '../contracts/types.generated.ts';
 import {
-  measureQuality,
+  measureQualities,
   writeFramesFile,
+  type OutputToMeasure,
+  type QualityMeasurement,
   type QualityReference,
 } from '../media/measure-quality.ts';
 import type { JobContext } from '../worker/job-handler.ts';
@@ -22,6 +24,27 @@ export interface MeasuredOutput {
   framesFile?: { path: string; url: string };
 }
 
+/** An output to report on, and where its per-frame file goes when one is asked for. */
+export interface OutputToReport extends OutputToMeasure {
+  outputUrl: string;
+  /**
+   * Where the per-frame file is written and the URL it is published at; default the work
+   * directory's `quality.json`, published at framesUrl(outputUrl).
+   */
+  framesAt?: { path: string; url: string };
+}
+
+export interface ReportQualityOptions {
+  asked: QualityAsked | undefined;
+  reference: QualityReference;
+  /** Media seconds the run covers (its metrics' speed). */
+  durationSeconds: number;
+  workDir: string;
+  percent: number;
+  /** Why VMAF does not apply to these outputs (the report's `missing`); unset: it does. */
+  vmafNotApplicable?: string;
+}
+
 /**
  * The quality report of one output (an ffmpeg pass of its own, in the caller's CPU slot):
  * undefined when switched off. Progress stays at `percent` while it runs; each tick keeps the
@@ -30,25 +53,22 @@ export interface MeasuredOutput {
 export async function reportQuality(
   deps: MediaJobDeps,
   ctx: JobContext,
-  o: {
-    asked: QualityAsked | undefined;
-    outputPath: string;
-    outputUrl: string;
-    durationSeconds: number;
-    reference: QualityReference;
-    workDir: string;
-    percent: number;
-    /** Filters for the decoded output before the comparison (a GIF's frame rate). */
-    outputFilter?: string;
-    /** Why VMAF does not apply to this output (the report's `missing`); unset: it does. */
-    vmafNotApplicable?: string;
-    /**
-     * Where the per-frame file is written and the URL it is published at; default the work
-     * directory's `quality.json`, published at framesUrl(outputUrl).
-     */
-    framesAt?: { path: string; url: string };
-  },
+  o: ReportQualityOptions & OutputToReport,
 ): Promise<MeasuredOutput | undefined> {
+  const measured = await reportQualities(deps, ctx, { ...o, outputs: [o] });
+  return measured?.[0];
+}
+
+/**
+ * The quality reports of outputs made from one reference (a stream's rungs), in order, from one
+ * metrics ffmpeg that decodes the reference once (see measureQualities): undefined when switched
+ * off. Progress and lease as reportQuality.
+ */
+export async function reportQualities(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: ReportQualityOptions & { outputs: readonly OutputToReport[] },
+): Promise<MeasuredOutput[] | undefined> {
   if (o.asked?.report === false) return undefined;
   const why = o.vmafNotApplicable;
   const tools = why === undefined ? deps.quality : { ...deps.quality, vmaf: { missing: why } };
@@ -58,8 +78,12 @@ export async function reportQuality(
     'quality',
     () => o.durationSeconds,
     () =>
-      measureQuality(tools, {
-        outputPath: o.outputPath,
+      measureQualities(tools, {
+        outputs: o.outputs.map(({ outputPath, outputFilter, referenceFilter }) => ({
+          outputPath,
+          ...(outputFilter ? { outputFilter } : {}),
+          ...(referenceFilter ? { referenceFilter } : {}),
+        })),
         reference: o.reference,
         workDir: o.workDir,
         threads: deps.threads,
@@ -67,13 +91,24 @@ export async function reportQuality(
         signal: ctx.signal,
         log: ctx.log,
         onProgress: () => ctx.progress(o.percent, 'encode'),
-        ...(o.outputFilter ? { outputFilter: o.outputFilter } : {}),
       }),
   );
-  if (!o.asked?.frames || measured.frames.length === 0) return { quality: measured.report };
-  const { path, url } = o.framesAt ?? {
-    path: join(o.workDir, 'quality.json'),
-    url: framesUrl(o.outputUrl),
+  const frames = o.asked?.frames === true;
+  return Promise.all(
+    measured.map((m, k) => withFramesFile(m, frames ? o.outputs[k] : undefined, o.workDir)),
+  );
+}
+
+/** The report, and its per-frame file written when `output` (one that asked for it) is given. */
+async function withFramesFile(
+  measured: QualityMeasurement,
+  output: OutputToReport | undefined,
+  workDir: string,
+): Promise<MeasuredOutput> {
+  if (!output || measured.frames.length === 0) return { quality: measured.report };
+  const { path, url } = output.framesAt ?? {
+    path: join(workDir, 'quality.json'),
+    url: framesUrl(output.outputUrl),
   };
   await writeFramesFile(path, measured.frames);
   return { quality: { ...measured.report, framesUrl: url }, framesFile: { path, url } };

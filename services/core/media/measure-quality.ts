@@ -32,8 +32,18 @@ export interface QualityTools {
   vmaf: VmafTool | { missing: string };
 }
 
-export interface MeasureQualityOptions {
+/** One output to measure (see QualityTarget). */
+export interface OutputToMeasure {
   outputPath: string;
+  /** Filters for the decoded output before the comparison (a GIF's frame rate). */
+  outputFilter?: string;
+  /** Filters taking the shared reference to this output's geometry (a lower rung's scale). */
+  referenceFilter?: string;
+}
+
+export interface MeasureQualitiesOptions {
+  /** Measured in one run against the one reference, each with logs of its own. */
+  outputs: readonly OutputToMeasure[];
   reference: QualityReference;
   /** Where the per-frame logs go (the job's work directory). */
   workDir: string;
@@ -41,11 +51,12 @@ export interface MeasureQualityOptions {
   stallTimeoutMs: number;
   signal: AbortSignal;
   log: Logger;
-  /** Seconds of the output measured so far (each call also proves the run alive). */
+  /** Seconds of the outputs measured so far (each call also proves the run alive). */
   onProgress?: (seconds: number) => void;
-  /** Filters for the decoded output before the comparison (see QualityArgsOptions). */
-  outputFilter?: string;
 }
+
+/** One output measured on its own. */
+export type MeasureQualityOptions = Omit<MeasureQualitiesOptions, 'outputs'> & OutputToMeasure;
 
 /** One frame's figures in the per-frame file; `vmaf` only on the frames it scored. */
 export interface FrameFigures {
@@ -64,45 +75,62 @@ export interface QualityMeasurement {
 type Missing = QualityReport['missing'][number];
 type Metric = Missing['metric'];
 
-/**
- * Measures an output against its reference with one ffmpeg (the VMAF one when there is one).
- * Never fails for want of a tool or for a metrics ffmpeg that fails: the report then holds what
- * could be measured and says why the rest is missing. A stopped job still stops it.
- */
+/** Measures one output against its reference (see measureQualities). */
 export async function measureQuality(
   tools: QualityTools,
   o: MeasureQualityOptions,
 ): Promise<QualityMeasurement> {
-  const logs: QualityLogs = {
-    psnr: join(o.workDir, 'quality-psnr.log'),
-    ssim: join(o.workDir, 'quality-ssim.log'),
+  const { outputPath, outputFilter, referenceFilter, ...rest } = o;
+  const output = {
+    outputPath,
+    ...(outputFilter ? { outputFilter } : {}),
+    ...(referenceFilter ? { referenceFilter } : {}),
   };
+  const [measured] = await measureQualities(tools, { ...rest, outputs: [output] });
+  if (!measured) throw new Error('a measurement of one output gave none');
+  return measured;
+}
+
+/**
+ * Measures outputs against one reference with one ffmpeg (the VMAF one when there is one), so
+ * the reference is decoded once for all of them (a stream's rungs); each output's measurement,
+ * in order. Never fails for want of a tool or for a metrics ffmpeg that fails: the reports then
+ * hold what could be measured and say why the rest is missing (a failed VMAF run costs VMAF
+ * only). A stopped job still stops it.
+ */
+export async function measureQualities(
+  tools: QualityTools,
+  o: MeasureQualitiesOptions,
+): Promise<QualityMeasurement[]> {
   const missing: Missing[] = [];
   if ('runFfmpeg' in tools.vmaf) {
     const vmaf = tools.vmaf;
-    const withVmaf = { ...logs, vmaf: join(o.workDir, 'quality-vmaf.csv') };
     // Its failure costs VMAF only: PSNR and SSIM are measured again with the service's ffmpeg.
     const measured = await attempt(o, ['vmaf'], missing, () =>
-      measureWith(vmaf.runFfmpeg, o, withVmaf, vmaf.subsample),
+      measureWith(vmaf.runFfmpeg, o, true, vmaf.subsample),
     );
     if (measured) return measured;
   } else missing.push({ metric: 'vmaf', reason: tools.vmaf.missing });
   const measured = await attempt(o, ['psnr', 'ssim'], missing, () =>
-    measureWith(tools.runFfmpeg, o, logs, 1),
+    measureWith(tools.runFfmpeg, o, false, 1),
   );
-  return measured ?? { report: { framesCompared: 0, missing }, frames: [] };
+  const none = (): QualityMeasurement => ({
+    report: { framesCompared: 0, missing: [...missing] },
+    frames: [],
+  });
+  return measured ?? o.outputs.map(none);
 }
 
 /** Runs one measurement; on a failure that is not a stop, names the metrics missing and why. */
 async function attempt(
-  o: MeasureQualityOptions,
+  o: MeasureQualitiesOptions,
   metrics: readonly Metric[],
   missing: Missing[],
-  run: () => Promise<QualityMeasurement>,
-): Promise<QualityMeasurement | undefined> {
+  run: () => Promise<QualityMeasurement[]>,
+): Promise<QualityMeasurement[] | undefined> {
   try {
     const measured = await run();
-    measured.report.missing.unshift(...missing);
+    for (const m of measured) m.report.missing.unshift(...missing);
     return measured;
   } catch (error) {
     if (o.signal.aborted) throw error;
@@ -115,25 +143,40 @@ async function attempt(
   }
 }
 
+/** One metrics ffmpeg over every output, then each output's logs read into its measurement. */
 async function measureWith(
   runFfmpeg: FfmpegRunner,
-  o: MeasureQualityOptions,
-  logs: QualityLogs,
+  o: MeasureQualitiesOptions,
+  withVmaf: boolean,
   subsample: number,
-): Promise<QualityMeasurement> {
+): Promise<QualityMeasurement[]> {
+  const targets = o.outputs.map((output, k) => ({
+    ...output,
+    logs: logsOf(o.workDir, k, withVmaf),
+  }));
   const args = qualityArgs({
-    outputPath: o.outputPath,
+    targets,
     reference: o.reference,
-    logs,
     vmafSubsample: subsample,
     threads: o.threads,
-    ...(o.outputFilter ? { outputFilter: o.outputFilter } : {}),
   });
   await runFfmpeg(args, {
     signal: o.signal,
     stallTimeoutMs: o.stallTimeoutMs,
     onProgress: (p) => o.onProgress?.(p.outTimeSeconds),
   });
+  return Promise.all(targets.map((t) => readMeasurement(t.logs, subsample)));
+}
+
+/** Output `k`'s logs in the work directory. */
+function logsOf(workDir: string, k: number, withVmaf: boolean): QualityLogs {
+  const at = (name: string): string => join(workDir, `quality-${k}-${name}`);
+  const logs = { psnr: at('psnr.log'), ssim: at('ssim.log') };
+  return withVmaf ? { ...logs, vmaf: at('vmaf.csv') } : logs;
+}
+
+/** An output's report and per-frame figures from its three logs. */
+async function readMeasurement(logs: QualityLogs, subsample: number): Promise<QualityMeasurement> {
   const [psnr, ssim, vmaf] = await Promise.all([
     readPsnrLog(logs.psnr),
     readSsimLog(logs.ssim),

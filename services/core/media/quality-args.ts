@@ -16,8 +16,8 @@ export interface QualityReference {
   /** ffmpeg input arguments, each ending in `-i <file>` (inputArgs, partsListInput). */
   inputs: readonly (readonly string[])[];
   /**
-   * A filter chain from those inputs, numbered from `first` (the output is input 0), ending in
-   * one unlabelled video output: e.g. `[1:0]scale=640:360`.
+   * A filter chain from those inputs, numbered from `first` (the outputs measured are the inputs
+   * before it), ending in one unlabelled video output: e.g. `[1:0]scale=640:360`.
    */
   chain: (first: number) => string;
 }
@@ -30,18 +30,29 @@ export interface QualityLogs {
   vmaf?: string;
 }
 
-export interface QualityArgsOptions {
+/** One output measured against the shared reference, and where its figures go. */
+export interface QualityTarget {
   outputPath: string;
-  reference: QualityReference;
   logs: QualityLogs;
-  /** Score every n-th frame with VMAF (1: every frame). */
-  vmafSubsample: number;
-  threads: number;
   /**
    * Filters the decoded output passes before it is compared: a GIF's `fps=12`, so frames whose
    * times its centisecond clock rounded pair with the reference frame of the same instant.
    */
   outputFilter?: string;
+  /**
+   * Filters taking the shared reference to this output's geometry (a lower ladder rung's scale);
+   * unset: the reference is at it already.
+   */
+  referenceFilter?: string;
+}
+
+export interface QualityArgsOptions {
+  /** The outputs, inputs 0…n−1 of the run, the reference's inputs after them. */
+  targets: readonly QualityTarget[];
+  reference: QualityReference;
+  /** Score every n-th frame with VMAF (1: every frame). */
+  vmafSubsample: number;
+  threads: number;
 }
 
 /**
@@ -56,33 +67,65 @@ export function inputReference(input: JobInput, size: OutputSize): QualityRefere
 }
 
 /**
- * One ffmpeg for every metric of an output, so each side is decoded once: the output passes
- * through psnr, ssim and libvmaf in turn (each passes its first input on unchanged), the
- * reference is split to the three. Both sides start at 0 and are 8-bit 4:2:0 like every output,
- * so frames pair by timestamp and the filters compare like with like.
+ * One ffmpeg for every metric of every target, so each file is decoded once (a whole ladder's
+ * reference too): the reference is made once and split to the targets, each branch through the
+ * target's referenceFilter; each output passes through psnr, ssim and libvmaf in turn (each
+ * passes its first input on unchanged), its branch split to the three. Both sides start at 0 and
+ * are 8-bit 4:2:0 like every output, so frames pair by timestamp and the filters compare like
+ * with like.
  */
 export function qualityArgs(o: QualityArgsOptions): string[] {
-  const uses = o.logs.vmaf === undefined ? 2 : 3;
-  const refs = Array.from({ length: uses }, (_, k) => `[r${k}]`);
+  const n = o.targets.length;
+  if (n === 0) throw new Error('a quality measurement needs an output');
+  const shared = `${o.reference.chain(n)},setpts=PTS-STARTPTS`;
   const graph = [
-    `[0:v:0]${o.outputFilter ? `${o.outputFilter},` : ''}format=yuv420p,setpts=PTS-STARTPTS[d0]`,
-    `${o.reference.chain(1)},format=yuv420p,setpts=PTS-STARTPTS,split=${uses}${refs.join('')}`,
-    `[d0][r0]psnr=stats_file=${safePath(o.logs.psnr)}[d1]`,
-    `[d1][r1]ssim=stats_file=${safePath(o.logs.ssim)}[d2]`,
-    ...(o.logs.vmaf === undefined ? [] : [`[d2][r2]${vmafFilter(o, o.logs.vmaf)}[d3]`]),
+    fanOut(
+      shared,
+      o.targets.map((_, k) => `[b${k}]`),
+    ),
+    ...o.targets.flatMap((t, k) => targetGraph(o, t, k)),
   ];
   return [
-    ...inputArgs(o.outputPath),
+    ...o.targets.flatMap((t) => inputArgs(t.outputPath)),
     ...o.reference.inputs.flat(),
     '-filter_complex',
     graph.join(';'),
-    '-map',
-    `[d${uses}]`,
+    ...o.targets.flatMap((t, k) => ['-map', `[d${k}_${metricFilters(o, t).length}]`]),
     '-threads',
     String(o.threads),
     '-f',
     'null',
     '-',
+  ];
+}
+
+/** `source` into each label: through `split` when there are several. */
+function fanOut(source: string, labels: readonly string[]): string {
+  const split = labels.length > 1 ? `,split=${labels.length}` : '';
+  return `${source}${split}${labels.join('')}`;
+}
+
+/** Target `k`'s part of the graph: its output, its reference branch, one link per metric. */
+function targetGraph(o: QualityArgsOptions, t: QualityTarget, k: number): string[] {
+  const metrics = metricFilters(o, t);
+  const output = `[${k}:v:0]${t.outputFilter ? `${t.outputFilter},` : ''}`;
+  const reference = `[b${k}]${t.referenceFilter ? `${t.referenceFilter},` : ''}format=yuv420p`;
+  return [
+    `${output}format=yuv420p,setpts=PTS-STARTPTS[d${k}_0]`,
+    fanOut(
+      reference,
+      metrics.map((_, i) => `[r${k}_${i}]`),
+    ),
+    ...metrics.map((m, i) => `[d${k}_${i}][r${k}_${i}]${m}[d${k}_${i + 1}]`),
+  ];
+}
+
+/** What a target is measured with, in the order its output passes them. */
+function metricFilters(o: QualityArgsOptions, t: QualityTarget): string[] {
+  return [
+    `psnr=stats_file=${safePath(t.logs.psnr)}`,
+    `ssim=stats_file=${safePath(t.logs.ssim)}`,
+    ...(t.logs.vmaf === undefined ? [] : [vmafFilter(o, t.logs.vmaf)]),
   ];
 }
 

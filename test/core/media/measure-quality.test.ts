@@ -7,12 +7,13 @@ import { promisify } from 'node:util';
 import {
   findVmafTool,
   inputReference,
+  measureQualities,
   measureQuality,
   writeFramesFile,
   type MeasureQualityOptions,
   type QualityTools,
 } from '../../../services/core/media/measure-quality.ts';
-import { createFfmpegRunner } from '../../../services/core/media/run-ffmpeg.ts';
+import { createFfmpegRunner, type FfmpegRunner } from '../../../services/core/media/run-ffmpeg.ts';
 import { silentLogger } from '../../../services/core/observability/logger.ts';
 import { readTestInput } from '../../support/job-input.ts';
 import { testQualityTools } from '../../support/media-job-deps.ts';
@@ -23,6 +24,7 @@ const FFMPEG = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
 const VMAF_FFMPEG = process.env['TEST_VMAF_FFMPEG'];
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
 const SIZE = { width: 480, height: 270 };
+const SMALL_SCALE = 'scale=320:180:flags=bicubic';
 
 /** The metrics as a hand-written ffmpeg command finds them, independent of the code under test. */
 async function independent(ffmpeg: string, out: string, input: string, filter: string) {
@@ -47,6 +49,7 @@ describe('measure quality (real ffmpeg)', function () {
   let dir: string;
   let inputPath: string;
   let outputPath: string;
+  let smallPath: string;
   let options: () => Promise<MeasureQualityOptions>;
 
   before(async () => {
@@ -98,6 +101,26 @@ describe('measure quality (real ffmpeg)', function () {
       'yuv420p',
       '-y',
       outputPath,
+    ]);
+    // A lower rung: the 480x270 picture scaled down, as a ladder makes it.
+    smallPath = join(dir, 'small.mp4');
+    await run(FFMPEG, [
+      '-v',
+      'error',
+      '-i',
+      inputPath,
+      '-vf',
+      `scale=480:270:flags=bicubic,${SMALL_SCALE}`,
+      '-c:v',
+      'libx264',
+      '-preset',
+      'veryfast',
+      '-b:v',
+      '120k',
+      '-pix_fmt',
+      'yuv420p',
+      '-y',
+      smallPath,
     ]);
     const input = await readTestInput(inputPath, dir);
     options = async () => ({
@@ -211,6 +234,62 @@ describe('measure quality (real ffmpeg)', function () {
     let error: unknown;
     await pending.catch((e: unknown) => (error = e));
     expect(error).to.have.property('code', 'interrupted');
+  });
+
+  it('several outputs in one run: each the figures it has measured alone, the reference decoded once', async () => {
+    const o = await options();
+    const calls: (readonly string[])[] = [];
+    const counting =
+      (runFfmpeg: FfmpegRunner): FfmpegRunner =>
+      (args, opts) => {
+        calls.push(args);
+        return runFfmpeg(args, opts);
+      };
+    const tools = testQualityTools();
+    const vmaf = tools.vmaf;
+    const counted: QualityTools = {
+      runFfmpeg: counting(tools.runFfmpeg),
+      vmaf: 'runFfmpeg' in vmaf ? { ...vmaf, runFfmpeg: counting(vmaf.runFfmpeg) } : vmaf,
+    };
+    const both = await measureQualities(counted, {
+      ...o,
+      outputs: [{ outputPath }, { outputPath: smallPath, referenceFilter: SMALL_SCALE }],
+    });
+    expect(calls).to.have.length(1);
+    expect(calls[0]?.filter((a) => a === inputPath)).to.have.length(1);
+    const alone = [
+      await measureQuality(tools, await options()),
+      await measureQuality(tools, {
+        ...(await options()),
+        outputPath: smallPath,
+        referenceFilter: SMALL_SCALE,
+      }),
+    ];
+    expect(both.map((m) => m.report)).to.deep.equal(alone.map((m) => m.report));
+    expect(both.map((m) => m.frames)).to.deep.equal(alone.map((m) => m.frames));
+    expect(both[1]?.report.psnr?.mean).to.not.equal(both[0]?.report.psnr?.mean);
+    expect(both[1]?.report.framesCompared).to.equal(125);
+  });
+
+  it('several outputs and a VMAF ffmpeg that fails: each measured again without it, each missing VMAF alone', async () => {
+    const broken = createFfmpegRunner(join(dir, 'no-such-ffmpeg'), bounds);
+    const tools: QualityTools = {
+      ...testQualityTools(),
+      vmaf: { runFfmpeg: broken, subsample: 4 },
+    };
+    const both = await measureQualities(tools, {
+      ...(await options()),
+      outputs: [{ outputPath }, { outputPath: smallPath, referenceFilter: SMALL_SCALE }],
+    });
+    expect(both).to.have.length(2);
+    for (const { report } of both) {
+      expect(report.psnr?.mean).to.be.above(20);
+      expect(report.ssim?.mean).to.be.above(0.5);
+      expect(report.missing).to.deep.equal([
+        { metric: 'vmaf', reason: 'the measurement failed: ffmpeg could not start' },
+      ]);
+    }
+    expect(both[0]?.report.missing).to.not.equal(both[1]?.report.missing);
   });
 
   it('writes the per-frame file as JSON, one frame a line', async () => {
