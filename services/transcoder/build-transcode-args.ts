@@ -92,7 +92,7 @@ function pictureInput(o: TranscodeOptions): string[] {
 function videoArgs(o: TranscodeOptions, pass: 1 | 2): string[] {
   const kbps = Number(o.spec.bitrateKbps);
   return [
-    ...videoCodecArgs(o.spec, kbps, o.size),
+    ...videoCodecArgs(o.spec, kbps),
     ...passArgs(o.spec.encoder, pass, o.passLogPrefix),
     ...(o.spec.encoder === 'h265' && o.spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : []),
     ...BT709_OUTPUT_ARGS,
