@@ -25,7 +25,7 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
   h264: 0.33,
   h265: 0.5,
   vp8: 0.15,
-  vp9: 0.3,
+  vp9: 0.06,
 };
 
 /**
