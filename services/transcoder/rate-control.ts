@@ -37,10 +37,15 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  * - h264 `slow`: `medium` two-pass was 0.34 VMAF below at 1000 kb/s (too close to the 0.5
  *   limit), `slow` + VBV within 0.05; x264's first pass is fast by default (a third of the CPU).
  * - h265 `medium` with a fast first pass (`slow-firstpass=0`): +0.06..+0.08 VMAF, 0.92–0.95×
- *   the CPU; `fast` cost the same here (x265 3.5, 2 threads).
+ *   the CPU. `fast` the same way measured 0.75–0.99× with +0.0..+0.24 VMAF on 3 clips: the next
+ *   candidate, not yet measured widely enough.
  * - vp8 cpu-used 2 with alt-ref frames: +0.57 VMAF (+2.9 on the 5th-percentile frame) at
  *   0.88× the CPU of cpu-used 1 without them.
- * - vp9 cpu-used 2 with row-mt: cpu-used 3 and 4 lost 0.9–1.0 VMAF (2 on the 5th percentile).
+ * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
+ *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips: +7.1 % on the 5.3 s
+ *   clip at 1000 kb/s (the anchor too), +3.7 % at 2000; tighter `-overshoot-pct` made it worse.
+ * - The price of the VBV: on still slides with hard cuts (ceiling below 4000 kb/s), x264 and
+ *   VP8 spent 6 % more than their anchors (x265 1 % less).
  */
 export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   const rate = [
@@ -71,8 +76,8 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
         '16',
       ];
     case 'vp9':
-      // libvpx's default tiling already splits 720p into columns; row-mt lets 2 threads share them.
-      return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2', ...rate, '-row-mt', '1'];
+      // No row-mt: it cost 1.16x the CPU time (user+sys) for the same VMAF at 2 threads.
+      return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2', ...rate];
   }
 }
 
