@@ -1,0 +1,96 @@
+import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
+
+/**
+ * Peak rate allowed to every encoder, as a multiple of the requested bitrate (`-maxrate`).
+ * With the buffer below, the bits in any window of T seconds stay under
+ * `(PEAK_FACTOR × T + BUFFER_SECONDS) × bitrate`: at most 3.5× the average rate over 1 s and
+ * 2.5× over 2 s, so a player with a 2 s buffer on a link of 1.5× the bitrate never stalls.
+ * x264/x265 enforce it as VBV (hard); libvpx takes `-maxrate` as its two-pass
+ * `maxsection-pct` (no section above 150 % of the average) and `-bufsize` as `rc_buf_sz`, a
+ * softer model. Measured (5 natural/synthetic 720p clips, 1000–4000 kb/s): at most 2.2× over
+ * 1 s and 2.0× over 2 s, on still slides with hard cuts.
+ */
+export const PEAK_FACTOR = 1.5;
+
+/** Decoder buffer, in seconds at the requested bitrate (`-bufsize`). */
+export const BUFFER_SECONDS = 2;
+
+/** Fraction of a transcode's CPU time its first pass takes, per encoder. */
+export function firstPassShare(encoder: TranscodeSpec['encoder']): number {
+  return FIRST_PASS_SHARE[encoder];
+}
+
+// user+sys of pass 1 / both passes with the settings below (bbb 720p, bikes 640x272).
+const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
+  h264: 0.33,
+  h265: 0.5,
+  vp8: 0.15,
+  vp9: 0.06,
+};
+
+/**
+ * The rate-control and encoder arguments shared by both passes. Every encoder runs two passes:
+ * one pass missed the request by up to 20 % on natural content (x264 medium 788 kb/s and VP9
+ * CBR 1186 kb/s for 1000) and lost 1.3–3.5 VMAF to the same encoder's two-pass encode. Each
+ * choice against the anchor (two passes, slow-class preset, no VBV), 720p animation at
+ * 1000/2000 kb/s:
+ * - h264 `slow`: `medium` two-pass was 0.34 VMAF below at 1000 kb/s (too close to the 0.5
+ *   limit), `slow` + VBV within 0.05; x264's first pass is fast by default (a third of the CPU).
+ * - h265 `medium` with a fast first pass (`slow-firstpass=0`): +0.06..+0.08 VMAF, 0.92–0.95×
+ *   the CPU. `fast` the same way measured 0.75–0.99× with +0.0..+0.24 VMAF on 3 clips: the next
+ *   candidate, not yet measured widely enough.
+ * - vp8 cpu-used 2 with alt-ref frames: +0.57 VMAF (+2.9 on the 5th-percentile frame) at
+ *   0.88× the CPU of cpu-used 1 without them.
+ * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
+ *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips: +7.1 % on the 5.3 s
+ *   clip at 1000 kb/s (the anchor too), +3.7 % at 2000; tighter `-overshoot-pct` made it worse.
+ * - The price of the VBV: on still slides with hard cuts (ceiling below 4000 kb/s), x264 and
+ *   VP8 spent 6 % more than their anchors (x265 1 % less).
+ */
+export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
+  const rate = [
+    '-b:v',
+    `${kbps}k`,
+    '-maxrate',
+    `${Math.round(kbps * PEAK_FACTOR)}k`,
+    '-bufsize',
+    `${kbps * BUFFER_SECONDS}k`,
+  ];
+  switch (spec.encoder) {
+    case 'h264':
+      return ['-c:v', 'libx264', '-preset', 'slow', ...rate, '-profile:v', 'high'];
+    case 'h265':
+      return ['-c:v', 'libx265', '-preset', 'medium', ...rate];
+    case 'vp8':
+      return [
+        '-c:v',
+        'libvpx',
+        '-deadline',
+        'good',
+        '-cpu-used',
+        '2',
+        ...rate,
+        '-auto-alt-ref',
+        '1',
+        '-lag-in-frames',
+        '16',
+      ];
+    case 'vp9':
+      // No row-mt: it cost 1.16x the CPU time (user+sys) for the same VMAF at 2 threads.
+      return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2', ...rate];
+  }
+}
+
+/**
+ * Which pass a run is and where its statistics go. ffmpeg 5.1's `-pass`/`-passlogfile` drive
+ * x264 and libvpx but not libx265 (it ignores them and encodes one pass): x265 takes its pass
+ * and stats file through `-x265-params`, which is a `key=value:…` list, hence no `:`/`=` in the
+ * prefix.
+ */
+export function passArgs(encoder: TranscodeSpec['encoder'], pass: 1 | 2, prefix: string): string[] {
+  if (encoder !== 'h265') return ['-pass', String(pass), '-passlogfile', prefix];
+  if (/[:=]/.test(prefix)) throw new Error(`pass log prefix ${prefix} holds ':' or '='`);
+  // x265's first pass is as slow as its second by default (slow-firstpass); made fast, the
+  // bitrate and VMAF stayed within the anchor's (see videoCodecArgs).
+  return ['-x265-params', `log-level=error:pass=${pass}:stats=${prefix}-x265.log:slow-firstpass=0`];
+}
