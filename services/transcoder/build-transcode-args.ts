@@ -5,94 +5,56 @@ import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { passArgs, videoCodecArgs } from './rate-control.ts';
 
 export { outputSize, type OutputSize } from '../core/media/output-size.ts';
+export { PEAK_FACTOR, BUFFER_SECONDS, firstPassShare } from './rate-control.ts';
 
-function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
-  const rate = [`-b:v`, `${kbps}k`];
-  switch (spec.encoder) {
-    case 'h264':
-      return [
-        '-c:v',
-        'libx264',
-        '-preset',
-        'medium',
-        ...rate,
-        '-maxrate',
-        `${Math.round(kbps * 1.5)}k`,
-        '-bufsize',
-        `${kbps * 2}k`,
-        '-profile:v',
-        'high',
-      ];
-    case 'h265':
-      return [
-        '-c:v',
-        'libx265',
-        '-preset',
-        'fast',
-        ...rate,
-        '-x265-params',
-        'log-level=error',
-        ...(spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : []),
-      ];
-    case 'vp8':
-      return [
-        '-c:v',
-        'libvpx',
-        '-deadline',
-        'good',
-        '-cpu-used',
-        '2',
-        ...rate,
-        '-maxrate',
-        `${Math.round(kbps * 1.5)}k`,
-      ];
-    case 'vp9':
-      // Single-pass VBR misses by -35 %..+12 % (a 0.9-1.1 range: +12 % at 2000k); CBR lands within
-      // about 5 % at 1000-4000k on a noisy 720p clip (bench/transcode-overhead.ts).
-      return [
-        '-c:v',
-        'libvpx-vp9',
-        '-deadline',
-        'good',
-        '-cpu-used',
-        '4',
-        '-row-mt',
-        '1',
-        ...rate,
-        '-minrate',
-        `${kbps}k`,
-        '-maxrate',
-        `${kbps}k`,
-      ];
-  }
-}
-
-/** ffmpeg arguments (after the global ones) for one transcode; a pure function of its inputs. */
-export function buildTranscodeArgs(options: {
+/** What one transcode is made of; everything a run's arguments depend on. */
+export interface TranscodeOptions {
   spec: TranscodeSpec;
   input: JobInput;
+  /** The final pass's output file. */
   outputPath: string;
   size: OutputSize;
+  /** ffmpeg `-threads` of every pass (the job's share of the cores). */
   threads: number;
+  /**
+   * Path prefix, inside the job's work dir, of the first pass's statistics files (ffmpeg adds
+   * `-0.log`, x264 also `.mbtree`, x265 `.cutree`). No `:` or `=`: x265 reads it from a
+   * `key=value:…` list.
+   */
+  passLogPrefix: string;
   watermark?: PreparedWatermark;
-}): string[] {
-  const { spec, size, input } = options;
-  const kbps = Number(spec.bitrateKbps);
-  const picture = `[0:${input.video.index}]${pictureFilters(input, size, 'bicubic')}`;
-  const graph = options.watermark
-    ? `${picture}[in];${options.watermark.filter(1)};[out]format=yuv420p[v]`
-    : `${picture},format=yuv420p[v]`;
-  const audio = input.info.audio;
-  const encoder = spec.container === 'webm' ? 'opus' : 'aac';
+}
+
+/**
+ * The ffmpeg runs (arguments after the global ones) of one transcode, in the order they must
+ * run: a first pass that only analyses the picture (null output, no audio), then the pass that
+ * writes `outputPath`. A pure function of its inputs. Rate control per encoder, its peak bound
+ * and the measurements behind each choice: `rate-control.ts`.
+ */
+export function buildTranscodeArgs(options: TranscodeOptions): string[][] {
+  return [firstPass(options), finalPass(options)];
+}
+
+function firstPass(o: TranscodeOptions): string[] {
   return [
-    ...inputArgs(input.path),
-    ...(options.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
-    '-filter_complex',
-    graph,
-    '-map',
-    '[v]',
+    ...pictureInput(o),
+    '-an',
+    ...videoArgs(o, 1),
+    // The muxer is never written: the pass only leaves its statistics in the work dir.
+    '-f',
+    'null',
+    '-',
+  ];
+}
+
+function finalPass(o: TranscodeOptions): string[] {
+  const audio = o.input.info.audio;
+  const encoder = o.spec.container === 'webm' ? 'opus' : 'aac';
+  return [
+    ...pictureInput(o),
     ...(audio
       ? [
           '-map',
@@ -102,15 +64,40 @@ export function buildTranscodeArgs(options: {
           ...audioEncoderArgs(audio, encoder),
         ]
       : ['-an']),
-    ...videoCodecArgs(spec, kbps),
-    ...BT709_OUTPUT_ARGS,
-    '-threads',
-    String(options.threads),
+    ...videoArgs(o, 2),
     '-map_metadata',
     '-1',
-    ...muxerArgs(spec),
+    ...muxerArgs(o.spec),
     '-y',
-    options.outputPath,
+    o.outputPath,
+  ];
+}
+
+/** Both passes must see the same picture (watermark included), or the statistics mislead. */
+function pictureInput(o: TranscodeOptions): string[] {
+  const picture = `[0:${o.input.video.index}]${pictureFilters(o.input, o.size, 'bicubic')}`;
+  const graph = o.watermark
+    ? `${picture}[in];${o.watermark.filter(1)};[out]format=yuv420p[v]`
+    : `${picture},format=yuv420p[v]`;
+  return [
+    ...inputArgs(o.input.path),
+    ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
+    '-filter_complex',
+    graph,
+    '-map',
+    '[v]',
+  ];
+}
+
+function videoArgs(o: TranscodeOptions, pass: 1 | 2): string[] {
+  const kbps = Number(o.spec.bitrateKbps);
+  return [
+    ...videoCodecArgs(o.spec, kbps, o.size),
+    ...passArgs(o.spec.encoder, pass, o.passLogPrefix),
+    ...(o.spec.encoder === 'h265' && o.spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : []),
+    ...BT709_OUTPUT_ARGS,
+    '-threads',
+    String(o.threads),
   ];
 }
 

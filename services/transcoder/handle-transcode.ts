@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JobResult, TranscodeSpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import type { JobHandler } from '../core/worker/job-handler.ts';
+import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import type { Prober } from '../core/media/probe-media.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
@@ -20,6 +20,7 @@ import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import {
   buildTranscodeArgs,
+  firstPassShare,
   needsRemux,
   outputSize,
   type OutputSize,
@@ -48,17 +49,17 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
         checkOutputPixels(size, deps.maxPixels);
         const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
-        const args = buildTranscodeArgs({
+        const passes = buildTranscodeArgs({
           spec,
           input,
           outputPath: encodedPath,
           size,
           threads: deps.threads,
+          passLogPrefix: join(workDir, 'pass'),
           ...(watermark ? { watermark } : {}),
         });
-        const decoded = await runEncode(deps, ctx, args, {
-          from: 5,
-          to: 95,
+        const decoded = await runPasses(deps, ctx, passes, {
+          firstShare: firstPassShare(spec.encoder),
           expectedSeconds: input.info.durationSeconds,
         });
         checkDecodedLength(input.info, decoded);
@@ -69,6 +70,25 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       return result;
     });
   };
+}
+
+/**
+ * Runs the passes in order; progress 5 → 95 split between them by their share of the CPU time.
+ * Resolves with what the last pass decoded (the one that wrote the output).
+ */
+async function runPasses(
+  deps: TranscoderDeps,
+  ctx: JobContext,
+  passes: readonly (readonly string[])[],
+  o: { firstShare: number; expectedSeconds: number },
+): Promise<number> {
+  const bounds = passes.length > 1 ? [5, 5 + 90 * o.firstShare, 95] : [5, 95];
+  let decoded = 0;
+  for (const [k, args] of passes.entries()) {
+    const span = { from: bounds[k] ?? 5, to: bounds[k + 1] ?? 95 };
+    decoded = await runEncode(deps, ctx, args, { ...span, expectedSeconds: o.expectedSeconds });
+  }
+  return decoded;
 }
 
 /**

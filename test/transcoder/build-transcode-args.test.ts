@@ -2,6 +2,17 @@ import { expect } from 'chai';
 import { buildTranscodeArgs, outputSize } from '../../services/transcoder/build-transcode-args.ts';
 import { jobInputOf, mediaInfo } from '../support/job-input.ts';
 
+function final(passes: string[][]): string[] {
+  expect(passes).to.have.length(2);
+  return passes[1] ?? [];
+}
+
+/** The value after `flag` in `args` (undefined when absent). */
+function after(args: readonly string[], flag: string): string | undefined {
+  const i = args.indexOf(flag);
+  return i < 0 ? undefined : args[i + 1];
+}
+
 describe('transcode arguments', () => {
   const input = { width: 1920, height: 1080 };
   it('sizes: both, one (aspect kept, even), none, odd values rounded down to even', () => {
@@ -23,33 +34,113 @@ describe('transcode arguments', () => {
       outputPath: '/tmp/out',
       size: { width: 640, height: 360 },
       threads: 2,
+      passLogPrefix: '/work/job-1/pass',
     };
-    const h265 = buildTranscodeArgs({
-      ...base,
-      spec: { encoder: 'h265', container: 'mp4', bitrateKbps: '2000' },
-    });
+    const h265 = final(
+      buildTranscodeArgs({
+        ...base,
+        spec: { encoder: 'h265', container: 'mp4', bitrateKbps: '2000' },
+      }),
+    );
     expect(h265.join(' '))
       .to.contain('-tag:v hvc1')
       .and.contain('-b:v 2000k')
       .and.contain('-c:a aac')
       .and.contain('+faststart');
-    const vp9 = buildTranscodeArgs({
-      ...base,
-      spec: { encoder: 'vp9', container: 'webm', bitrateKbps: '4000' },
-    });
+    const vp9 = final(
+      buildTranscodeArgs({
+        ...base,
+        spec: { encoder: 'vp9', container: 'webm', bitrateKbps: '4000' },
+      }),
+    );
     expect(vp9.join(' '))
       .to.contain('libvpx-vp9')
       .and.contain('-c:a libopus')
       .and.contain('-f webm');
-    const silent = buildTranscodeArgs({
-      ...base,
-      input: jobInputOf('/tmp/in', mediaInfo({ width: 640, height: 360 }, { audio: false })),
-      spec: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
-    });
+    const silent = final(
+      buildTranscodeArgs({
+        ...base,
+        input: jobInputOf('/tmp/in', mediaInfo({ width: 640, height: 360 }, { audio: false })),
+        spec: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+      }),
+    );
     expect(silent).to.include('-an');
     expect(silent.join(' '))
       .to.contain('format=yuv420p')
       .and.contain('-format_whitelist')
       .and.contain('-protocol_whitelist file,pipe');
+  });
+
+  describe('two passes', () => {
+    const base = {
+      input: jobInputOf('/tmp/in', mediaInfo({ width: 1280, height: 720 })),
+      outputPath: '/work/job-1/output.mp4',
+      size: { width: 1280, height: 720 },
+      threads: 2,
+      passLogPrefix: '/work/job-1/pass',
+    };
+    const encoders = ['h264', 'h265', 'vp8', 'vp9'] as const;
+
+    for (const encoder of encoders) {
+      it(`${encoder}: a null first pass without audio, then the output; both log into the work dir`, () => {
+        const [first = [], second = []] = buildTranscodeArgs({
+          ...base,
+          spec: { encoder, container: 'mp4', bitrateKbps: '2000' },
+        });
+        expect(first.slice(-3)).to.deep.equal(['-f', 'null', '-']);
+        expect(first).to.include('-an').and.not.include('-c:a');
+        expect(first).to.not.include(base.outputPath);
+        expect(second.at(-1)).to.equal(base.outputPath);
+        expect(second).to.include('-c:a');
+        // Both passes see the same picture and the same rate control.
+        expect(after(first, '-filter_complex')).to.equal(after(second, '-filter_complex'));
+        for (const flag of ['-c:v', '-b:v', '-maxrate', '-bufsize', '-threads'])
+          expect(after(first, flag), flag).to.equal(after(second, flag));
+        if (encoder === 'h265') {
+          expect(after(first, '-x265-params'))
+            .to.contain('pass=1')
+            .and.contain('stats=/work/job-1/pass-x265.log');
+          expect(after(second, '-x265-params'))
+            .to.contain('pass=2')
+            .and.contain('stats=/work/job-1/pass-x265.log');
+        } else {
+          expect([after(first, '-pass'), after(second, '-pass')]).to.deep.equal(['1', '2']);
+          expect(after(first, '-passlogfile')).to.equal('/work/job-1/pass');
+          expect(after(second, '-passlogfile')).to.equal('/work/job-1/pass');
+        }
+      });
+    }
+
+    it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate', () => {
+      for (const encoder of encoders) {
+        const [, second = []] = buildTranscodeArgs({
+          ...base,
+          spec: { encoder, container: 'webm', bitrateKbps: '4000' },
+        });
+        expect(after(second, '-b:v'), encoder).to.equal('4000k');
+        expect(after(second, '-maxrate'), encoder).to.equal('6000k');
+        expect(after(second, '-bufsize'), encoder).to.equal('8000k');
+      }
+    });
+
+    it('refuses a pass log prefix that x265 would split', () => {
+      expect(() =>
+        buildTranscodeArgs({
+          ...base,
+          passLogPrefix: '/work/a:b/pass',
+          spec: { encoder: 'h265', container: 'mp4', bitrateKbps: '2000' },
+        }),
+      ).to.throw(/':' or '='/);
+    });
+
+    it('vp8 in mp4 writes Matroska for the remux', () => {
+      const [, second = []] = buildTranscodeArgs({
+        ...base,
+        outputPath: '/work/job-1/encoded.mkv',
+        spec: { encoder: 'vp8', container: 'mp4', bitrateKbps: '2000' },
+      });
+      expect(after(second, '-f')).to.equal('matroska');
+      expect(second.at(-1)).to.equal('/work/job-1/encoded.mkv');
+    });
   });
 });

@@ -8,10 +8,12 @@ import { MediaError } from '../../services/core/errors.ts';
 import type { JobContext } from '../../services/core/worker/job-handler.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';
+import { firstPassShare } from '../../services/transcoder/build-transcode-args.ts';
+import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { ffprobe, generateClip } from '../support/generate-clip.ts';
 import { transcodeRequested } from '../support/job-requests.ts';
-import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { TEST_WORK_ROOT, testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
 
@@ -185,5 +187,38 @@ describe('transcode handler with real ffmpeg', function () {
       ctx,
     ).catch((e: unknown) => e);
     expect((error as MediaError).code).to.equal('input_too_large');
+  });
+
+  it('runs the passes in order, the first into the work dir only, with progress split between them', async () => {
+    const real = createFfmpegRunner('ffmpeg', { memoryLimitBytes: 2 * 1024 ** 3 });
+    const runs: { args: readonly string[]; ticks: number[] }[] = [];
+    const ticks: number[] = [];
+    const passes = createTranscodeHandler(
+      testMediaJobDeps({
+        runFfmpeg: (args, o) => {
+          runs.push({ args, ticks: [] });
+          return real(args, o);
+        },
+      }),
+    );
+    const spec: TranscodeSpec = { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' };
+    await passes(job(spec, 'input.mp4', 'passes.mp4'), {
+      ...ctx,
+      progress: (p) => void (runs.at(-1)?.ticks.push(p), ticks.push(p)),
+    });
+    const encodes = runs.filter((r) => r.args.includes('-c:v'));
+    expect(encodes).to.have.length(2);
+    const [first, second] = encodes.map((r) => r.args);
+    expect(first?.slice(-3)).to.deep.equal(['-f', 'null', '-']);
+    expect(first).to.include('-an');
+    const log = first?.[first.indexOf('-passlogfile') + 1] ?? '';
+    expect(log.startsWith(TEST_WORK_ROOT)).to.equal(true);
+    expect(second?.[second.indexOf('-passlogfile') + 1]).to.equal(log);
+    const split = 5 + 90 * firstPassShare('h264');
+    expect(encodes.every((r) => r.ticks.length > 0)).to.equal(true);
+    expect(Math.max(...(encodes[0]?.ticks ?? []))).to.be.at.most(split + 1e-9);
+    expect(Math.min(...(encodes[1]?.ticks ?? [100]))).to.be.at.least(split - 1e-9);
+    expect(Math.max(...ticks)).to.be.closeTo(95, 5);
+    expect(ticks).to.deep.equal([...ticks].sort((a, b) => a - b));
   });
 });
