@@ -1,6 +1,7 @@
 // Side-by-side benchmark, one run: a transcode job through the whole all-in-one service (HTTP
-// submit → bus → download → ffmpeg → verify → upload → callback) against the bare ffmpeg command
-// it runs, on the same clip, interleaved. Also reports bitrate accuracy per encoder.
+// submit → bus → download → ffmpeg → verify → upload → callback) against the bare ffmpeg runs
+// it makes (both passes, from buildTranscodeArgs), on the same clip, interleaved. Also reports
+// bitrate accuracy per encoder.
 // Usage: npm run bench:transcode -- [rounds=3] [seconds=10] [encoder]
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';

@@ -136,6 +136,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run generate:(types|openapi|config-table)$/,
       /^npm run start:(ingress|transcoder|summarizer|streamer|notifier)$/,
       /^npm run bench:transcode -- /,
+      /^npm run bench:quality -- /,
       /^npm run bench:summary -- /,
       /^npm run bench:stream -- /,
       /^npm run bench:tracing -- /,
@@ -166,6 +167,23 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/\| h264\/mp4 \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
+  });
+
+  it('npm run bench:quality -- slides-short h264 1000 (one short clip, one encoder)', async () => {
+    const json = join(dataDir, 'quality.json');
+    const ran = await run(
+      ['run', 'bench:quality', '--', 'slides-short', 'h264', '1000', json],
+      {
+        TEST_VMAF_FFMPEG: requireEnv('TEST_VMAF_FFMPEG'),
+        TEST_CORPUS_SOURCES: requireEnv('TEST_CORPUS_SOURCES'),
+      },
+      180_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/\| slides-short \(natural\) \| h264 \| 1000 \| [\d.]+ \(/);
+    expect(ran.stdout).to.match(/^\d\/1 cases pass every rule; failures: bitrate \d/m);
+    const rows = JSON.parse(await readFile(json, 'utf8')) as { encoder: string }[];
+    expect(rows.map((r) => r.encoder)).to.deep.equal(['h264']);
   });
 
   it('npm run bench:stream -- 2 1 (a short input)', async () => {

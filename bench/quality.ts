@@ -1,0 +1,144 @@
+// Quality per bit, issue 27: for each clip × encoder × bitrate, the transcoder's own passes
+// (buildTranscodeArgs, at the clip's size, video only) and the anchor (same encoder, two passes,
+// no VBV, slow-class preset) side by side in one run: delivered video bitrate, peaks over 1 s
+// and 2 s windows, VMAF/PSNR-Y/SSIM-Y against the clip, CPU seconds of the ffmpeg runs; then
+// the issue's verdicts. Prints a Markdown table and a summary line, writes the results as JSON.
+// Usage: npm run bench:quality -- [clips=all|short|a,b] [encoders=h264,h265,vp8,vp9]
+//          [bitrates=1000,2000,4000] [json=quality-<time>.json in the temp dir]
+// CPU is user + system seconds of the ffmpeg children (not wall time: the cores are shared).
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { CORPUS, SHORT_CORPUS, corpusClip } from '../test/support/quality-corpus.ts';
+import {
+  ENCODERS,
+  compareWithAnchor,
+  peakBoundBits,
+  verdicts,
+  type EncodeMeasure,
+  type Encoder,
+  type Verdicts,
+} from '../test/support/rate-control-anchor.ts';
+import { median } from './stats.ts';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function clipNames(arg: string | undefined): string[] {
+  if (!arg || arg === 'all') return CORPUS.map((c) => c.name);
+  if (arg === 'short') return SHORT_CORPUS.map((c) => c.name);
+  return arg.split(',');
+}
+const list = (arg: string | undefined, fallback: string): string[] => (arg ?? fallback).split(',');
+
+const clips = clipNames(process.argv[2]);
+const encoders = list(process.argv[3], ENCODERS.join(',')) as Encoder[];
+const bitrates = list(process.argv[4], '1000,2000,4000').map(Number);
+const jsonPath =
+  process.argv[5] ?? join(tmpdir(), `quality-${new Date().toISOString().replace(/:/g, '')}.json`);
+for (const e of encoders) if (!ENCODERS.includes(e)) throw new Error(`unknown encoder ${e}`);
+
+/** The libvmaf ffmpeg: TEST_VMAF_FFMPEG, else the one vmaf.sh installs into .cache/tools. */
+async function vmafFfmpeg(): Promise<string> {
+  const set = process.env['TEST_VMAF_FFMPEG'];
+  if (set) return set;
+  await run('bash', [join(root, 'scripts/test-services/vmaf.sh'), 'install']);
+  return join(root, '.cache/tools/ffmpeg-vmaf/ffmpeg');
+}
+
+interface Row {
+  clip: string;
+  kind: string;
+  encoder: Encoder;
+  kbps: number;
+  ours: EncodeMeasure;
+  anchor: EncodeMeasure;
+  verdicts: Verdicts;
+}
+
+const f1 = (x: number): string => x.toFixed(1);
+const f2 = (x: number): string => x.toFixed(2);
+const pct = (x: number, of: number): string =>
+  `${x >= of ? '+' : '−'}${f1(Math.abs((x / of - 1) * 100))} %`;
+// A window's bits as a rate, in multiples of the request (the bound: 3.5× over 1 s, 2.5× over 2 s).
+const peaks = (m: EncodeMeasure, kbps: number): string =>
+  `${f2(m.peak1sBits / (kbps * 1000))}× / ${f2(m.peak2sBits / (2 * kbps * 1000))}×`;
+const pair = (a: number, b: number, digits = 1): string =>
+  `${a.toFixed(digits)} / ${b.toFixed(digits)}`;
+
+function failed(v: Verdicts): string[] {
+  const names: (keyof Verdicts)[] = ['bitrate', 'peaks', 'vmafMean', 'vmafP5', 'cpu'];
+  return names.filter((n) => !v[n]);
+}
+
+function tableRow(r: Row): string {
+  const { ours: o, anchor: a, kbps } = r;
+  const miss = failed(r.verdicts);
+  return [
+    `${r.clip} (${r.kind})`,
+    r.encoder,
+    String(kbps),
+    `${f1(o.kbps)} (${pct(o.kbps, kbps)}) / ${f1(a.kbps)} (${pct(a.kbps, kbps)})${r.verdicts.ceiling ? ' ceiling' : ''}`,
+    `${peaks(o, kbps)} / ${peaks(a, kbps)}`,
+    `${pair(o.quality.vmafMean, a.quality.vmafMean, 2)} (${f2(o.quality.vmafMean - a.quality.vmafMean)})`,
+    `${pair(o.quality.vmafP5, a.quality.vmafP5, 2)} (${f2(o.quality.vmafP5 - a.quality.vmafP5)})`,
+    pair(o.quality.vmafMin, a.quality.vmafMin),
+    pair(o.quality.psnrYMean, a.quality.psnrYMean, 2),
+    pair(o.quality.ssimYMean, a.quality.ssimYMean, 4),
+    `${pair(o.cpuSeconds, a.cpuSeconds)} (${f2(o.cpuSeconds / a.cpuSeconds)})`,
+    miss.length === 0 ? 'pass' : `FAIL ${miss.join(', ')}`,
+  ].join(' | ');
+}
+
+const HEADER = [
+  'clip',
+  'encoder',
+  'kb/s',
+  'video kb/s ours / anchor',
+  'peak 1 s / 2 s ours / anchor',
+  'VMAF mean ours / anchor (Δ)',
+  'VMAF p5 ours / anchor (Δ)',
+  'VMAF min',
+  'PSNR-Y',
+  'SSIM-Y',
+  'CPU s ours / anchor (ratio)',
+  'verdict',
+];
+
+const tools = { ffmpeg: process.env['TEST_FFMPEG'] ?? 'ffmpeg', vmafFfmpeg: await vmafFfmpeg() };
+const scratch = await mkdtemp(join(tmpdir(), 'media-bench-quality-'));
+const rows: Row[] = [];
+console.log(
+  `${clips.length} clips × ${encoders.length} encoders × ${bitrates.join('/')} kb/s; ` +
+    `peak bound ${f2(peakBoundBits(1, 1) / 1000)}× (1 s) and ${f2(peakBoundBits(1, 2) / 2000)}× (2 s) the request`,
+);
+console.log(`| ${HEADER.join(' | ')} |`);
+console.log(`|${HEADER.map(() => '---').join('|')}|`);
+try {
+  for (const name of clips) {
+    const clip = await corpusClip(name);
+    for (const encoder of encoders)
+      for (const kbps of bitrates) {
+        const c = { clipPath: clip.path, width: clip.width, height: clip.height, encoder, kbps };
+        const { ours, anchor } = await compareWithAnchor(tools, c, scratch);
+        const row = { clip: name, kind: clip.kind, encoder, kbps, ours, anchor };
+        rows.push({ ...row, verdicts: verdicts(kbps, ours, anchor) });
+        console.log(`| ${tableRow(rows.at(-1)!)} |`);
+      }
+  }
+} finally {
+  await rm(scratch, { recursive: true, force: true });
+}
+await writeFile(jsonPath, `${JSON.stringify(rows, null, 2)}\n`);
+
+const passed = rows.filter((r) => failed(r.verdicts).length === 0).length;
+const count = (k: keyof Verdicts): number => rows.filter((r) => !r.verdicts[k]).length;
+console.log(
+  `\n${passed}/${rows.length} cases pass every rule; failures: bitrate ${count('bitrate')}, ` +
+    `peaks ${count('peaks')}, VMAF mean ${count('vmafMean')}, VMAF p5 ${count('vmafP5')}, ` +
+    `CPU ${count('cpu')}; median CPU ratio ${f2(median(rows.map((r) => r.ours.cpuSeconds / r.anchor.cpuSeconds)))}; ` +
+    `JSON: ${jsonPath}`,
+);

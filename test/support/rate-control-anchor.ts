@@ -1,0 +1,168 @@
+// Issue 27's comparison of the transcoder's rate control with an anchor: the same encoder, two
+// passes, the same bitrate, no VBV, a slow-class preset. Shared by test/integration/
+// rate-control.test.ts and bench/quality.ts.
+import { join } from 'node:path';
+import type { TranscodeSpec } from '../../services/core/contracts/types.generated.ts';
+import {
+  BUFFER_SECONDS,
+  PEAK_FACTOR,
+  buildTranscodeArgs,
+} from '../../services/transcoder/build-transcode-args.ts';
+import {
+  deliveredKbps,
+  maxWindowBits,
+  qualityScores,
+  runMeasured,
+  videoPackets,
+  type QualityScores,
+} from './encode-measures.ts';
+import { readTestInput } from './job-input.ts';
+
+export type Encoder = TranscodeSpec['encoder'];
+export const ENCODERS: readonly Encoder[] = ['h264', 'h265', 'vp8', 'vp9'];
+
+/** What one encode of a clip is to be: where its source is, its size, the encoder and rate. */
+export interface EncodeCase {
+  clipPath: string;
+  width: number;
+  height: number;
+  encoder: Encoder;
+  kbps: number;
+}
+
+export const containerOf = (encoder: Encoder): 'mp4' | 'webm' =>
+  encoder === 'h264' || encoder === 'h265' ? 'mp4' : 'webm';
+
+const ANCHOR_CODEC: Record<Encoder, string[]> = {
+  h264: ['-c:v', 'libx264', '-preset', 'slow'],
+  h265: ['-c:v', 'libx265', '-preset', 'medium'],
+  vp8: ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '1'],
+  vp9: ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2'],
+};
+
+/** The anchor's ffmpeg runs: first pass to null, second pass to `output`; 2 threads, no audio. */
+export function anchorPasses(c: EncodeCase, output: string, passLogPrefix: string): string[][] {
+  const pass = (n: 1 | 2): string[] => [
+    ...['-i', c.clipPath, '-an', ...ANCHOR_CODEC[c.encoder], '-b:v', `${c.kbps}k`],
+    // ffmpeg 5.1's -pass does not reach libx265: x265 takes its pass through its own params.
+    ...(c.encoder === 'h265'
+      ? ['-x265-params', `log-level=error:pass=${n}:stats=${passLogPrefix}-x265.log`]
+      : ['-pass', String(n), '-passlogfile', passLogPrefix]),
+    ...['-threads', '2'],
+  ];
+  return [
+    [...pass(1), '-f', 'null', '-'],
+    [...pass(2), '-f', containerOf(c.encoder), '-y', output],
+  ];
+}
+
+/**
+ * The transcoder's own runs for the case (buildTranscodeArgs, as a job runs them) at the clip's
+ * size. The clip has no audio, so they are video only like the anchor's. The rate is not
+ * checked against the contract's 1000/2000/4000: the rate control is a function of the number,
+ * and small test clips need lower rates to stay below their ceiling.
+ */
+export async function servicePasses(
+  c: EncodeCase,
+  output: string,
+  passLogPrefix: string,
+): Promise<string[][]> {
+  const spec = {
+    encoder: c.encoder,
+    container: containerOf(c.encoder),
+    bitrateKbps: String(c.kbps) as TranscodeSpec['bitrateKbps'],
+  };
+  return buildTranscodeArgs({
+    spec,
+    input: await readTestInput(c.clipPath),
+    outputPath: output,
+    size: { width: c.width, height: c.height },
+    threads: 2,
+    passLogPrefix,
+  });
+}
+
+/** What one encode delivered. */
+export interface EncodeMeasure {
+  kbps: number;
+  /** Most bits in any 1 s and any 2 s window. */
+  peak1sBits: number;
+  peak2sBits: number;
+  quality: QualityScores;
+  /** user + system seconds of its ffmpeg runs. */
+  cpuSeconds: number;
+}
+
+/** Tools and the scratch dir (its own per encode) an encode is measured with. */
+export interface MeasureTools {
+  ffmpeg: string;
+  vmafFfmpeg: string;
+}
+
+/** Runs the passes (writing `output`), then measures what they wrote against the clip. */
+export async function measureEncode(
+  tools: MeasureTools,
+  c: EncodeCase,
+  runs: readonly string[][],
+  output: string,
+  dir: string,
+): Promise<EncodeMeasure> {
+  const cpuSeconds = await runMeasured(tools.ffmpeg, runs);
+  const { packets, seconds } = await videoPackets(output);
+  return {
+    kbps: deliveredKbps(packets, seconds),
+    peak1sBits: maxWindowBits(packets, 1),
+    peak2sBits: maxWindowBits(packets, 2),
+    quality: await qualityScores(tools.vmafFfmpeg, output, c.clipPath, dir),
+    cpuSeconds,
+  };
+}
+
+/** Both sides of one case, in one dir: the service's passes, then the anchor's. */
+export async function compareWithAnchor(
+  tools: MeasureTools,
+  c: EncodeCase,
+  dir: string,
+): Promise<{ ours: EncodeMeasure; anchor: EncodeMeasure }> {
+  const ext = containerOf(c.encoder);
+  const oursOut = join(dir, `ours.${ext}`);
+  const anchorOut = join(dir, `anchor.${ext}`);
+  const ourRuns = await servicePasses(c, oursOut, join(dir, 'ours-pass'));
+  const ours = await measureEncode(tools, c, ourRuns, oursOut, dir);
+  const anchorRuns = anchorPasses(c, anchorOut, join(dir, 'anchor-pass'));
+  const anchor = await measureEncode(tools, c, anchorRuns, anchorOut, dir);
+  return { ours, anchor };
+}
+
+/** The documented peak bound (rate-control.ts): bits allowed in any window of `seconds`. */
+export function peakBoundBits(kbps: number, seconds: number): number {
+  return (PEAK_FACTOR * seconds + BUFFER_SECONDS) * kbps * 1000;
+}
+
+/** Issue 27's verdicts on one case; `ceiling` when the anchor itself stays under −5 %. */
+export interface Verdicts {
+  ceiling: boolean;
+  bitrate: boolean;
+  peaks: boolean;
+  vmafMean: boolean;
+  vmafP5: boolean;
+  cpu: boolean;
+}
+
+/** Tolerances of the issue: ±5 % bitrate, VMAF mean −0.5, p5 −2, CPU ratio 1. */
+export const RULES = { bitrateShare: 0.05, vmafMeanDrop: 0.5, vmafP5Drop: 2, cpuRatio: 1 };
+
+export function verdicts(kbps: number, ours: EncodeMeasure, anchor: EncodeMeasure): Verdicts {
+  // Content that the anchor cannot fill to the request (a still picture) has reached its
+  // ceiling: then the rule is to spend no more than the anchor does.
+  const ceiling = anchor.kbps < kbps * (1 - RULES.bitrateShare);
+  const within = Math.abs(ours.kbps - kbps) <= kbps * RULES.bitrateShare;
+  return {
+    ceiling,
+    bitrate: within || (ceiling && ours.kbps <= anchor.kbps),
+    peaks: ours.peak1sBits <= peakBoundBits(kbps, 1) && ours.peak2sBits <= peakBoundBits(kbps, 2),
+    vmafMean: ours.quality.vmafMean >= anchor.quality.vmafMean - RULES.vmafMeanDrop,
+    vmafP5: ours.quality.vmafP5 >= anchor.quality.vmafP5 - RULES.vmafP5Drop,
+    cpu: ours.cpuSeconds <= anchor.cpuSeconds * RULES.cpuRatio,
+  };
+}
