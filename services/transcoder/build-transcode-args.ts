@@ -94,11 +94,25 @@ function videoArgs(o: TranscodeOptions, pass: 1 | 2): string[] {
   return [
     ...videoCodecArgs(o.spec, kbps),
     ...passArgs(o.spec.encoder, pass, o.passLogPrefix),
+    '-fps_mode:v',
+    fpsMode(o.spec),
     ...(o.spec.encoder === 'h265' && o.spec.container === 'mp4' ? ['-tag:v', 'hvc1'] : []),
     ...BT709_OUTPUT_ARGS,
     '-threads',
     String(o.threads),
   ];
+}
+
+/**
+ * What ffmpeg's automatic choice is for the final pass's muxer, said explicitly on both passes:
+ * the null muxer of the first pass would pass timestamps through, and on a variable-frame-rate
+ * input the passes would then see different frame counts (x264 refuses a second pass with more
+ * frames than the first: "ffmpeg could not process this input" on a screen recording of stills).
+ * MP4 gets constant frame rate (frames duplicated or dropped to it), WebM and Matroska keep the
+ * input's timing.
+ */
+function fpsMode(spec: TranscodeSpec): 'cfr' | 'vfr' {
+  return spec.container === 'mp4' && !needsRemux(spec) ? 'cfr' : 'vfr';
 }
 
 /** VP8 in mp4 is written as Matroska first and remuxed (ffmpeg's mp4 muxer refuses VP8). */

@@ -34,18 +34,20 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  * CBR 1186 kb/s for 1000) and lost 1.3–3.5 VMAF to the same encoder's two-pass encode. Each
  * choice against the anchor (two passes, slow-class preset, no VBV), 720p animation at
  * 1000/2000 kb/s:
- * - h264 `slow`: `medium` two-pass was 0.34 VMAF below at 1000 kb/s (too close to the 0.5
- *   limit), `slow` + VBV within 0.05; x264's first pass is fast by default (a third of the CPU).
+ * - h264 `medium`: within 0.34 VMAF of the anchor at 1000 kb/s and 0.15 elsewhere (5th-percentile
+ *   frame within 0.1) at 0.6–0.86× its CPU; `slow` + VBV was within 0.05 but cost 1.07–1.35×
+ *   the anchor's CPU. x264's first pass is fast by default (a third of the CPU).
  * - h265 `medium` with a fast first pass (`slow-firstpass=0`): +0.06..+0.08 VMAF, 0.92–0.95×
  *   the CPU. `fast` the same way measured 0.75–0.99× with +0.0..+0.24 VMAF on 3 clips: the next
  *   candidate, not yet measured widely enough.
- * - vp8 cpu-used 2 with alt-ref frames: +0.57 VMAF (+2.9 on the 5th-percentile frame) at
- *   0.88× the CPU of cpu-used 1 without them.
+ * - vp8 cpu-used 2 without alt-ref frames: −0.9 % / −1.6 % of 1000/2000 kb/s, VMAF −0.2 / −0.45;
+ *   alt-ref frames (`-auto-alt-ref 1`) scored +0.57 at 1000 but undershot 2000 kb/s by 11 %
+ *   (with or without `-maxrate`), cpu-used 1 the same.
  * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
  *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips: +7.1 % on the 5.3 s
  *   clip at 1000 kb/s (the anchor too), +3.7 % at 2000; tighter `-overshoot-pct` made it worse.
  * - The price of the VBV: on still slides with hard cuts (ceiling below 4000 kb/s), x264 and
- *   VP8 spent 6 % more than their anchors (x265 1 % less).
+ *   VP8 (with alt-ref frames then) spent 6 % more than their anchors (x265 1 % less).
  */
 export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   const rate = [
@@ -58,23 +60,11 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   ];
   switch (spec.encoder) {
     case 'h264':
-      return ['-c:v', 'libx264', '-preset', 'slow', ...rate, '-profile:v', 'high'];
+      return ['-c:v', 'libx264', '-preset', 'medium', ...rate, '-profile:v', 'high'];
     case 'h265':
       return ['-c:v', 'libx265', '-preset', 'medium', ...rate];
     case 'vp8':
-      return [
-        '-c:v',
-        'libvpx',
-        '-deadline',
-        'good',
-        '-cpu-used',
-        '2',
-        ...rate,
-        '-auto-alt-ref',
-        '1',
-        '-lag-in-frames',
-        '16',
-      ];
+      return ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '2', ...rate];
     case 'vp9':
       // No row-mt: it cost 1.16x the CPU time (user+sys) for the same VMAF at 2 threads.
       return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2', ...rate];

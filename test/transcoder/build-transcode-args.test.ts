@@ -111,6 +111,27 @@ describe('transcode arguments', () => {
       });
     }
 
+    it('both passes state the frame-rate mode of the final muxer (MP4 constant, WebM and Matroska as timed)', () => {
+      // The null muxer alone would pass timestamps through: on a variable-frame-rate input the
+      // second pass of an MP4 would then have more frames than the first, which x264 refuses.
+      const cases = [
+        { encoder: 'h264', container: 'mp4', mode: 'cfr' },
+        { encoder: 'vp9', container: 'mp4', mode: 'cfr' },
+        { encoder: 'vp9', container: 'webm', mode: 'vfr' },
+        { encoder: 'vp8', container: 'mp4', mode: 'vfr' },
+      ] as const;
+      for (const { encoder, container, mode } of cases) {
+        const passes = buildTranscodeArgs({
+          ...base,
+          spec: { encoder, container, bitrateKbps: '1000' },
+        });
+        expect(
+          passes.map((p) => after(p, '-fps_mode:v')),
+          `${encoder}/${container}`,
+        ).to.deep.equal([mode, mode]);
+      }
+    });
+
     it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate', () => {
       for (const encoder of encoders) {
         const [, second = []] = buildTranscodeArgs({
