@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { BT709_TAGS } from '../../services/core/media/picture-filters.ts';
 
 const run = promisify(execFile);
 const ffprobePath = (): string => process.env['TEST_FFPROBE'] ?? 'ffprobe';
@@ -94,9 +95,11 @@ export async function qualityScores(
   const psnrLog = join(dir, 'psnr.log');
   const ssimLog = join(dir, 'ssim.log');
   // psnr and ssim pass their first input through, so the three filters chain on one output.
+  // The same colour tags on both sides: this ffmpeg (9.x) negotiates colour spaces and would
+  // convert a tagged encode (the service's, BT.709) to an untagged clip's, costing it 4 dB.
   const graph = [
-    '[0:v]setpts=PTS-STARTPTS[d]',
-    '[1:v]setpts=PTS-STARTPTS,split=3[r1][r2][r3]',
+    `[0:v]format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS[d]`,
+    `[1:v]format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS,split=3[r1][r2][r3]`,
     `[d][r1]psnr=stats_file=${psnrLog}[d1]`,
     `[d1][r2]ssim=stats_file=${ssimLog}[d2]`,
     `[d2][r3]libvmaf=model=version=vmaf_v0.6.1:n_threads=2:log_fmt=json:log_path=${vmafLog}`,

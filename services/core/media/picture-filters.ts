@@ -11,6 +11,10 @@ export interface PicturePlan {
   deinterlace?: FieldParity;
 }
 
+/** Tags a picture as 8-bit BT.709 limited range (what every output is), converting nothing. */
+export const BT709_TAGS =
+  'setparams=range=tv:color_primaries=bt709:color_trc=bt709:colorspace=bt709';
+
 /**
  * Output colour tags: every output is 8-bit BT.709 limited range, whatever the input was, so
  * players never guess (an untagged HD file is shown as BT.601 by some).
@@ -46,7 +50,7 @@ export function pictureFilters(
     scaleFilter(plan, size, flags),
     // swscale (5.1) converts but does not retag: later conversions (a GIF's to RGB) would read
     // the input's matrix.
-    'setparams=range=tv:color_primaries=bt709:color_trc=bt709:colorspace=bt709',
+    BT709_TAGS,
     'setsar=1',
   ].join(',');
 }

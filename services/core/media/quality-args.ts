@@ -1,5 +1,5 @@
 import type { OutputSize } from './output-size.ts';
-import { pictureFilters } from './picture-filters.ts';
+import { BT709_TAGS, pictureFilters } from './picture-filters.ts';
 import type { JobInput } from './read-input.ts';
 import { inputArgs } from './run-ffmpeg.ts';
 import { safePath } from './safe-path.ts';
@@ -109,9 +109,12 @@ function fanOut(source: string, labels: readonly string[]): string {
 function targetGraph(o: QualityArgsOptions, t: QualityTarget, k: number): string[] {
   const metrics = metricFilters(o, t);
   const output = `[${k}:v:0]${t.outputFilter ? `${t.outputFilter},` : ''}`;
-  const reference = `[b${k}]${t.referenceFilter ? `${t.referenceFilter},` : ''}format=yuv420p`;
+  // Both sides carry the same colour tags: the libvmaf ffmpeg (9.x) negotiates colour spaces
+  // and would convert one side whose tags differ (an output read untagged, a reference tagged
+  // BT.709): 4 dB of PSNR lost to a conversion that is not in the output.
+  const reference = `[b${k}]${t.referenceFilter ? `${t.referenceFilter},` : ''}format=yuv420p,${BT709_TAGS}`;
   return [
-    `${output}format=yuv420p,setpts=PTS-STARTPTS[d${k}_0]`,
+    `${output}format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS[d${k}_0]`,
     fanOut(
       reference,
       metrics.map((_, i) => `[r${k}_${i}]`),

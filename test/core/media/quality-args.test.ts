@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import { inputReference, qualityArgs } from '../../../services/core/media/quality-args.ts';
-import { pictureFilters } from '../../../services/core/media/picture-filters.ts';
+import { BT709_TAGS, pictureFilters } from '../../../services/core/media/picture-filters.ts';
 import { jobInputOf, mediaInfo, videoInfo } from '../../support/job-input.ts';
+
+/** The colour tags both sides of a comparison carry. */
+const T = BT709_TAGS;
 
 describe('quality args', () => {
   const reference = { inputs: [['-i', 'ref.mp4']], chain: (first: number) => `[${first}:0]null` };
@@ -19,8 +22,8 @@ describe('quality args', () => {
     expect(args).to.include.members(['-format_whitelist', '-protocol_whitelist']);
     expect(graphOf(args).split(';')).to.deep.equal([
       '[1:0]null,setpts=PTS-STARTPTS[b0]',
-      '[0:v:0]format=yuv420p,setpts=PTS-STARTPTS[d0_0]',
-      '[b0]format=yuv420p,split=3[r0_0][r0_1][r0_2]',
+      `[0:v:0]format=yuv420p,${T},setpts=PTS-STARTPTS[d0_0]`,
+      `[b0]format=yuv420p,${T},split=3[r0_0][r0_1][r0_2]`,
       '[d0_0][r0_0]psnr=stats_file=/w/p.log[d0_1]',
       '[d0_1][r0_1]ssim=stats_file=/w/s.log[d0_2]',
       '[d0_2][r0_2]libvmaf=model=version=vmaf_v0.6.1:n_threads=3:n_subsample=4:log_fmt=csv:log_path=/w/v.csv[d0_3]',
@@ -55,7 +58,7 @@ describe('quality args', () => {
       vmafSubsample: 1,
       threads: 1,
     });
-    expect(graphOf(args)).to.contain('[0:v:0]fps=12,format=yuv420p,setpts=PTS-STARTPTS[d0_0]');
+    expect(graphOf(args)).to.contain(`[0:v:0]fps=12,format=yuv420p,${T},setpts=PTS-STARTPTS[d0_0]`);
   });
 
   it('decodes the reference once for several outputs: split to each, through its own filter, each output its own input, logs and map', () => {
@@ -78,10 +81,10 @@ describe('quality args', () => {
     const graph = graphOf(args).split(';');
     expect(graph[0]).to.equal('[2:0]null,setpts=PTS-STARTPTS,split=2[b0][b1]');
     expect(graph).to.include.members([
-      '[0:v:0]format=yuv420p,setpts=PTS-STARTPTS[d0_0]',
-      '[b0]format=yuv420p,split=3[r0_0][r0_1][r0_2]',
-      '[1:v:0]format=yuv420p,setpts=PTS-STARTPTS[d1_0]',
-      '[b1]scale=640:360,format=yuv420p,split=3[r1_0][r1_1][r1_2]',
+      `[0:v:0]format=yuv420p,${T},setpts=PTS-STARTPTS[d0_0]`,
+      `[b0]format=yuv420p,${T},split=3[r0_0][r0_1][r0_2]`,
+      `[1:v:0]format=yuv420p,${T},setpts=PTS-STARTPTS[d1_0]`,
+      `[b1]scale=640:360,format=yuv420p,${T},split=3[r1_0][r1_1][r1_2]`,
       '[d1_0][r1_0]psnr=stats_file=/w/1p.log[d1_1]',
       '[d1_1][r1_1]ssim=stats_file=/w/1s.log[d1_2]',
       '[d1_2][r1_2]libvmaf=model=version=vmaf_v0.6.1:n_threads=2:n_subsample=4:log_fmt=csv:log_path=/w/1v.csv[d1_3]',
