@@ -90,6 +90,8 @@ export async function qualityScores(
   distorted: string,
   reference: string,
   dir: string,
+  /** Filters that make the reference the picture the encode was given (default none). */
+  referenceFilter = 'null',
 ): Promise<QualityScores> {
   const vmafLog = join(dir, 'vmaf.json');
   const psnrLog = join(dir, 'psnr.log');
@@ -99,7 +101,7 @@ export async function qualityScores(
   // convert a tagged encode (the service's, BT.709) to an untagged clip's, costing it 4 dB.
   const graph = [
     `[0:v]format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS[d]`,
-    `[1:v]format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS,split=3[r1][r2][r3]`,
+    `[1:v]${referenceFilter},format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS,split=3[r1][r2][r3]`,
     `[d][r1]psnr=stats_file=${psnrLog}[d1]`,
     `[d1][r2]ssim=stats_file=${ssimLog}[d2]`,
     `[d2][r3]libvmaf=model=version=vmaf_v0.6.1:n_threads=2:log_fmt=json:log_path=${vmafLog}`,

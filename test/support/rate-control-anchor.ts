@@ -16,6 +16,7 @@ import {
   videoPackets,
   type QualityScores,
 } from './encode-measures.ts';
+import { pictureFilters } from '../../services/core/media/picture-filters.ts';
 import { readTestInput } from './job-input.ts';
 
 export type Encoder = TranscodeSpec['encoder'];
@@ -40,10 +41,28 @@ const ANCHOR_CODEC: Record<Encoder, string[]> = {
   vp9: ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2'],
 };
 
-/** The anchor's ffmpeg runs: first pass to null, second pass to `output`; 2 threads, no audio. */
-export function anchorPasses(c: EncodeCase, output: string, passLogPrefix: string): string[][] {
+/**
+ * The picture both sides encode and are measured against: the clip through the transcoder's own
+ * picture filters at the clip's size (an untagged SD clip is read as BT.601 and made BT.709, as
+ * every output is), so the comparison is of the encoders alone.
+ */
+export async function casePicture(c: EncodeCase): Promise<string> {
+  const input = await readTestInput(c.clipPath);
+  return `${pictureFilters(input, { width: c.width, height: c.height }, 'bicubic')},format=yuv420p`;
+}
+
+/**
+ * The anchor's ffmpeg runs: first pass to null, second pass to `output`; 2 threads, no audio;
+ * `picture` the filters of casePicture.
+ */
+export function anchorPasses(
+  c: EncodeCase,
+  output: string,
+  passLogPrefix: string,
+  picture: string,
+): string[][] {
   const pass = (n: 1 | 2): string[] => [
-    ...['-i', c.clipPath, '-an', ...ANCHOR_CODEC[c.encoder], '-b:v', `${c.kbps}k`],
+    ...['-i', c.clipPath, '-an', '-vf', picture, ...ANCHOR_CODEC[c.encoder], '-b:v', `${c.kbps}k`],
     // ffmpeg 5.1's -pass does not reach libx265: x265 takes its pass through its own params.
     ...(c.encoder === 'h265'
       ? ['-x265-params', `log-level=error:pass=${n}:stats=${passLogPrefix}-x265.log`]
@@ -106,6 +125,7 @@ export async function measureEncode(
   runs: readonly string[][],
   output: string,
   dir: string,
+  picture: string,
 ): Promise<EncodeMeasure> {
   const cpuSeconds = await runMeasured(tools.ffmpeg, runs);
   const { packets, seconds } = await videoPackets(output);
@@ -113,7 +133,7 @@ export async function measureEncode(
     kbps: deliveredKbps(packets, seconds),
     peak1sBits: maxWindowBits(packets, 1),
     peak2sBits: maxWindowBits(packets, 2),
-    quality: await qualityScores(tools.vmafFfmpeg, output, c.clipPath, dir),
+    quality: await qualityScores(tools.vmafFfmpeg, output, c.clipPath, dir, picture),
     cpuSeconds,
   };
 }
@@ -127,10 +147,11 @@ export async function compareWithAnchor(
   const ext = containerOf(c.encoder);
   const oursOut = join(dir, `ours.${ext}`);
   const anchorOut = join(dir, `anchor.${ext}`);
+  const picture = await casePicture(c);
   const ourRuns = await servicePasses(c, oursOut, join(dir, 'ours-pass'));
-  const ours = await measureEncode(tools, c, ourRuns, oursOut, dir);
-  const anchorRuns = anchorPasses(c, anchorOut, join(dir, 'anchor-pass'));
-  const anchor = await measureEncode(tools, c, anchorRuns, anchorOut, dir);
+  const ours = await measureEncode(tools, c, ourRuns, oursOut, dir, picture);
+  const anchorRuns = anchorPasses(c, anchorOut, join(dir, 'anchor-pass'), picture);
+  const anchor = await measureEncode(tools, c, anchorRuns, anchorOut, dir, picture);
   return { ours, anchor };
 }
 
