@@ -107,7 +107,15 @@ async function runPasses(
   let decoded = 0;
   for (const [k, args] of passes.entries()) {
     const span = { from: bounds[k] ?? 5, to: bounds[k + 1] ?? 95 };
-    decoded = await runEncode(deps, ctx, args, { ...span, expectedSeconds: o.expectedSeconds });
+    // A first pass only analyses the picture: its span and metrics are `analyse`, the last `encode`.
+    const pass = k < passes.length - 1 ? 'analyse' : 'encode';
+    decoded = await runEncode(
+      deps,
+      ctx,
+      args,
+      { ...span, expectedSeconds: o.expectedSeconds },
+      pass,
+    );
   }
   return decoded;
 }

@@ -1,6 +1,6 @@
 import { ffmpegPass } from './media-job.ts';
 import type { JobContext } from '../worker/job-handler.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import type { FFMPEG_PASSES, Metrics } from '../observability/metrics.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { runSideBySide } from '../media/run-side-by-side.ts';
 
@@ -25,8 +25,9 @@ export function runEncode(
   ctx: JobContext,
   args: readonly string[],
   span: ProgressSpan,
+  pass: (typeof FFMPEG_PASSES)[number] = 'encode',
 ): Promise<number> {
-  return runEncodes(deps, ctx, [args], span);
+  return runEncodes(deps, ctx, [args], span, pass);
 }
 
 /**
@@ -39,6 +40,7 @@ export async function runEncodes(
   ctx: JobContext,
   runs: readonly (readonly string[])[],
   span: ProgressSpan,
+  pass: (typeof FFMPEG_PASSES)[number] = 'encode',
 ): Promise<number> {
   const expected = span.expectedSeconds > 0 ? span.expectedSeconds : 1;
   const written = runs.map(() => 0);
@@ -46,7 +48,7 @@ export async function runEncodes(
   await ffmpegPass(
     deps,
     ctx,
-    'encode',
+    pass,
     // What ffmpeg last reported writing; the expected length when it ended before a report.
     () => total() || span.expectedSeconds,
     () =>

@@ -131,8 +131,7 @@ function startKnownSeriesAtZero(m: Metrics): void {
     for (const format of JOB_FORMATS[kind])
       for (const outcome of ATTEMPT_OUTCOMES) m.jobDuration.zero({ kind, format, outcome });
     for (const pass of FFMPEG_PASSES) {
-      if (pass === 'analyse' && kind === 'transcode') continue;
-      if (pass === 'quality' && kind !== 'transcode') continue;
+      if (pass === 'analyse' && kind === 'stream') continue;
       m.ffmpegSpeed.zero({ kind, pass });
       m.ffmpegMediaSeconds.inc({ kind, pass }, 0);
       m.ffmpegSeconds.inc({ kind, pass }, 0);
