@@ -160,7 +160,7 @@ export function peakBoundBits(kbps: number, seconds: number): number {
   return (PEAK_FACTOR * seconds + BUFFER_SECONDS) * kbps * 1000;
 }
 
-/** Issue 27's verdicts on one case; `ceiling` when the anchor itself stays under −5 %. */
+/** Issue 27's verdicts on one case; `ceiling` when the anchor itself stays more than 2 % under. */
 export interface Verdicts {
   ceiling: boolean;
   bitrate: boolean;
@@ -171,12 +171,22 @@ export interface Verdicts {
 }
 
 /** Tolerances of the issue: ±5 % bitrate, VMAF mean −0.5, p5 −2, CPU ratio 1. */
-export const RULES = { bitrateShare: 0.05, vmafMeanDrop: 0.5, vmafP5Drop: 2, cpuRatio: 1 };
+export const RULES = {
+  bitrateShare: 0.05,
+  /**
+   * The anchor (the encoder's own two-pass encode) ends more than this share under the request
+   * only when the picture needs no more (x265 on moving colour bars: −4 % at VMAF 98.5).
+   */
+  ceilingShare: 0.02,
+  vmafMeanDrop: 0.5,
+  vmafP5Drop: 2,
+  cpuRatio: 1,
+};
 
 export function verdicts(kbps: number, ours: EncodeMeasure, anchor: EncodeMeasure): Verdicts {
   // Content that the anchor cannot fill to the request (a still picture) has reached its
   // ceiling: then the rule is to spend no more than the anchor does.
-  const ceiling = anchor.kbps < kbps * (1 - RULES.bitrateShare);
+  const ceiling = anchor.kbps < kbps * (1 - RULES.ceilingShare);
   const within = Math.abs(ours.kbps - kbps) <= kbps * RULES.bitrateShare;
   return {
     ceiling,
