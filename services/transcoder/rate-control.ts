@@ -40,9 +40,10 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  * - h265 `medium` with a fast first pass (`slow-firstpass=0`): +0.06..+0.08 VMAF, 0.92–0.95×
  *   the CPU. `fast` the same way measured 0.75–0.99× with +0.0..+0.24 VMAF on 3 clips: the next
  *   candidate, not yet measured widely enough.
- * - vp8 cpu-used 2 without alt-ref frames: −0.9 % / −1.6 % of 1000/2000 kb/s, VMAF −0.2 / −0.45;
- *   alt-ref frames (`-auto-alt-ref 1`) scored +0.57 at 1000 but undershot 2000 kb/s by 11 %
- *   (with or without `-maxrate`), cpu-used 1 the same.
+ * - vp8 cpu-used 1, as the anchor, without alt-ref frames: cpu-used 2 cost 0.6–0.85× the CPU
+ *   within 0.45 VMAF, but on still content it spent 2–10 % more bits than the anchor for the
+ *   same picture (moving colour bars at 600 kb/s: 272 against 247 kb/s), which the rule for
+ *   content at its ceiling forbids; alt-ref frames (`-auto-alt-ref 1`) undershot 2000 kb/s by 11 %.
  * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
  *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips: +7.1 % on the 5.3 s
  *   clip at 1000 kb/s (the anchor too), +3.7 % at 2000; tighter `-overshoot-pct` made it worse.
@@ -64,7 +65,7 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
     case 'h265':
       return ['-c:v', 'libx265', '-preset', 'medium', ...rate];
     case 'vp8':
-      return ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '2', ...rate];
+      return ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '1', ...rate];
     case 'vp9':
       // No row-mt: it cost 1.16x the CPU time (user+sys) for the same VMAF at 2 threads.
       return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2', ...rate];
