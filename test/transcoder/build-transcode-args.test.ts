@@ -132,13 +132,19 @@ describe('transcode arguments', () => {
       }
     });
 
-    it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate', () => {
+    it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate (VP9: the rate alone)', () => {
       for (const encoder of encoders) {
         const [, second = []] = buildTranscodeArgs({
           ...base,
           spec: { encoder, container: 'webm', bitrateKbps: '4000' },
         });
         expect(after(second, '-b:v'), encoder).to.equal('4000k');
+        if (encoder === 'vp9') {
+          // VBV made libvpx-vp9 spend more on still content; its peaks are held by measurement
+          // (test/integration/rate-control.test.ts).
+          expect(second, encoder).to.not.include('-maxrate').and.not.include('-bufsize');
+          continue;
+        }
         expect(after(second, '-maxrate'), encoder).to.equal('6000k');
         expect(after(second, '-bufsize'), encoder).to.equal('8000k');
       }
