@@ -94,9 +94,10 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
       first.child.kill('SIGTERM');
       const exited = new Promise((resolve) => first.child.once('exit', resolve));
 
+      // Each transcode runs two ffmpeg passes and a quality report: about twice its one-pass time.
       await eventually(
         () => ids.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)),
-        240_000,
+        420_000,
         'a callback for every job',
       );
       expect(await exited, 'the first worker stopped cleanly').to.equal(0);
