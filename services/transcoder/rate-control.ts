@@ -65,8 +65,9 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
     case 'h265':
       return ['-c:v', 'libx265', '-preset', 'medium', ...rate];
     case 'vp8':
-      // No -maxrate/-bufsize, as VP9: with them VP8 spent 1 % more than without on moving colour
-      // bars at its ceiling (249 against 247 kb/s); its peaks stay within the bound without them.
+      // The anchor's own settings, without -maxrate/-bufsize as VP9: with or without them VP8
+      // delivered 249 kb/s on moving colour bars at its ceiling (the anchor 247); its peaks stay
+      // within the bound without them (measured by the rate-control test).
       return ['-c:v', 'libvpx', '-deadline', 'good', '-cpu-used', '1', '-b:v', `${kbps}k`];
     case 'vp9':
       // No row-mt: it cost 1.16x the CPU time (user+sys) for the same VMAF at 2 threads. No
