@@ -45,7 +45,7 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
   this.timeout(600_000);
   let dir: string;
   let tools: { ffmpeg: string; vmafFfmpeg: string };
-  const ceilings = new Map<string, number>();
+  const offRequest = new Map<string, string[]>();
 
   before(async () => {
     tools = { ffmpeg: process.env['TEST_FFMPEG'] ?? 'ffmpeg', vmafFfmpeg: vmafFfmpeg() };
@@ -71,7 +71,8 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
         const { ours, anchor } = await compareWithAnchor(tools, c, caseDir);
         const v = verdicts(KBPS, ours, anchor);
         const says = `ours ${figures(ours)}; anchor ${figures(anchor)}`;
-        if (v.ceiling) ceilings.set(encoder, (ceilings.get(encoder) ?? 0) + 1);
+        if (!v.withinRequest)
+          offRequest.set(encoder, [...(offRequest.get(encoder) ?? []), `${name}: ${says}`]);
 
         // Within 5 % of the request, or, where the anchor stops short of it, no more than it.
         expect(v.bitrate, `bitrate: ${says}`).to.equal(true);
@@ -84,8 +85,11 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
       });
     }
 
-    it(`${encoder}: the rate is below most clips' ceiling, so the rules above were tested at the request`, () => {
-      expect(ceilings.get(encoder) ?? 0).to.be.at.most(2);
+    // libvpx's two passes end 2–4 % under 600 kb/s on these 5 s clips, the anchor as ours: that
+    // is not the ceiling's exception, as long as ours lands within ±5 %.
+    it(`${encoder}: most clips met the request itself, so the rules above were tested at the request`, () => {
+      const off = offRequest.get(encoder) ?? [];
+      expect(off.length, off.join('\n')).to.be.at.most(2);
     });
   }
 });

@@ -160,9 +160,14 @@ export function peakBoundBits(kbps: number, seconds: number): number {
   return (PEAK_FACTOR * seconds + BUFFER_SECONDS) * kbps * 1000;
 }
 
-/** Issue 27's verdicts on one case; `ceiling` when the anchor itself stays more than 2 % under. */
+/**
+ * Issue 27's verdicts on one case; `ceiling` when the anchor itself stays more than 2 % under,
+ * `withinRequest` when ours is within ±5 % of the request (so the bitrate rule did not need the
+ * ceiling's exception).
+ */
 export interface Verdicts {
   ceiling: boolean;
+  withinRequest: boolean;
   bitrate: boolean;
   peaks: boolean;
   vmafMean: boolean;
@@ -196,6 +201,7 @@ export function verdicts(kbps: number, ours: EncodeMeasure, anchor: EncodeMeasur
   const within = Math.abs(ours.kbps - kbps) <= kbps * RULES.bitrateShare;
   return {
     ceiling,
+    withinRequest: within,
     bitrate: within || (ceiling && ours.kbps <= anchor.kbps * (1 + RULES.ceilingSlack)),
     peaks: ours.peak1sBits <= peakBoundBits(kbps, 1) && ours.peak2sBits <= peakBoundBits(kbps, 2),
     vmafMean: ours.quality.vmafMean >= anchor.quality.vmafMean - RULES.vmafMeanDrop,
