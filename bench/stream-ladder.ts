@@ -2,7 +2,8 @@
 // segments) of a 1080p input made by a stream job through the whole all-in-one service (HTTP
 // submit → bus → download → one ffmpeg with `split` → verify → publish every object →
 // callback) against the same four encodes run as four separate bare ffmpeg commands (each
-// decoding the input for its one rung, with the very arguments of a one-rung ladder), in turn.
+// decoding the input for its one rung, with the very arguments of a one-rung ladder: both
+// passes), in turn.
 // Usage: npm run bench:stream -- [seconds=60] [rounds=1]
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { requestedLadder } from '../services/core/media/ladder.ts';
 import { startTestAllInOne } from '../test/support/in-process-service.ts';
-import { buildLadderArgs } from '../services/streamer/build-ladder-args.ts';
+import { buildLadderPasses } from '../services/streamer/build-ladder-args.ts';
 import { startTestServer } from '../test/support/file-server.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
 import { readTestInput } from '../test/support/job-input.ts';
@@ -67,15 +68,17 @@ async function separate(round: number): Promise<number> {
     const outDir = join(dataDir, `bare-${round}-${rung.name}`);
     await mkdir(join(outDir, rung.name), { recursive: true });
     await mkdir(join(outDir, 'audio'), { recursive: true });
-    const args = buildLadderArgs({
+    const passes = buildLadderPasses({
       input,
       rungs: [rung],
       encoder: 'h264',
       segmentSeconds: 4,
       outDir,
+      passLogPrefix: join(dataDir, `bare-${round}-${rung.name}-pass`),
       threads: availableParallelism(),
     });
-    await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args]);
+    for (const args of passes)
+      await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args]);
   }
   return (performance.now() - started) / 1000;
 }

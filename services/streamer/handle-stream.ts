@@ -20,7 +20,7 @@ import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import type { MediaStore } from '../core/storage/media-store.ts';
 import { inPool, publishObjects } from '../core/storage/publish-objects.ts';
-import { AUDIO_RENDITION } from './build-ladder-args.ts';
+import { AUDIO_RENDITION, firstPassShare } from './build-ladder-args.ts';
 import { publishDuringEncode } from './publish-during-encode.ts';
 import { measureRungs, RUNG_FRAMES_FILE } from './measure-rungs.ts';
 import { item, publishPhases, streamResult } from './publish-stream.ts';
@@ -171,8 +171,16 @@ async function encodeLadder(
   const watermark = await jobWatermark(deps, job, ctx, o.workDir, spec.watermark);
   let decoded = 0;
   let early = new Set<string>();
+  const encoder = spec.encoder ?? 'h264';
+  // Progress 5 → 85 over both passes, split by the first's share of the CPU time.
+  const analysed = 5 + 80 * firstPassShare(encoder);
   const ladder = await writeLadder(
-    async (args) => {
+    async (args, pass) => {
+      const expectedSeconds = input.info.durationSeconds;
+      if (pass === 'analyse') {
+        await runEncode(deps, ctx, args, { from: 5, to: analysed, expectedSeconds }, 'analyse');
+        return;
+      }
       // Whole segments go out while ffmpeg writes the next ones.
       const publishing = publishDuringEncode({
         outDir: o.outDir,
@@ -181,11 +189,7 @@ async function encodeLadder(
         upload,
       });
       try {
-        decoded = await runEncode(deps, ctx, args, {
-          from: 5,
-          to: 85,
-          expectedSeconds: input.info.durationSeconds,
-        });
+        decoded = await runEncode(deps, ctx, args, { from: analysed, to: 85, expectedSeconds });
       } catch (error) {
         await publishing.stop().catch(() => undefined);
         throw error;
@@ -195,9 +199,10 @@ async function encodeLadder(
     {
       input,
       rungs,
-      encoder: spec.encoder ?? 'h264',
+      encoder,
       segmentSeconds: spec.segmentSeconds ?? DEFAULT_SEGMENT_SECONDS,
       outDir: o.outDir,
+      passLogPrefix: join(o.workDir, 'ladder-pass'),
       threads: deps.threads,
       formats: spec.formats ?? (['hls', 'dash'] satisfies StreamFormat[]),
       ...(watermark ? { watermark } : {}),

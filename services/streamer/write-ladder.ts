@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { audioTarget } from '../core/media/audio-format.ts';
-import { AUDIO_RENDITION, buildLadderArgs, type LadderArgsOptions } from './build-ladder-args.ts';
+import { AUDIO_RENDITION, buildLadderPasses, type LadderArgsOptions } from './build-ladder-args.ts';
 import {
   THUMBNAILS_DIR,
   THUMBNAIL_TRACK,
@@ -30,11 +30,12 @@ export interface WrittenLadder {
 }
 
 /**
- * Encodes the ladder with one ffmpeg (`run` runs it: the job's cancel, stall limit, progress),
- * then measures what it wrote and writes the manifests beside it, in `o.outDir`.
+ * Encodes the ladder in two ffmpeg passes (`run` runs each: the job's cancel, stall limit,
+ * progress; only the `encode` pass writes to `o.outDir`), then measures what it wrote and writes
+ * the manifests beside it, in `o.outDir`.
  */
 export async function writeLadder(
-  run: (args: readonly string[]) => Promise<unknown>,
+  run: (args: readonly string[], pass: 'analyse' | 'encode') => Promise<unknown>,
   o: LadderArgsOptions & { formats: readonly StreamFormat[] },
 ): Promise<WrittenLadder> {
   const audio = o.input.info.audio;
@@ -43,7 +44,9 @@ export async function writeLadder(
     ...(audio ? [mkdir(join(o.outDir, AUDIO_RENDITION), { recursive: true })] : []),
     ...(o.thumbnails ? [mkdir(join(o.outDir, THUMBNAILS_DIR), { recursive: true })] : []),
   ]);
-  await run(buildLadderArgs(o));
+  const [analysis, encode] = buildLadderPasses(o);
+  await run(analysis, 'analyse');
+  await run(encode, 'encode');
   const renditions = await measureRenditions(o.outDir, o.rungs, audio !== undefined);
   const target = audio ? audioTarget(audio, 'aac') : undefined;
   const options: ManifestOptions = {

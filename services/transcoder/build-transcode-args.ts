@@ -5,7 +5,8 @@ import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
-import { passArgs, videoCodecArgs } from './rate-control.ts';
+import { passArgs } from '../core/media/two-pass.ts';
+import { videoCodecArgs } from './rate-control.ts';
 
 export { outputSize, type OutputSize } from '../core/media/output-size.ts';
 export { PEAK_FACTOR, BUFFER_SECONDS, firstPassShare } from './rate-control.ts';

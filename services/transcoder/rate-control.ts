@@ -77,17 +77,3 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
       return ['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '2', '-b:v', `${kbps}k`];
   }
 }
-
-/**
- * Which pass a run is and where its statistics go. ffmpeg 5.1's `-pass`/`-passlogfile` drive
- * x264 and libvpx but not libx265 (it ignores them and encodes one pass): x265 takes its pass
- * and stats file through `-x265-params`, which is a `key=value:…` list, hence no `:`/`=` in the
- * prefix.
- */
-export function passArgs(encoder: TranscodeSpec['encoder'], pass: 1 | 2, prefix: string): string[] {
-  if (encoder !== 'h265') return ['-pass', String(pass), '-passlogfile', prefix];
-  if (/[:=]/.test(prefix)) throw new Error(`pass log prefix ${prefix} holds ':' or '='`);
-  // x265's first pass is as slow as its second by default (slow-firstpass); made fast, the
-  // bitrate and VMAF stayed within the anchor's (see videoCodecArgs).
-  return ['-x265-params', `log-level=error:pass=${pass}:stats=${prefix}-x265.log:slow-firstpass=0`];
-}

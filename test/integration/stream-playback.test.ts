@@ -57,6 +57,7 @@ describe('a generated ladder plays in headless Chromium (hls.js, dash.js)', func
       encoder: 'h264',
       segmentSeconds: 2,
       outDir: join(server.dir, 'stream'),
+      passLogPrefix: join(work, 'ladder-pass'),
       threads: 2,
       formats: ['hls', 'dash'],
       thumbnails: planThumbnails(

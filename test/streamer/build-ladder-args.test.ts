@@ -4,6 +4,7 @@ import { pictureFilters } from '../../services/core/media/picture-filters.ts';
 import { qualityArgs } from '../../services/core/media/quality-args.ts';
 import {
   buildLadderArgs,
+  buildLadderPasses,
   gopFrames,
   ladderReference,
 } from '../../services/streamer/build-ladder-args.ts';
@@ -23,6 +24,7 @@ describe('ladder arguments', () => {
     segmentSeconds: 4,
     outDir: '/o',
     threads: 2,
+    passLogPrefix: '/w/ladder-pass',
   };
 
   it('one input, the picture made once at the top size then split and scaled down per rung', () => {
@@ -66,6 +68,54 @@ describe('ladder arguments', () => {
     expect(graph).to.contain('[st]fps=1/5:round=down:eof_action=pass,scale=160:90');
     expect(graph).to.contain("[sp]select='gte(t\\,2.500)',scale=1280:720");
     expect(args.slice(-3)).to.deep.equal(['-update', '1', '/o/thumbnails/poster.jpg']);
+  });
+
+  describe('two passes', () => {
+    const withExtras = {
+      ...base,
+      watermark: {
+        inputs: ['/w/mark.png'],
+        filter: (k: number) => `[${k}:v]scale=64:32[wm];[in][wm]overlay=16:16[out]`,
+      },
+      thumbnails: planThumbnails({}, { width: 1280, height: 720 }, 10, {
+        width: 1280,
+        height: 720,
+      }),
+    };
+
+    it('the first analyses the same pictures (watermark included, no thumbnails, no audio) into the null muxer', () => {
+      const [analysis, encode] = buildLadderPasses(withExtras);
+      expect(encode).to.deep.equal(buildLadderArgs(withExtras));
+      expect(analysis.filter((a) => a === '-i')).to.have.length(2);
+      expect(graphOf(analysis)).to.contain('[out]split=4[s0][s1][s2][s3];');
+      expect(graphOf(analysis)).to.not.contain('[st]');
+      expect(analysis).to.include('-an');
+      expect(analysis.slice(-3)).to.deep.equal(['-f', 'null', '-']);
+      const a = analysis.join(' ');
+      const e = encode.join(' ');
+      expect(a).to.contain('-pass 1 -passlogfile /w/ladder-pass');
+      expect(e).to.contain('-pass 2 -passlogfile /w/ladder-pass');
+      // The same encoder, rates, keyframes and frame-rate mode in both.
+      for (const part of [
+        '-preset medium',
+        '-b:v:0 2800k -maxrate:v:0 3360k -bufsize:v:0 3360k',
+        '-force_key_frames expr:gte(t,n_forced*4) -g 100 -keyint_min 100 -fps_mode:v cfr',
+      ]) {
+        expect(a).to.contain(part);
+        expect(e).to.contain(part);
+      }
+    });
+
+    it("x265 gets each rung's pass and stats file through its own -x265-params", () => {
+      const [analysis, encode] = buildLadderPasses({ ...base, encoder: 'h265' });
+      expect(analysis.join(' ')).to.contain(
+        '-x265-params:v:3 log-level=error:scenecut=0:open-gop=0:pass=1:stats=/w/ladder-pass-3-x265.log:slow-firstpass=0',
+      );
+      expect(encode.join(' ')).to.contain(
+        '-x265-params:v:0 log-level=error:scenecut=0:open-gop=0:pass=2:stats=/w/ladder-pass-0-x265.log:slow-firstpass=0',
+      );
+      expect(encode).to.not.include('-pass');
+    });
   });
 
   describe("the rungs' quality reference", () => {

@@ -85,6 +85,7 @@ async function encode(
     encoder,
     segmentSeconds: SEGMENT,
     outDir: join(dir, 'out'),
+    passLogPrefix: join(dir, 'ladder-pass'),
     threads: 2,
     formats: ['hls', 'dash'],
     thumbnails,
@@ -123,6 +124,7 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
       encoder: 'h264',
       segmentSeconds: 2,
       outDir: '/o',
+      passLogPrefix: '/w/ladder-pass',
       threads: 2,
     });
     expect(args.filter((a) => a === '-i')).to.have.length(1);

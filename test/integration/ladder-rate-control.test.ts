@@ -1,0 +1,98 @@
+// Issue 27's rules for a stream ladder's rungs (services/streamer/build-ladder-args.ts), on the
+// short quality corpus: the ladder's two passes against each rung encoded alone by the same
+// encoder's two passes at its slow-class preset with the stream's constraints (see
+// test/support/ladder-rate-anchor.ts). H.264 here, the default ladder encoder; x265 and VP9
+// run the anchor's own settings, measured by `npm run bench:stream-quality`. Needs the libvmaf
+// ffmpeg of the test services (TEST_VMAF_FFMPEG).
+import { expect } from 'chai';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { corpusClip } from '../support/quality-corpus.ts';
+import { compareLadderWithAnchor, rungPeakBoundBits } from '../support/ladder-rate-anchor.ts';
+import { RULES } from '../support/rate-control-anchor.ts';
+
+const CLIPS = [
+  'camera-short',
+  'animation-short',
+  'fast-motion-short',
+  'testsrc-noise-short',
+  'smpte-bars-short',
+  'mandelbrot-short',
+];
+// Two rungs below most of these 5 s clips' ceiling (see rate-control.test.ts): the clip's own
+// height, and 180p.
+const TOP_KBPS = 600;
+const LOW_KBPS = 250;
+
+function vmafFfmpeg(): string {
+  const path = process.env['TEST_VMAF_FFMPEG'];
+  if (!path)
+    throw new Error(
+      'TEST_VMAF_FFMPEG is not set: run through `npm test`, or source the env file of ' +
+        '`bash scripts/test-services/start-all.sh FILE` (vmaf.sh installs the libvmaf ffmpeg).',
+    );
+  return path;
+}
+
+describe('a stream ladder against the two-pass anchor of each rung (services/streamer/build-ladder-args.ts)', function () {
+  this.timeout(600_000);
+  let dir: string;
+  let tools: { ffmpeg: string; vmafFfmpeg: string };
+  let offRequest = 0;
+
+  before(async () => {
+    tools = { ffmpeg: process.env['TEST_FFMPEG'] ?? 'ffmpeg', vmafFfmpeg: vmafFfmpeg() };
+    dir = await mkdtemp(join(tmpdir(), 'media-ladder-rate-'));
+  });
+  after(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  for (const name of CLIPS) {
+    it(`h264 on ${name}: each rung's bitrate within 5 % (or at the anchor's ceiling), peaks within its VBV, VMAF as the anchor's, less CPU`, async () => {
+      const clip = await corpusClip(name);
+      const caseDir = join(dir, name);
+      await mkdir(caseDir);
+      const ladder = [
+        { height: clip.height, bitrateKbps: TOP_KBPS },
+        { height: 180, bitrateKbps: LOW_KBPS },
+      ];
+      const c = await compareLadderWithAnchor(
+        tools,
+        { clipPath: clip.path, encoder: 'h264', ladder },
+        caseDir,
+      );
+      for (const [k, rung] of c.rungs.entries()) {
+        const ours = c.ours[k];
+        const anchor = c.anchor[k];
+        if (!ours || !anchor) throw new Error(`rung ${rung.name} not measured`);
+        const says =
+          `${rung.name} at ${rung.bitrateKbps} kb/s: ours ${ours.kbps.toFixed(1)} kb/s, VMAF ` +
+          `${ours.quality.vmafMean.toFixed(2)} p5 ${ours.quality.vmafP5.toFixed(2)}; anchor ` +
+          `${anchor.kbps.toFixed(1)} kb/s, VMAF ${anchor.quality.vmafMean.toFixed(2)} p5 ` +
+          `${anchor.quality.vmafP5.toFixed(2)}`;
+        const target = rung.bitrateKbps;
+        const within = Math.abs(ours.kbps - target) <= target * RULES.bitrateShare;
+        const ceiling = anchor.kbps < target * (1 - RULES.ceilingShare);
+        if (!within) offRequest++;
+        expect(
+          within || (ceiling && ours.kbps <= anchor.kbps * (1 + RULES.ceilingSlack)),
+          `bitrate: ${says}`,
+        ).to.equal(true);
+        expect(ours.peak1sBits, `1 s peak: ${says}`).to.be.at.most(rungPeakBoundBits(rung, 1));
+        expect(ours.quality.vmafMean, says).to.be.at.least(
+          anchor.quality.vmafMean - RULES.vmafMeanDrop,
+        );
+        expect(ours.quality.vmafP5, says).to.be.at.least(anchor.quality.vmafP5 - RULES.vmafP5Drop);
+      }
+      expect(c.oursCpuSeconds, 'CPU seconds, ours against the anchors of every rung').to.be.at.most(
+        c.anchorCpuSeconds * RULES.cpuRatio,
+      );
+    });
+  }
+
+  it('most rungs met the request itself, so the rules above were tested at the request', () => {
+    expect(offRequest).to.be.at.most(3);
+  });
+});

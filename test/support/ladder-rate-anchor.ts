@@ -1,0 +1,153 @@
+// Issue 27's rules for a stream ladder's rungs: the streamer's two passes for the whole ladder
+// (buildLadderPasses, one decode split to every rung) against an anchor per rung: the same
+// encoder's two passes at its slow-class preset (x264 `slow`; x265 `medium` and VP9 cpu-used 2
+// are the ladder's own), that rung alone, with the stream's own constraints (a keyframe at every
+// segment boundary only, the rung's VBV), which a ladder cannot drop. Shared by
+// test/integration/ladder-rate-control.test.ts and bench/stream-quality.ts.
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  requestedLadder,
+  type LadderEncoder,
+  type RequestedRung,
+  type Rung,
+} from '../../services/core/media/ladder.ts';
+import { pictureFilters } from '../../services/core/media/picture-filters.ts';
+import { buildLadderPasses } from '../../services/streamer/build-ladder-args.ts';
+import {
+  deliveredKbps,
+  maxWindowBits,
+  qualityScores,
+  runMeasured,
+  videoPackets,
+  type QualityScores,
+} from './encode-measures.ts';
+import { readTestInput } from './job-input.ts';
+import type { MeasureTools } from './rate-control-anchor.ts';
+
+export const LADDER_SEGMENT_SECONDS = 4;
+
+/** One rung as delivered: its bitrate, peaks and picture. */
+export interface RungMeasure {
+  name: string;
+  targetKbps: number;
+  kbps: number;
+  peak1sBits: number;
+  quality: QualityScores;
+}
+
+/** Both sides of a ladder: each rung of ours and of the anchor, and the CPU of each side. */
+export interface LadderComparison {
+  ours: RungMeasure[];
+  anchor: RungMeasure[];
+  oursCpuSeconds: number;
+  anchorCpuSeconds: number;
+}
+
+/** The bits a rung's VBV allows in any window of `seconds`: peak × T + the buffer. */
+export function rungPeakBoundBits(rung: Rung, seconds: number): number {
+  return (rung.maxrateKbps * seconds + rung.bufsizeKbps) * 1000;
+}
+
+const ANCHOR_PRESET: Record<LadderEncoder, [string, string] | undefined> = {
+  h264: ['medium', 'slow'],
+  h265: undefined,
+  vp9: undefined,
+};
+
+/** A ladder's passes with the anchor's slow-class preset in place of the ladder's own. */
+function anchorOf(runs: string[][], encoder: LadderEncoder): string[][] {
+  const swap = ANCHOR_PRESET[encoder];
+  if (!swap) return runs;
+  return runs.map((args) =>
+    args.map((a, k) => (args[k - 1] === '-preset' && a === swap[0] ? swap[1] : a)),
+  );
+}
+
+/** The rung's CMAF init and media segments joined into one file a prober reads. */
+async function joinRendition(dir: string, into: string): Promise<void> {
+  const names = (await readdir(dir)).sort();
+  const init = names.filter((n) => n.startsWith('init'));
+  const media = names.filter((n) => n.endsWith('.m4s'));
+  const parts = await Promise.all([...init, ...media].map((n) => readFile(join(dir, n))));
+  await writeFile(into, Buffer.concat(parts));
+}
+
+async function measureRung(
+  tools: MeasureTools,
+  clipPath: string,
+  rung: Rung,
+  renditionDir: string,
+  scratch: string,
+): Promise<RungMeasure> {
+  const file = join(scratch, `${rung.name}.mp4`);
+  await joinRendition(renditionDir, file);
+  const { packets, seconds } = await videoPackets(file);
+  const input = await readTestInput(clipPath);
+  const picture = `${pictureFilters(input, rung, 'bicubic')},format=yuv420p`;
+  return {
+    name: rung.name,
+    targetKbps: rung.bitrateKbps,
+    kbps: deliveredKbps(packets, seconds),
+    peak1sBits: maxWindowBits(packets, 1),
+    quality: await qualityScores(tools.vmafFfmpeg, file, clipPath, scratch, picture),
+  };
+}
+
+async function encodeLadder(
+  tools: MeasureTools,
+  clipPath: string,
+  encoder: LadderEncoder,
+  rungs: Rung[],
+  dir: string,
+  anchor: boolean,
+): Promise<{ cpuSeconds: number; rungs: RungMeasure[] }> {
+  const outDir = join(dir, 'out');
+  await Promise.all(rungs.map((r) => mkdir(join(outDir, r.name), { recursive: true })));
+  const passes = buildLadderPasses({
+    input: await readTestInput(clipPath),
+    rungs,
+    encoder,
+    segmentSeconds: LADDER_SEGMENT_SECONDS,
+    outDir,
+    passLogPrefix: join(dir, 'pass'),
+    threads: 2,
+  });
+  const cpuSeconds = await runMeasured(tools.ffmpeg, anchor ? anchorOf(passes, encoder) : passes);
+  const measured: RungMeasure[] = [];
+  for (const r of rungs)
+    measured.push(await measureRung(tools, clipPath, r, join(outDir, r.name), dir));
+  return { cpuSeconds, rungs: measured };
+}
+
+/** The whole ladder our way, then each rung alone the anchor's way, all in `dir`. */
+export async function compareLadderWithAnchor(
+  tools: MeasureTools,
+  c: { clipPath: string; encoder: LadderEncoder; ladder: readonly RequestedRung[] },
+  dir: string,
+): Promise<LadderComparison & { rungs: Rung[] }> {
+  const input = await readTestInput(c.clipPath);
+  const rungs = requestedLadder(input.video, c.ladder);
+  const ours = await encodeLadder(tools, c.clipPath, c.encoder, rungs, join(dir, 'ours'), false);
+  const anchor: RungMeasure[] = [];
+  let anchorCpuSeconds = 0;
+  for (const r of rungs) {
+    const one = await encodeLadder(
+      tools,
+      c.clipPath,
+      c.encoder,
+      [r],
+      join(dir, `anchor-${r.name}`),
+      true,
+    );
+    anchor.push(...one.rungs);
+    anchorCpuSeconds += one.cpuSeconds;
+  }
+  return {
+    rungs,
+    ours: ours.rungs,
+    anchor,
+    oursCpuSeconds: ours.cpuSeconds,
+    anchorCpuSeconds,
+  };
+}
