@@ -1,7 +1,8 @@
 // Side-by-side benchmark, one run: a transcode job through the whole all-in-one service (HTTP
 // submit → bus → download → ffmpeg → verify → upload → callback) against the bare ffmpeg runs
-// it makes (both passes, from buildTranscodeArgs), on the same clip, interleaved. Also reports
-// bitrate accuracy per encoder.
+// it makes (both passes, from buildTranscodeArgs, then the quality report's metrics run, from
+// qualityArgs, with the libvmaf ffmpeg the service uses), on the same clip, interleaved. Also
+// reports bitrate accuracy per encoder.
 // Usage: npm run bench:transcode -- [rounds=3] [seconds=10] [encoder]
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
@@ -10,6 +11,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startTestAllInOne } from '../test/support/in-process-service.ts';
 import { buildTranscodeArgs } from '../services/transcoder/build-transcode-args.ts';
+import { loadConfig } from '../services/core/config.ts';
+import { inputReference, qualityArgs } from '../services/core/media/quality-args.ts';
 import type { TranscodeSpec } from '../services/core/contracts/types.generated.ts';
 import { startTestServer } from '../test/support/file-server.ts';
 import { generateClip } from '../test/support/generate-clip.ts';
@@ -50,19 +53,44 @@ async function viaService(spec: TranscodeSpec, name: string): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
-/** The same passes the service runs, one after the other, with nothing around them. */
+// The quality report's ffmpeg and VMAF sampling, as the service's configuration has them.
+const config = loadConfig(process.env);
+const vmafFfmpeg = config.vmafFfmpegPath;
+
+/**
+ * The same ffmpeg runs the service makes, one after the other, with nothing around them: both
+ * passes, then the quality report's metrics.
+ */
 async function bare(spec: TranscodeSpec, out: string): Promise<number> {
+  const jobInput = await readTestInput(input);
+  const size = { width: 1280, height: 720 };
   const passes = buildTranscodeArgs({
     spec,
-    input: await readTestInput(input),
+    input: jobInput,
     outputPath: out,
-    size: { width: 1280, height: 720 },
+    size,
     threads: 2,
     passLogPrefix: join(dataDir, 'bare-pass'),
+  });
+  const metrics = qualityArgs({
+    targets: [
+      {
+        outputPath: out,
+        logs: {
+          psnr: join(dataDir, 'bare-psnr.log'),
+          ssim: join(dataDir, 'bare-ssim.log'),
+          vmaf: join(dataDir, 'bare-vmaf.csv'),
+        },
+      },
+    ],
+    reference: inputReference(jobInput, size),
+    vmafSubsample: config.qualityVmafSubsample,
+    threads: 2,
   });
   const started = performance.now();
   for (const args of passes)
     await run('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args]);
+  await run(vmafFfmpeg, ['-hide_banner', '-loglevel', 'error', '-nostdin', ...metrics]);
   return (performance.now() - started) / 1000;
 }
 
