@@ -88,8 +88,10 @@ describe("packaging: Node's options of the services", () => {
     const flags = SERVICE_NODE_ARGS.join(' ');
     const starts = Object.entries(scripts).filter(([name]) => /^start(:|$)/.test(name));
     expect(starts).to.have.length(6);
+    // `exec`: the shell npm runs a script in becomes the service, so npm's forwarded SIGTERM
+    // reaches it (test/integration/kafka-npm-start-signal.test.ts).
     for (const [name, command] of starts)
-      expect(command, name).to.match(new RegExp(`^node ${flags} services/[a-z-]+/main\\.ts$`));
+      expect(command, name).to.match(new RegExp(`^exec node ${flags} services/[a-z-]+/main\\.ts$`));
     const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
     expect(dockerfile).to.include(`ENV NODE_OPTIONS=${flags}\n`);
     // Before the compile cache is warmed: V8 takes a code cache only from the same flags.

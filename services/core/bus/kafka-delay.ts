@@ -2,7 +2,7 @@ import type { EachMessagePayload, Kafka, Message, TopicMessages } from 'kafkajs'
 import { topics, type OutgoingRecord } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ConsumerSettings } from './kafka-subscription.ts';
-import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
+import { asBusUnavailable, headersToStrings } from './kafka-support.ts';
 
 /*
  * Scheduled records on Kafka (DESIGN §3, "Waiting is the bus's job").
@@ -157,11 +157,7 @@ export async function startDelayForwarder(
       (closing ??= (async () => {
         s.stopping = true;
         clearWaits(s, false);
-        await withDeadline(
-          consumer.disconnect(),
-          Date.now() + settings.requestTimeoutMs,
-          'delay forwarder disconnect',
-        ).catch((error: unknown) => s.log.warn('kafka.delay_disconnect_failed', { error }));
+        await settings.disconnect(consumer, 'delay forwarder disconnect');
       })()),
   };
 }

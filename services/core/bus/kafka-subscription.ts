@@ -9,7 +9,12 @@ import {
   createRebalanceNudge,
   type RebalanceNudge,
 } from './kafka-rebalance-nudge.ts';
-import { asBusUnavailable, headersToStrings, withDeadline } from './kafka-support.ts';
+import {
+  asBusUnavailable,
+  headersToStrings,
+  withDeadline,
+  type Disconnect,
+} from './kafka-support.ts';
 import {
   admit,
   decodeDone,
@@ -32,8 +37,8 @@ export interface ConsumerSettings {
   maxWaitTimeMs: number;
   redeliveryDelayMs: number;
   abortWaitMs: number;
-  /** Bounds the consumer's disconnect in close. */
-  requestTimeoutMs: number;
+  /** The consumer's disconnect in close, bounded (KafkaBusOptions.disconnectTimeoutMs). */
+  disconnect: Disconnect;
   /**
    * Records a subscription holds fetched and unfinished, running ones included (default 256,
    * at least its concurrency + 1). A job record is about 1 KiB, so the window costs little,
@@ -652,11 +657,7 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   // Commits of records finished within the grace period go out before the consumer leaves.
   await Promise.allSettled([...s.commits.values()]);
   await settleCommits(s);
-  await withDeadline(
-    s.consumer.disconnect(),
-    Date.now() + s.settings.requestTimeoutMs,
-    'consumer disconnect',
-  ).catch((error: unknown) => s.log.warn('kafka.consumer_disconnect_failed', { error }));
+  await s.settings.disconnect(s.consumer, 'consumer disconnect');
   await s.admin.disconnect().catch(() => undefined);
   const settled = Promise.allSettled(unfinished.map((r) => r.settled));
   await withDeadline(settled, Date.now() + s.settings.abortWaitMs, 'aborted handlers').catch(() =>

@@ -52,6 +52,34 @@ export function withDeadline<T>(work: Promise<T>, deadline: number, what: string
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** Disconnects a kafkajs client at close, within a bound; never rejects. */
+export type Disconnect = (client: { disconnect(): Promise<void> }, what: string) => Promise<void>;
+
+/**
+ * The disconnects of one bus's consumers at close, each within `timeoutMs`. kafkajs's disconnect
+ * first waits for the consumer's fetch in flight, which with the brokers gone is spending its
+ * connection retries (about 9 s): once one disconnect went unanswered, the next ones get
+ * `afterUnansweredMs`, so a stopping process waits for brokers that are gone once, not once per
+ * consumer (a worker closes three in turn: its jobs, its cancels, the delay forwarder).
+ */
+export function createDisconnect(
+  log: Logger,
+  timeoutMs: number,
+  afterUnansweredMs = 500,
+): Disconnect {
+  let unanswered = false;
+  return async (client, what) => {
+    const bound = unanswered ? Math.min(afterUnansweredMs, timeoutMs) : timeoutMs;
+    try {
+      await withDeadline(client.disconnect(), Date.now() + bound, what);
+    } catch (error) {
+      // withDeadline's own rejection (kafkajs's are its errors, not BusUnavailableError).
+      if (error instanceof BusUnavailableError) unanswered = true;
+      log.warn('kafka.consumer_disconnect_failed', { what, error });
+    }
+  };
+}
+
 /** The Kafka protocol error type (`REBALANCE_IN_PROGRESS`, ...) of an error or of its causes. */
 export function kafkaErrorType(error: unknown): string | undefined {
   for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 5; depth += 1) {

@@ -1,7 +1,7 @@
 import kafkajs, { type Assigner, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { Subscription, TailOptions } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { asBusUnavailable, headersToStrings, retried, withDeadline } from './kafka-support.ts';
+import { asBusUnavailable, headersToStrings, retried, type Disconnect } from './kafka-support.ts';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -10,7 +10,8 @@ export interface TailSettings {
   /** The one consumer group of every tail reader of this prefix (see startKafkaTail). */
   group: string;
   maxWaitTimeMs: number;
-  requestTimeoutMs: number;
+  /** The consumer's disconnect in close, bounded (KafkaBusOptions.disconnectTimeoutMs). */
+  disconnect: Disconnect;
 }
 
 /**
@@ -158,12 +159,7 @@ export async function startKafkaTail(
   clearTimeout(timer);
   let closing: Promise<void> | undefined;
   return {
-    close: () =>
-      (closing ??= withDeadline(
-        consumer.disconnect(),
-        Date.now() + settings.requestTimeoutMs,
-        'tail disconnect',
-      ).catch((error: unknown) => log.warn('kafka.consumer_disconnect_failed', { error }))),
+    close: () => (closing ??= settings.disconnect(consumer, 'tail disconnect')),
   };
 }
 

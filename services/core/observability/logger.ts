@@ -1,4 +1,6 @@
+import { writeSync } from 'node:fs';
 import { pino, stdSerializers, type Logger as PinoLogger } from 'pino';
+import { createLogWriter, type LogWriter } from './log-writer.ts';
 
 /** Structured JSON logs: a constant message plus fields. Secrets never reach the output. */
 export interface Logger {
@@ -53,30 +55,53 @@ function redactUrl(text: string): string {
 /** Most bytes of log lines waiting to be written; past it lines are dropped, not memory grown. */
 export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 
-let stdoutDestination: ReturnType<typeof pino.destination> | undefined;
 /**
- * One buffered writer of standard output for the whole process, however many loggers it makes:
- * two writers of their own could each write a part of a long batch and cut each other's lines.
+ * At exit, how long the last lines may wait for a reader that does not read, and how long they
+ * may take in all (a reader reading slowly), ms; then they are dropped and counted on stderr.
  */
-const stdout = (): ReturnType<typeof pino.destination> =>
-  (stdoutDestination ??= pino.destination({
-    dest: 1,
-    sync: false,
-    maxLength: LOG_BUFFER_MAX_BYTES,
-  }));
+export const LOG_EXIT_FLUSH = { stallMs: 1000, maxMs: 3000 } as const;
+
+let stdoutWriter: LogWriter | undefined;
+/**
+ * One writer of standard output for the whole process, however many loggers it makes: two
+ * writers of their own could each write a part of a long batch and cut each other's lines.
+ */
+const stdout = (): LogWriter => (stdoutWriter ??= openStdout());
+
+function openStdout(): LogWriter {
+  // Making process.stdout and process.stderr puts a pipe or socket behind them in non-blocking
+  // mode (libuv), so that a reader that stops reading fails a write with EAGAIN instead of
+  // blocking the process in it. Their errors (EPIPE when the reader is gone, if anything writes
+  // through them) are the log writer's to count, not an uncaught exception.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+  const writer = createLogWriter({
+    fd: 1,
+    maxBytes: LOG_BUFFER_MAX_BYTES,
+    report: (message) => {
+      try {
+        writeSync(2, `media-service: ${message}\n`);
+      } catch {
+        // Standard error is gone too: the count is all there is.
+      }
+    },
+  });
+  process.on('exit', () => writer.flushSync(LOG_EXIT_FLUSH));
+  return writer;
+}
 
 /**
  * pino underneath: one JSON line per record (`level` as its name, `time` in ISO 8601, then the
  * bindings and fields, then `msg`). Fields are redacted before pino sees them, and only for
  * levels that are on.
  *
- * Lines are written asynchronously: a line goes out at once when no write is under way, and the
- * lines logged while one is share the next write. A synchronous write a line cost about a tenth
- * of the ingress's time under load (bench:ingress profile). pino writes what is left
- * synchronously when the process exits (normally, by process.exit or an uncaught error), so the
- * last lines before an exit are not lost; only a SIGKILL loses the lines of the write in flight.
- * A reader that stops reading cannot make the process grow: past LOG_BUFFER_MAX_BYTES waiting,
- * lines are dropped.
+ * Lines are written asynchronously (log-writer.ts): the lines logged in one turn of the event
+ * loop share one write at its end. A synchronous write a line cost about a tenth of the ingress's
+ * time under load (bench:ingress profile). What is left is written when the process exits
+ * (normally, by process.exit or an uncaught error), so the last lines before an exit are not
+ * lost; only a SIGKILL loses the lines of the turn. Neither a reader that stops reading nor one
+ * that went away can make the process grow or hang: past LOG_BUFFER_MAX_BYTES waiting lines are
+ * dropped, after a failed write (EPIPE) every line is, and the exit flush is bounded by
+ * LOG_EXIT_FLUSH; dropped lines are counted on stderr when it still takes them.
  */
 export function createLogger(options: {
   level: LogLevel;
@@ -84,9 +109,12 @@ export function createLogger(options: {
   base?: Record<string, unknown>;
 }): Logger {
   const write = options.write;
+  // A silent logger never opens standard output (silentLogger is made when this module loads).
   const destination = write
     ? { write: (line: string) => write(line.endsWith('\n') ? line.slice(0, -1) : line) }
-    : stdout();
+    : options.level === 'silent'
+      ? { write: () => undefined }
+      : stdout();
   const root = pino(
     {
       level: options.level,

@@ -1,7 +1,23 @@
 import type { Logger } from '../observability/logger.ts';
+import { startLoopWatchdog } from './loop-watchdog.ts';
 
 /** How long after a stop signal the same signal again is taken as a copy, not as insistence, ms. */
 const DUPLICATE_SIGNAL_MS = 1000;
+
+/**
+ * After SHUTDOWN_GRACE_MS, what the stop may still take: the last rebalance, commits, the
+ * consumer's leave and the wind-down of jobs handed back (about 45 s at most, docs/operating.md
+ * "Stopping", which asks for a termination grace of SHUTDOWN_GRACE_MS + 60 s), ms.
+ */
+export const STOP_WIND_DOWN_MS = 55_000;
+
+/** How long the main thread may stop turning its event loop while the process stops, ms. */
+export const STOP_STALL_MS = 5000;
+
+export interface ShutdownOptions {
+  /** SHUTDOWN_GRACE_MS: the process exits at the latest this + STOP_WIND_DOWN_MS after the signal. */
+  graceMs: number;
+}
 
 /**
  * SIGTERM and SIGINT take the same path: stop intake, finish or hand back in-flight work within
@@ -11,8 +27,16 @@ const DUPLICATE_SIGNAL_MS = 1000;
  * A second signal exits at once, unless it comes within a second of the first: `npm start`
  * forwards the signal it gets to the service, which a terminal's Ctrl-C or a process-group kill
  * has already reached, so one request to stop arrives twice.
+ *
+ * Whatever the stop waits for, the process ends: a stop still running STOP_WIND_DOWN_MS after
+ * the grace is cut short (exit 1), and a main thread that stops turning its event loop for
+ * STOP_STALL_MS, where no timer of its own can run, is killed by a watchdog thread
+ * (loop-watchdog.ts).
  */
-export function onShutdown(log: Logger): { started(stop: () => Promise<void>): void } {
+export function onShutdown(
+  log: Logger,
+  options: ShutdownOptions,
+): { started(stop: () => Promise<void>): void } {
   let requestedAt: number | undefined;
   let stopService: (() => Promise<void>) | undefined;
   const runStop = (stop: () => Promise<void>): void => {
@@ -32,6 +56,7 @@ export function onShutdown(log: Logger): { started(stop: () => Promise<void>): v
     }
     requestedAt = Date.now();
     log.info('service.stopping', { signal });
+    armStopDeadline(log, options.graceMs + STOP_WIND_DOWN_MS);
     if (stopService) runStop(stopService);
   };
   process.on('SIGTERM', handler);
@@ -42,6 +67,18 @@ export function onShutdown(log: Logger): { started(stop: () => Promise<void>): v
       if (requestedAt !== undefined) runStop(stop);
     },
   };
+}
+
+function armStopDeadline(log: Logger, deadlineMs: number): void {
+  setTimeout(() => {
+    log.error('service.stop_timed_out', { afterMs: deadlineMs });
+    process.exit(1);
+  }, deadlineMs).unref();
+  try {
+    startLoopWatchdog(STOP_STALL_MS);
+  } catch (error) {
+    log.warn('service.watchdog_unavailable', { error });
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ export async function runService(
     const config = loadConfig(process.env);
     const log = createLogger({ level: config.logLevel, base: { service } });
     exitOnFatalError(log);
-    const shutdown = onShutdown(log);
+    const shutdown = onShutdown(log, { graceMs: config.shutdownGraceMs });
     const tracing = await startTracing(config.traceExport, service, log);
     const stop = await start(config, log, tracing);
     // Spans of the last moments are exported once the service has stopped.

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createLogger, redact } from '../../../services/core/observability/logger.ts';
 
 describe('logger', () => {
@@ -25,6 +25,40 @@ describe('logger', () => {
     expect(JSON.parse(lines[1999] ?? '{}')).to.include({ msg: 'line', i: 1999 });
     expect(JSON.parse(lines[2000] ?? '{}')).to.include({ msg: 'last.words', level: 'error' });
   });
+
+  for (const reader of ['gone', 'not reading'] as const)
+    it(`a process whose stdout reader is ${reader} still exits at once, and says on stderr how many lines it dropped`, async function () {
+      this.timeout(20_000);
+      const logger = new URL('../../../services/core/observability/logger.ts', import.meta.url)
+        .href;
+      // 4 MiB of lines: far more than a pipe holds, so the exit flush meets a full pipe.
+      const script = `
+        import { createLogger } from ${JSON.stringify(logger)};
+        const log = createLogger({ level: 'info' });
+        process.stdin.once('data', () => {
+          for (let i = 0; i < 20000; i++) log.info('line', { i, pad: 'x'.repeat(180) });
+          process.exit(3);
+        });`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      if (reader === 'gone') child.stdout.destroy();
+      else child.stdout.pause();
+      child.stdin.write('go\n');
+      const started = Date.now();
+      // A process that hangs is not left behind when the test fails.
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const code = await exited;
+      clearTimeout(timer);
+      child.stdout.destroy();
+      // LOG_EXIT_FLUSH: a reader that takes nothing for a second is given up.
+      expect(Date.now() - started).to.be.below(5000);
+      expect(code).to.equal(3);
+      expect(stderr).to.match(/media-service: \d+ log lines dropped/);
+    });
 
   it('writes one JSON line per record with constant message and fields', () => {
     const lines: string[] = [];
