@@ -2,8 +2,10 @@
 // (buildLadderPasses, one decode split to every rung) against an anchor per rung: the same
 // encoder's two passes at its slow-class preset (x264 `slow`; x265 `medium` and VP9 cpu-used 2
 // are the ladder's own), that rung alone, with the stream's own constraints (a keyframe at every
-// segment boundary only, the rung's VBV), which a ladder cannot drop. Shared by
-// test/integration/ladder-rate-control.test.ts and bench/stream-quality.ts.
+// segment boundary only, the rung's VBV), which a ladder cannot drop. The anchor encodes the
+// picture the ladder gives that rung (a lower rung is the top rung's picture scaled down), so the
+// comparison is of the encoders; both are measured against the input made at the rung's size
+// directly. Shared by test/integration/ladder-rate-control.test.ts and bench/stream-quality.ts.
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -13,7 +15,7 @@ import {
   type Rung,
 } from '../../services/core/media/ladder.ts';
 import { pictureFilters } from '../../services/core/media/picture-filters.ts';
-import { buildLadderPasses } from '../../services/streamer/build-ladder-args.ts';
+import { buildLadderPasses, ladderReference } from '../../services/streamer/build-ladder-args.ts';
 import {
   deliveredKbps,
   maxWindowBits,
@@ -55,12 +57,24 @@ const ANCHOR_PRESET: Record<LadderEncoder, [string, string] | undefined> = {
   vp9: undefined,
 };
 
-/** A ladder's passes with the anchor's slow-class preset in place of the ladder's own. */
-function anchorOf(runs: string[][], encoder: LadderEncoder): string[][] {
+/**
+ * A one-rung ladder's passes made the anchor's: its slow-class preset in place of the ladder's
+ * own, and, for a lower rung, the picture the whole ladder gives it (`picture.own` replaced by
+ * `picture.inLadder` in the filter graph).
+ */
+function anchorOf(
+  runs: readonly string[][],
+  encoder: LadderEncoder,
+  picture: { own: string; inLadder: string },
+): string[][] {
   const swap = ANCHOR_PRESET[encoder];
-  if (!swap) return runs;
   return runs.map((args) =>
-    args.map((a, k) => (args[k - 1] === '-preset' && a === swap[0] ? swap[1] : a)),
+    args.map((a, k) => {
+      if (swap && args[k - 1] === '-preset' && a === swap[0]) return swap[1];
+      if (args[k - 1] !== '-filter_complex') return a;
+      if (!a.includes(picture.own)) throw new Error(`no picture ${picture.own} in ${a}`);
+      return a.replace(picture.own, picture.inLadder);
+    }),
   );
 }
 
@@ -100,12 +114,14 @@ async function encodeLadder(
   encoder: LadderEncoder,
   rungs: Rung[],
   dir: string,
-  anchor: boolean,
+  /** Encode `rungs` (one) as the anchor does, given the picture it has in this ladder. */
+  anchorIn?: { ladder: Rung[]; rung: number },
 ): Promise<{ cpuSeconds: number; rungs: RungMeasure[] }> {
   const outDir = join(dir, 'out');
   await Promise.all(rungs.map((r) => mkdir(join(outDir, r.name), { recursive: true })));
+  const input = await readTestInput(clipPath);
   const passes = buildLadderPasses({
-    input: await readTestInput(clipPath),
+    input,
     rungs,
     encoder,
     segmentSeconds: LADDER_SEGMENT_SECONDS,
@@ -113,7 +129,16 @@ async function encodeLadder(
     passLogPrefix: join(dir, 'pass'),
     threads: 2,
   });
-  const cpuSeconds = await runMeasured(tools.ffmpeg, anchor ? anchorOf(passes, encoder) : passes);
+  let runs: string[][] = passes;
+  if (anchorIn) {
+    const [top, rung] = [anchorIn.ladder[0], anchorIn.ladder[anchorIn.rung]];
+    if (!top || !rung) throw new Error('no such rung');
+    const down = ladderReference(input, anchorIn.ladder).rungFilters[anchorIn.rung];
+    const own = pictureFilters(input, rung, 'bicubic');
+    const inLadder = down ? `${pictureFilters(input, top, 'bicubic')},${down}` : own;
+    runs = anchorOf(passes, encoder, { own, inLadder });
+  }
+  const cpuSeconds = await runMeasured(tools.ffmpeg, runs);
   const measured: RungMeasure[] = [];
   for (const r of rungs)
     measured.push(await measureRung(tools, clipPath, r, join(outDir, r.name), dir));
@@ -128,17 +153,20 @@ export async function compareLadderWithAnchor(
 ): Promise<LadderComparison & { rungs: Rung[] }> {
   const input = await readTestInput(c.clipPath);
   const rungs = requestedLadder(input.video, c.ladder);
-  const ours = await encodeLadder(tools, c.clipPath, c.encoder, rungs, join(dir, 'ours'), false);
+  const ours = await encodeLadder(tools, c.clipPath, c.encoder, rungs, join(dir, 'ours'));
   const anchor: RungMeasure[] = [];
   let anchorCpuSeconds = 0;
-  for (const r of rungs) {
+  for (const [k, r] of rungs.entries()) {
     const one = await encodeLadder(
       tools,
       c.clipPath,
       c.encoder,
       [r],
       join(dir, `anchor-${r.name}`),
-      true,
+      {
+        ladder: rungs,
+        rung: k,
+      },
     );
     anchor.push(...one.rungs);
     anchorCpuSeconds += one.cpuSeconds;
