@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { MediaError } from '../errors.ts';
+import { processCpuMs } from '../observability/process-cpu.ts';
 import {
   boundedCommand,
   looksOutOfMemory,
@@ -15,6 +16,12 @@ export const INPUT_FORMATS =
   'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf,image2,png_pipe,jpeg_pipe,webp_pipe,gif';
 /** Protocols ffmpeg may use: local files and pipes; it never fetches anything itself. */
 export const PROTOCOLS = 'file,pipe';
+
+/**
+ * An ffmpeg without progress for the stall timeout that used at least this share of a core
+ * meanwhile is working, not stalled (see onStall in createFfmpegRunner).
+ */
+const STALL_CPU_SHARE = 0.05;
 
 export interface FfmpegProgress {
   /** Seconds of output written so far. */
@@ -73,7 +80,24 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
       let pending = '';
       let block: Record<string, string> = {};
       let stallTimer = setTimeout(onStall, stallTimeoutMs);
+      let cpuAtArm = child.pid === undefined ? undefined : processCpuMs(child.pid);
+      const rearm = (): void => {
+        clearTimeout(stallTimer);
+        stallTimer = setTimeout(onStall, stallTimeoutMs);
+        cpuAtArm = child.pid === undefined ? undefined : processCpuMs(child.pid);
+      };
+      // No progress block for stallTimeoutMs is a stall only if ffmpeg did not work meanwhile:
+      // it writes none while it drains its encoders at the end (25 frames of lag per libvpx
+      // encoder, a whole ladder's at once: over 30 s on a loaded machine), nor while a filter
+      // holds frames back, and it burns CPU doing so. One waiting on its input burns none.
       function onStall(): void {
+        const cpu = child.pid === undefined ? undefined : processCpuMs(child.pid);
+        if (
+          cpu !== undefined &&
+          cpuAtArm !== undefined &&
+          cpu - cpuAtArm >= stallTimeoutMs * STALL_CPU_SHARE
+        )
+          return rearm();
         stalled = true;
         child.kill('SIGKILL');
       }
@@ -102,8 +126,7 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
           const eq = line.indexOf('=');
           if (eq > 0) block[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
           if (!line.startsWith('progress=')) continue;
-          clearTimeout(stallTimer);
-          stallTimer = setTimeout(onStall, stallTimeoutMs);
+          rearm();
           const us = Number(block['out_time_us']);
           const speed = Number.parseFloat(block['speed'] ?? '');
           if (Number.isFinite(us) && us >= 0)

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -96,3 +97,50 @@ const readStat = (pid: number): Promise<string> => readFile(`/proc/${pid}/stat`,
 function processGroupOf(stat: string): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
 }
+
+describe('ffmpeg runner and stalls', function () {
+  this.timeout(60_000);
+
+  it('kills an ffmpeg that neither reports progress nor works (waiting on an input nobody writes) as job_timeout', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ffmpeg-stall-'));
+    const fifo = join(dir, 'input.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const started = performance.now();
+    const error = await runFfmpeg(['-f', 'nut', '-i', fifo, '-f', 'null', '-'], {
+      signal: new AbortController().signal,
+      stallTimeoutMs: 1000,
+    }).catch((e: unknown) => e);
+    const ms = performance.now() - started;
+    await rm(dir, { recursive: true, force: true });
+    expect(error).to.be.instanceOf(MediaError);
+    expect((error as MediaError).code).to.equal('job_timeout');
+    expect(ms).to.be.within(1000, 5000);
+  });
+
+  it('lets an ffmpeg that works without reporting finish: the encoders drained at the end', async () => {
+    // libvpx holds 25 frames back (lag) and encodes them after the input ends, when ffmpeg
+    // writes no progress; at cpu-used 0 that takes far longer than the stall timeout.
+    const stallTimeoutMs = 400;
+    let lastProgress = performance.now();
+    let longestSilence = 0;
+    await runFfmpeg(
+      [
+        ...['-f', 'lavfi', '-i', 'testsrc2=size=320x180:rate=25:duration=1.04'],
+        ...['-c:v', 'libvpx-vp9', '-deadline', 'good', '-cpu-used', '0', '-b:v', '300k'],
+        ...['-lag-in-frames', '25', '-threads', '1', '-f', 'null', '-'],
+      ],
+      {
+        signal: new AbortController().signal,
+        stallTimeoutMs,
+        onProgress: () => {
+          const now = performance.now();
+          longestSilence = Math.max(longestSilence, now - lastProgress);
+          lastProgress = now;
+        },
+      },
+    );
+    // The case is shown only if a silence outlasted the stall timeout (a fast machine might
+    // drain 25 frames sooner: then this clip must grow). ffmpeg reports once more at the end.
+    expect(longestSilence, 'longest ms without progress').to.be.above(stallTimeoutMs * 2);
+  });
+});
