@@ -31,29 +31,66 @@ function collectThenBranches(node: Json): unknown[] {
   return branches;
 }
 
-function forTyping(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(forTyping);
+/** Finds the schema a `$ref` names, from the schema `$id` it appears in. */
+type Resolve = (ref: string, baseId: string) => unknown;
+
+function forTyping(node: unknown, baseId: string, resolve: Resolve): unknown {
+  if (Array.isArray(node)) return node.map((n) => forTyping(n, baseId, resolve));
   if (!node || typeof node !== 'object') return node;
   const copy: Json = {};
-  for (const [key, value] of Object.entries(node)) {
+  for (const [key, value] of Object.entries(node as Json)) {
     if (key === 'if' || key === 'then' || key === 'else' || key === 'not' || key === 'errorMessage')
       continue;
-    copy[key] = forTyping(value);
+    const kept = key === 'allOf' ? withoutRuleOnly(value as unknown[], baseId, resolve) : value;
+    copy[key] = forTyping(kept, baseId, resolve);
   }
   const obj = node as Json;
   if ('if' in obj && obj['properties'] === undefined) {
     const branches = collectThenBranches(obj);
-    if (branches.length > 1) copy['anyOf'] = branches.map(forTyping);
+    if (branches.length > 1) copy['anyOf'] = branches.map((b) => forTyping(b, baseId, resolve));
   }
   return copy;
 }
 
+/** Keywords that only constrain a value or describe it, adding no shape to its type. */
+const RULE_ONLY = new Set(['if', 'then', 'else', 'not', 'errorMessage', 'title', 'description']);
+const ABOUT = new Set(['$schema', '$id', '$comment']);
+
+// Rules across fields (a spec's `$defs/rules`, the location rules) stand in an allOf beside
+// the shapes they constrain; to json-schema-to-typescript, which ignores if/then, they would
+// be open objects, and an intersection with one lets any field through.
+function withoutRuleOnly(members: unknown[], baseId: string, resolve: Resolve): unknown[] {
+  return members.filter((member) => !isRuleOnly(member, baseId, resolve));
+}
+
+function isRuleOnly(member: unknown, baseId: string, resolve: Resolve): boolean {
+  const ref = (member as Json)['$ref'];
+  const target = typeof ref === 'string' ? resolve(ref, baseId) : member;
+  if (!target || typeof target !== 'object') return false;
+  const base = typeof ref === 'string' ? new URL(ref, baseId).href : baseId;
+  return Object.entries(target).every(([key, value]: [string, unknown]) =>
+    key === 'allOf'
+      ? (value as unknown[]).every((m) => isRuleOnly(m, base, resolve))
+      : RULE_ONLY.has(key) || ABOUT.has(key),
+  );
+}
+
 async function loadAll(): Promise<Map<string, { file: string; schema: Json }>> {
-  const byId = new Map<string, { file: string; schema: Json }>();
+  const raw = new Map<string, { file: string; schema: Json }>();
   for (const file of await listSchemaFiles(schemasDir)) {
     const schema = JSON.parse(await readFile(file, 'utf8')) as Json;
-    byId.set(String(schema['$id']), { file, schema: forTyping(schema) as Json });
+    raw.set(String(schema['$id']), { file, schema });
   }
+  const resolve: Resolve = (ref, baseId) => {
+    const url = new URL(ref, baseId);
+    let node: unknown = raw.get(`${url.origin}${url.pathname}`)?.schema;
+    for (const part of url.hash.replace(/^#\/?/, '').split('/').filter(Boolean))
+      node = (node as Json | undefined)?.[decodeURIComponent(part)];
+    return node;
+  };
+  const byId = new Map<string, { file: string; schema: Json }>();
+  for (const [id, { file, schema }] of raw)
+    byId.set(id, { file, schema: forTyping(schema, id, resolve) as Json });
   return byId;
 }
 

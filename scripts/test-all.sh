@@ -6,7 +6,9 @@
 #   3. start the real test services (scripts/test-services/start-all.sh), always stopped
 #      again on exit, failure or Ctrl-C
 #   4. mocha over test/**/*.test.ts with the env of those services
-# Exits non-zero when anything fails. The last line printed is always "N passed, N failed".
+# Exits non-zero when anything fails. The last two lines printed are always "N skipped" and
+# "N passed, N failed". With CI=true a skipped test counts as a failure: nothing is skipped
+# silently in CI.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
@@ -35,12 +37,12 @@ on_exit() {
   exit "$rc"
 }
 trap on_exit EXIT
-trap 'echo; say "interrupted"; echo "0 passed, 1 failed"; exit 130' INT TERM
+trap 'echo; say "interrupted"; printf "0 skipped\n0 passed, 1 failed\n"; exit 130' INT TERM
 
-# A step that fails before mocha runs: report it, end with the plain summary line.
+# A step that fails before mocha runs: report it, end with the plain summary lines.
 fail_early() {
   say "FAILED: $*"
-  echo "0 passed, 1 failed"
+  printf '0 skipped\n0 passed, 1 failed\n'
   exit 1
 }
 
@@ -108,35 +110,54 @@ set +e
 mocha_rc=${PIPESTATUS[0]}
 set -e
 
-# The counts: the reporter's closing line, else spec's "N passing" / "N failing".
+# The counts: the reporter's closing lines, else spec's "N passing" / "N failing" / "N pending".
 summary_re='^([0-9]+) passed, ([0-9]+) failed'
+skipped_re='^([0-9]+) skipped$'
 passed=0
 failed=0
+skipped=0
 last_summary="$(grep -E "$summary_re" "$RUN_DIR/mocha.out" | tail -n 1 || true)"
 if [[ "$last_summary" =~ $summary_re ]]; then
   passed="${BASH_REMATCH[1]}"
   failed="${BASH_REMATCH[2]}"
+  line="$(grep -E "$skipped_re" "$RUN_DIR/mocha.out" | tail -n 1 || true)"
+  if [[ "$line" =~ $skipped_re ]]; then skipped="${BASH_REMATCH[1]}"; fi
 else
   passing_re='^ *([0-9]+) passing'
   failing_re='^ *([0-9]+) failing'
+  pending_re='^ *([0-9]+) pending'
   line="$(grep -E "$passing_re" "$RUN_DIR/mocha.out" | tail -n 1 || true)"
   if [[ "$line" =~ $passing_re ]]; then passed="${BASH_REMATCH[1]}"; fi
   line="$(grep -E "$failing_re" "$RUN_DIR/mocha.out" | tail -n 1 || true)"
   if [[ "$line" =~ $failing_re ]]; then failed="${BASH_REMATCH[1]}"; fi
+  line="$(grep -E "$pending_re" "$RUN_DIR/mocha.out" | tail -n 1 || true)"
+  if [[ "$line" =~ $pending_re ]]; then skipped="${BASH_REMATCH[1]}"; fi
 fi
 # Mocha failed without counting a failure (crash, load error): count it as one.
 if ((mocha_rc != 0 && failed == 0)); then failed=1; fi
+# In CI nothing is skipped silently: a skipped test fails the run (the reporter lists them).
+if [[ "${CI:-}" == "true" ]] && ((skipped > 0)); then
+  say "CI=true: $skipped skipped test(s) count as failed"
+  failed=$((failed + skipped))
+fi
 
+skipped_line="$skipped skipped"
 final_line="$passed passed, $failed failed"
-printed_last="$(grep -v '^[[:space:]]*$' "$RUN_DIR/mocha.out" | tail -n 1 || true)"
+printed_last="$(grep -v '^[[:space:]]*$' "$RUN_DIR/mocha.out" | tail -n 2 || true)"
+# The closing lines, unless the reporter's are already the last ones printed.
+print_closing() {
+  if [[ "$printed_last" != "$skipped_line"$'\n'"$final_line" ]]; then
+    printf '%s\n%s\n' "$skipped_line" "$final_line"
+  fi
+}
 if ((failed > 0)); then
   TEST_SERVICES_KEEP_STATE=1
   export TEST_SERVICES_KEEP_STATE
   stop_services
   say "mocha exited with $mocha_rc; service logs kept in ${TEST_SERVICES_STATE_DIR:-?}, run dir $RUN_DIR"
-  echo "$final_line"
+  printf '%s\n%s\n' "$skipped_line" "$final_line"
   exit 1
 fi
 stop_services
-if [[ "$printed_last" != "$final_line" ]]; then echo "$final_line"; fi
+print_closing
 exit 0

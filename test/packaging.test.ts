@@ -138,19 +138,31 @@ function readImageLayout(dockerfile: string): ImageLayout {
 
 // No Docker engine here: the image's filesystem is laid out as its Dockerfile makes it (the
 // code owned by root, the data folder made and handed to the node user, uid 1000 in the
-// node images), and its default command is run as that user.
+// node images), and its default command is run as that user. As root, that is uid 1000
+// through setpriv; as any other user (chown and setpriv need root), it is this user, with the
+// code made read-only, as root's code is to the node user: the same check either way.
 describe("packaging: the image's default command runs as the node user", function () {
   this.timeout(120_000);
   const NODE_UID = 1000;
+  const asRoot = process.getuid?.() === 0;
+  const runUid = asRoot ? NODE_UID : (process.getuid?.() ?? NODE_UID);
+  const code = ['package.json', 'schemas', 'services'];
   let base: string;
+  let app = '';
 
-  before(async function () {
-    if (process.getuid?.() !== 0) this.skip(); // chown and setpriv need root
+  before(async () => {
     base = await mkdtemp(join(tmpdir(), 'media-image-'));
     await chmod(base, 0o755);
   });
   after(async () => {
-    if (base) await rm(base, { recursive: true, force: true });
+    if (!base) return;
+    if (!asRoot && app) {
+      await chmod(app, 0o755).catch(() => undefined);
+      await run('chmod', ['-R', 'u+w', ...code.map((entry) => join(app, entry))]).catch(
+        () => undefined,
+      );
+    }
+    await rm(base, { recursive: true, force: true });
   });
 
   it('declares a data folder owned by node as a volume, and all-in-one mode starts and answers /readyz', async () => {
@@ -164,26 +176,28 @@ describe("packaging: the image's default command runs as the node user", functio
 
     // The image's paths, under `base`; the code is root's, as COPY leaves it.
     const at = (path: string): string => join(base, path);
-    const app = at(layout.workdir);
+    app = at(layout.workdir);
     await mkdir(app, { recursive: true });
-    for (const entry of ['package.json', 'schemas', 'services'])
-      await cp(join(root, entry), join(app, entry), { recursive: true });
+    for (const entry of code) await cp(join(root, entry), join(app, entry), { recursive: true });
     // Hard links, not a symlink: the node user must reach the modules, and a checkout under a
     // folder only root may enter (CI's clone) would hide them behind a link.
     await run('cp', ['-al', join(root, 'node_modules'), join(app, 'node_modules')]).catch(() =>
       symlink(join(root, 'node_modules'), join(app, 'node_modules')),
     );
-    for (const path of layout.nodeOwned) {
-      await mkdir(at(path), { recursive: true });
-      await chown(at(path), NODE_UID, NODE_UID);
-    }
+    const handOver = async (path: string): Promise<void> => {
+      await mkdir(path, { recursive: true });
+      if (asRoot) await chown(path, NODE_UID, NODE_UID);
+    };
+    for (const path of layout.nodeOwned) await handOver(at(path));
     // The image's /tmp: empty and open to every user (job work folders go there).
     await mkdir(at('/tmp'), { recursive: true });
     await chmod(at('/tmp'), 0o1777);
     const cache = layout.env['NODE_COMPILE_CACHE'];
-    if (cache) {
-      await mkdir(at(cache), { recursive: true });
-      await chown(at(cache), NODE_UID, NODE_UID);
+    if (cache) await handOver(at(cache));
+    if (!asRoot) {
+      // What root's 755 folders and 644 files are to the node user.
+      await run('chmod', ['-R', 'a-w', ...code.map((entry) => join(app, entry))]);
+      await chmod(app, 0o555);
     }
 
     const [port, metricsPort] = [await freePort(), await freePort()];
@@ -199,18 +213,14 @@ describe("packaging: the image's default command runs as the node user", functio
     };
     const [command, ...args] = layout.cmd;
     expect(command).to.equal('node');
-    const child = spawn(
-      'setpriv',
-      [
-        `--reuid=${NODE_UID}`,
-        `--regid=${NODE_UID}`,
-        '--clear-groups',
-        '--',
-        process.execPath,
-        ...args,
-      ],
-      { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const asNode = ['--', process.execPath, ...args];
+    const child = asRoot
+      ? spawn(
+          'setpriv',
+          [`--reuid=${NODE_UID}`, `--regid=${NODE_UID}`, '--clear-groups', ...asNode],
+          { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] },
+        )
+      : spawn(process.execPath, args, { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     const keep = (chunk: Buffer): void =>
       void (stderr = (stderr + chunk.toString('utf8')).slice(-4000));
@@ -232,7 +242,7 @@ describe("packaging: the image's default command runs as the node user", functio
       expect(await ready(`http://127.0.0.1:${metricsPort}/readyz`)).to.equal(true);
       // What it wrote is in the data folder, the node user's; the code folder took nothing.
       for (const name of ['bus.sqlite', 'api-key', 'webhook-secret'])
-        expect((await stat(join(at(dataDir), name))).uid, name).to.equal(NODE_UID);
+        expect((await stat(join(at(dataDir), name))).uid, name).to.equal(runUid);
       const made = cache ? [relative(app, at(cache))] : [];
       expect((await readdir(app)).sort()).to.deep.equal(
         [...made, 'node_modules', 'package.json', 'schemas', 'services'].sort(),

@@ -21,7 +21,7 @@ export interface AllInOne {
 }
 
 /**
- * The four services in one process on the embedded bus: the launcher is the one place that
+ * The five services in one process on the embedded bus: the launcher is the one place that
  * composes services (services never import each other).
  */
 export async function startAllInOne(

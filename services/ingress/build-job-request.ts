@@ -14,16 +14,22 @@ export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4' | 'stream';
 /** A validated body of any job submission. */
 export type JobBody = TranscodeRequest | SummaryRequest | StreamRequest;
 
+/** A validated body with the route that took it: the route says which contract it passed. */
+export type ValidRequest =
+  | { type: 'transcode'; body: TranscodeRequest }
+  | { type: 'summary/gif' | 'summary/mp4'; body: SummaryRequest }
+  | { type: 'stream'; body: StreamRequest };
+
 /**
  * The job-requested event for a validated request. The API key stays here (the event names the
  * organisation); bucket credentials are sealed with the current key.
  */
 export function buildJobRequest(
-  type: JobType,
-  body: JobBody,
+  request: ValidRequest,
   ids: { jobId: string; orgId: string; submittedAt: string },
   sealingKey: SealingKey,
 ): JobRequested {
+  const { body } = request;
   const location = (url: string, creds: unknown): JobRequested['input'] =>
     creds === undefined ? { url } : { url, creds: seal(creds, sealingKey, ids.jobId) };
   const callbacks = {
@@ -39,44 +45,26 @@ export function buildJobRequest(
     output: location(body.outputUrl, body.outputCreds),
     ...(Object.keys(callbacks).length ? { callbacks } : {}),
   };
-  const watermark = body.watermark ? { watermark: body.watermark } : {};
-  if (type === 'stream') return { ...common, kind: 'stream', stream: streamSpecOf(body) };
-  const { width: w } = body as TranscodeRequest | SummaryRequest;
-  const width = w === undefined ? {} : { width: w };
-  if (type === 'transcode') {
-    const t = body as TranscodeRequest;
-    const height = t.height === undefined ? {} : { height: t.height };
-    return {
-      ...common,
-      kind: 'transcode',
-      transcode: {
-        encoder: t.encoder,
-        container: t.container,
-        bitrateKbps: t.bitrateKbps,
-        ...width,
-        ...height,
-        ...watermark,
-        ...(t.quality ? { quality: t.quality } : {}),
-      },
-    };
+  switch (request.type) {
+    case 'transcode':
+      return { ...common, kind: 'transcode', transcode: specOf(request.body) };
+    case 'stream':
+      return { ...common, kind: 'stream', stream: specOf(request.body) };
+    default: {
+      const summary = { format: summaryFormat[request.type], ...specOf(request.body) };
+      return { ...common, kind: 'summary', summary };
+    }
   }
-  const s = body as SummaryRequest;
-  const removeAudio = s.removeAudio === undefined ? {} : { removeAudio: s.removeAudio };
-  return {
-    ...common,
-    kind: 'summary',
-    summary: {
-      format: type === 'summary/gif' ? 'gif' : 'mp4',
-      ...width,
-      ...removeAudio,
-      ...watermark,
-      ...(s.quality ? { quality: s.quality } : {}),
-    },
-  };
 }
 
-/** The stream options of a POST /streams body: its fields beside the locations and callbacks. */
-function streamSpecOf(body: JobBody): NonNullable<JobRequested['stream']> {
+/** A summary's format is its path's, not a field of the body. */
+const summaryFormat = { 'summary/gif': 'gif', 'summary/mp4': 'mp4' } as const;
+
+/**
+ * What the job makes: every field of the body beside its locations, credentials and callbacks,
+ * so a field added to a kind's spec schema reaches the job without an edit here.
+ */
+function specOf<B extends JobBody>(body: B) {
   const {
     apiKey: _apiKey,
     inputUrl: _inputUrl,
@@ -86,7 +74,7 @@ function streamSpecOf(body: JobBody): NonNullable<JobRequested['stream']> {
     successUrl: _successUrl,
     failureUrl: _failureUrl,
     ...spec
-  } = body as StreamRequest;
+  } = body;
   return spec;
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { BusUnavailableError, requestTopicOf } from '../core/bus/event-bus.ts';
+import type { Checked, Contracts } from '../core/contracts/load-contracts.ts';
 import type { JobAck, JobRequested } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import {
@@ -14,8 +15,8 @@ import {
   buildJobRequest,
   refuseLocalUrls,
   refuseOverPixelBudget,
-  type JobBody,
   type JobType,
+  type ValidRequest,
 } from './build-job-request.ts';
 import { requestIdOf } from './handle-errors.ts';
 import type { Admission } from './idempotency.ts';
@@ -57,7 +58,6 @@ export async function submitJob(
     refuseOverActiveJobs(deps.statusView.activeJobs(orgId), deps.limits, ctx);
     const createdAt = nowIsoMicros(deps.clock);
     const job = buildJobRequest(
-      type,
       request,
       { jobId: admission?.jobId ?? randomUUID(), orgId, submittedAt: createdAt },
       deps.sealingKey,
@@ -77,23 +77,34 @@ function validateSubmission(
   { deps, limitRate }: IngressContext,
   type: JobType,
   body: Record<string, unknown>,
-): { orgId: string; request: JobBody } {
+): { orgId: string; request: ValidRequest } {
   const apiKey = body['apiKey'];
   if (apiKey === undefined) throw new MediaError('unauthorized', 'apiKey is required');
   const org = deps.authenticate(apiKey);
   if (!org || typeof apiKey !== 'string')
     throw new MediaError('unauthorized', 'apiKey is not valid');
   limitRate(apiKey, ctx);
-  const checked =
-    type === 'transcode'
-      ? deps.contracts.transcodeRequest(body)
-      : type === 'stream'
-        ? deps.contracts.streamRequest(body)
-        : deps.contracts.summaryRequest(body);
+  const request = checkBody(deps.contracts, type, body);
+  refuseOverPixelBudget(request.body, deps.maxPixels);
+  refuseLocalUrls(request.body, deps.addressPolicy);
+  return { orgId: org, request };
+}
+
+/** The body checked against its route's contract. */
+function checkBody(contracts: Contracts, type: JobType, body: unknown): ValidRequest {
+  switch (type) {
+    case 'transcode':
+      return { type, body: valid(contracts.transcodeRequest(body)) };
+    case 'stream':
+      return { type, body: valid(contracts.streamRequest(body)) };
+    default:
+      return { type, body: valid(contracts.summaryRequest(body)) };
+  }
+}
+
+function valid<T>(checked: Checked<T>): T {
   if (!checked.ok) throw new MediaError('invalid_request', checked.message);
-  refuseOverPixelBudget(checked.value, deps.maxPixels);
-  refuseLocalUrls(checked.value, deps.addressPolicy);
-  return { orgId: org, request: checked.value };
+  return checked.value;
 }
 
 async function publishRequest(

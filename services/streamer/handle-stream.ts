@@ -30,8 +30,12 @@ import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladd
 /** Objects of one stream uploaded at once (each also takes a transfer slot of the process). */
 export const PUBLISH_CONCURRENCY = 4;
 const DEFAULT_SEGMENT_SECONDS = 4;
-/** Wait before removing a failed publish's objects a second time, ms. */
-const REMOVE_AGAIN_MS = 1000;
+/**
+ * After a failure or a cancel, how long the uploads under way may take to get their store's
+ * answer, ms. An upload cut short may still be stored by the service a moment later (its body
+ * had arrived); an answered one is final, so one removal pass clears what the attempt left.
+ */
+const FINISH_UPLOADS_MS = 30_000;
 const VIDEO_CODEC = { h264: 'h264', h265: 'hevc', vp9: 'vp9' } as const;
 
 /**
@@ -111,7 +115,9 @@ interface LadderJob {
 /**
  * After a failure or a cancel, what this attempt had published is removed again (best effort,
  * with its own time limit: a canceled job's signal is already aborted), so the prefix holds
- * nothing of it; what cannot be removed is logged, and no manifest names it.
+ * nothing of it; what cannot be removed is logged, and no manifest names it. Called once every
+ * upload of the attempt has ended with its store's answer (FINISH_UPLOADS_MS), so one pass is
+ * enough.
  */
 async function removePublished(
   store: MediaStore,
@@ -123,20 +129,12 @@ async function removePublished(
   const signal = AbortSignal.timeout(60_000);
   const removed = new Set<string>();
   // Past the time limit, the pool stops: what it did not remove is counted as left.
-  const pass = (): Promise<void> => {
-    removed.clear();
-    return inPool([...keys], PUBLISH_CONCURRENCY, signal, (key) =>
-      store.remove(prefix + key, { signal }).then(
-        () => void removed.add(key),
-        () => undefined,
-      ),
-    ).catch(() => undefined);
-  };
-  await pass();
-  // An upload cut short on this side may still be stored by the service a moment later (its
-  // body had arrived): a second pass removes what such a race left.
-  await new Promise((resolve) => setTimeout(resolve, REMOVE_AGAIN_MS));
-  await pass();
+  await inPool([...keys], PUBLISH_CONCURRENCY, signal, (key) =>
+    store.remove(prefix + key, { signal }).then(
+      () => void removed.add(key),
+      () => undefined,
+    ),
+  ).catch(() => undefined);
   const left = [...keys].filter((key) => !removed.has(key));
   if (left.length > 0) ctx.log.warn('stream.objects_left', { count: left.length, first: left[0] });
 }
@@ -154,6 +152,7 @@ async function publishOne(
     phases: [[one]],
     concurrency: 1,
     rateFloor: deps.rateFloor,
+    finishMs: FINISH_UPLOADS_MS,
     signal: ctx.signal,
     around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
   });
@@ -277,6 +276,7 @@ async function publish(
       phases,
       concurrency: PUBLISH_CONCURRENCY,
       rateFloor: deps.rateFloor,
+      finishMs: FINISH_UPLOADS_MS,
       signal: ctx.signal,
       around: (upload) => deps.slots.transfer.use(ctx.signal, upload, ctx.orgId),
       onBytes: (n) => ctx.progress(86 + (13 * n) / Math.max(1, total), 'upload'),

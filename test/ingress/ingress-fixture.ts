@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
 import { BusUnavailableError, type EventBus } from '../../services/core/bus/event-bus.ts';
-import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
+import { loadContracts, type Contracts } from '../../services/core/contracts/load-contracts.ts';
 import { createEventCodec } from '../../services/core/events/event-codec.ts';
 import { createAddressPolicy } from '../../services/core/net/address-policy.ts';
 import { createJobStatusView } from '../../services/core/status/job-status-view.ts';
@@ -46,10 +46,12 @@ export async function makeIngress(
     clock?: Clock;
     watermarks?: Partial<WatermarkRoutesOptions>;
     isDraining?: () => boolean;
+    /** The compiled schemas (default: those of schemas/). */
+    contracts?: Contracts;
   } = {},
 ) {
   const bus = options.bus ?? createEmbeddedBus({ path: ':memory:' });
-  const codec = createEventCodec(contracts, 'test');
+  const codec = createEventCodec(options.contracts ?? contracts, 'test');
   const statusView = createJobStatusView(
     { bus, codec, ...(options.log ? { log: options.log } : {}) },
     { maxJobs: options.maxJobs ?? 100 },
@@ -58,7 +60,7 @@ export async function makeIngress(
   const app = createIngressApp({
     bus,
     codec,
-    contracts,
+    contracts: options.contracts ?? contracts,
     authenticate: createAuthenticator(
       new Map([
         [KEY_A, 'org-a'],

@@ -241,6 +241,36 @@ describe('stream handler: encode, verify, publish (file server)', function () {
     }
   });
 
+  it('a cancel while the store still writes an upload: removed once its answer came, not after a guess', async () => {
+    const stop = new AbortController();
+    // The store takes 1.5 s after the body to keep seg_00001 (longer than the second removal
+    // pass used to wait): an upload cut on this side would leave it behind.
+    const slow = (p: string): boolean => p.endsWith('/seg_00001.m4s');
+    const out = await startStreamFileServer({
+      // The cancel comes once the store has the whole body and is still writing it.
+      holdMs: (p) => {
+        if (!slow(p)) return 0;
+        stop.abort(new MediaError('canceled', 'canceled'));
+        return 1500;
+      },
+    });
+    try {
+      const error = await handler(job(out), context(stop.signal)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).to.be.instanceOf(MediaError);
+      // Whenever the handler returns, the store ends up without the object it was still writing.
+      for (const end = Date.now() + 5000; !out.uploads.some(slow) && Date.now() < end;)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(out.uploads.some(slow), 'the slow upload was stored').to.equal(true);
+      expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+      expect(await out.stored('streams')).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+
   it('a cancel during the encode stops ffmpeg at once: nothing named by a manifest is published', async () => {
     const stop = new AbortController();
     const out = await startStreamFileServer();

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -38,6 +39,11 @@ export async function startStreamFileServer(
   o: {
     /** Status to answer a PUT of this path with instead of storing it (undefined: store it). */
     refuse?: (path: string) => number | undefined;
+    /**
+     * Ms between a PUT's whole body arriving and the object being stored and answered, as a
+     * service still writing it: a client that gives up meanwhile does not stop the store.
+     */
+    holdMs?: (path: string) => number;
     /** URL prefix → local folder, served read-only (GET). */
     mounts?: Record<string, string>;
   } = {},
@@ -58,13 +64,17 @@ export async function startStreamFileServer(
         }
         const file = join(dir, path);
         await mkdir(dirname(file), { recursive: true });
+        const arriving = `${file}.${randomUUID()}.part`;
         try {
-          await pipeline(req, createWriteStream(file));
+          await pipeline(req, createWriteStream(arriving));
         } catch (error) {
           // As a bucket does, a PUT cut short leaves no object.
-          await rm(file, { force: true });
+          await rm(arriving, { force: true });
           throw error;
         }
+        const hold = o.holdMs?.(path) ?? 0;
+        if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
+        await rename(arriving, file);
         uploads.push(path.slice(1));
         return res.writeHead(201).end();
       }

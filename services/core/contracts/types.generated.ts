@@ -39,6 +39,12 @@ export interface GcpCredentials {
   [k: string]: string | "service_account";
 }
 // from schemas/common/locations.v1.schema.json
+/**
+ * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
+ */
+export type LocationRules = {
+  [k: string]: unknown;
+};
 // from schemas/common/media-description.v1.schema.json
 /**
  * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
@@ -358,8 +364,6 @@ export interface JobProgress {
  * data of a media.job.requested event. Bucket credentials are sealed; API keys never appear.
  */
 export type JobRequested = {
-  [k: string]: unknown;
-} & {
   jobId: string;
   kind: "transcode" | "summary" | "stream";
   orgId: OrgId;
@@ -386,6 +390,14 @@ export type JobRequested = {
 /**
  * An organisation id (the part after ':' in API_KEYS). It names a folder (watermark images), so it never starts with a dot: '.' and '..' cannot name a path outside the organisation's own folder.
  */
+export type SummarySpec = SummaryOptions & {
+  format: "gif" | "mp4";
+};
+
+/**
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "location".
+ */
 export interface JobLocation {
   url: UrlString;
   creds?: SealedSecret;
@@ -403,29 +415,57 @@ export interface SealedSecret {
   tag: string;
   ciphertext: string;
 }
+/**
+ * What a transcode job makes. The body of POST /transcode carries these fields at its top level; a media.job.requested event of kind transcode carries them under `transcode`. Each of the two closes it (unevaluatedProperties), since the body holds its locations beside these fields: a field added here is taken by both.
+ */
 export interface TranscodeSpec {
+  watermark?: Watermark;
+  /**
+   * Pixels; rounded down to even by the worker.
+   *
+   * This interface was referenced by `TranscodeSpec`'s JSON-Schema
+   * via the `definition` "dimension".
+   */
+  width?: number;
   encoder: "h264" | "h265" | "vp8" | "vp9";
   container: "mp4" | "webm";
   bitrateKbps: "1000" | "2000" | "4000";
-  width?: number;
+  /**
+   * Pixels; rounded down to even by the worker.
+   *
+   * This interface was referenced by `TranscodeSpec`'s JSON-Schema
+   * via the `definition` "dimension".
+   */
   height?: number;
-  watermark?: Watermark;
   quality?: QualityOption;
 }
 /**
  * Exactly one of text, imageUrl or imageName is present; it tells the variant.
  */
-export interface SummarySpec {
-  format: "gif" | "mp4";
+export interface TranscodeSpecRules {
+  [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "options".
+ */
+export interface SummaryOptions {
+  watermark?: Watermark;
+  /**
+   * Pixels; rounded down to even by the worker.
+   *
+   * This interface was referenced by `undefined`'s JSON-Schema
+   * via the `definition` "dimension".
+   */
   width?: number;
   removeAudio?: boolean;
-  watermark?: Watermark;
   quality?: QualityOption;
 }
 /**
- * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`.
+ * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`. Each of the two closes it (unevaluatedProperties), since the body holds its locations beside these fields: a field added here is taken by both.
  */
 export interface StreamSpec {
+  watermark?: Watermark;
   /**
    * Manifests to publish over the same segments; default both.
    *
@@ -457,7 +497,6 @@ export interface StreamSpec {
    */
   segmentSeconds?: number;
   thumbnails?: ThumbnailSpec;
-  watermark?: Watermark;
   quality?: QualityOption;
 }
 export interface LadderRung {
@@ -480,6 +519,15 @@ export interface ThumbnailSpec {
    * Where the poster is taken; default a quarter into the input.
    */
   posterSeconds?: number;
+}
+/**
+ * The spec's rules across fields. Every schema that takes the spec applies these beside it; they are kept apart from the fields because a schema that fails loses its annotations, so a broken rule here would make unevaluatedProperties call every field of the spec unknown.
+ *
+ * This interface was referenced by `StreamSpec`'s JSON-Schema
+ * via the `definition` "rules".
+ */
+export interface StreamSpecRules {
+  [k: string]: unknown;
 }
 // from schemas/events/job-retry-scheduled.v1.schema.json
 export interface JobRetryScheduled {
@@ -620,6 +668,17 @@ export interface StreamRung {
  */
 // from schemas/events/stream-result.v1.schema.json
 // from schemas/events/stream-spec.v1.schema.json
+// from schemas/events/summary-spec.v1.schema.json
+/**
+ * What a summary job makes: its format, and the options of $defs/options. The body of POST /summary/gif and /summary/mp4 carries the options at its top level (the format is the path's); a media.job.requested event of kind summary carries the format and the options under `summary`. Each of the two closes it (unevaluatedProperties): an option added here is taken by both.
+ */
+export type Dimension = number;
+
+/**
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "options".
+ */
+// from schemas/events/transcode-spec.v1.schema.json
 // from schemas/http/callback-redelivery.v1.schema.json
 /**
  * Body of the 202 answer to POST /jobs/:id/callbacks/redeliver.
@@ -688,9 +747,9 @@ export interface CallbackView {
 }
 // from schemas/http/stream-request.v1.schema.json
 /**
- * Body of POST /streams: an adaptive bitrate ladder published under an output prefix.
+ * Body of POST /streams: an adaptive bitrate ladder published under an output prefix: the job's locations and callbacks, and beside them the fields of StreamSpec (schemas/events/stream-spec.v1).
  */
-export type StreamRequest = LocationRules & {
+export type StreamRequest = {
   apiKey: string;
   inputUrl: UrlString;
   /**
@@ -711,54 +770,15 @@ export type StreamRequest = LocationRules & {
   };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
-  watermark?: Watermark;
-  formats?: Formats;
-  /**
-   * Video codec of every rung; default h264. vp9 only with formats ["dash"] (Apple's HLS does not carry it).
-   */
-  encoder?: "h264" | "h265" | "vp9";
-  ladder?: Ladder;
-  /**
-   * Segment length in seconds; default 4. Every rung has a keyframe at each segment boundary.
-   */
-  segmentSeconds?: number;
-  thumbnails?: ThumbnailSpec;
-  quality?: QualityOption;
-};
-/**
- * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
- */
-export type LocationRules = {
-  [k: string]: unknown;
-};
+} & StreamSpec;
 /**
  * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
  */
-export type Formats = ["hls" | "dash"] | ["hls" | "dash", "hls" | "dash"];
-/**
- * The rungs, instead of the default ladder derived from the input: each a picture height (the width follows the input's displayed aspect) and a video bitrate. Heights above the input's are refused by the worker.
- *
- * @minItems 1
- * @maxItems 8
- */
-export type Ladder =
-  | [LadderRung]
-  | [LadderRung, LadderRung]
-  | [LadderRung, LadderRung, LadderRung]
-  | [LadderRung, LadderRung, LadderRung, LadderRung]
-  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
-  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
-  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
-  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung];
-
-/**
- * Exactly one of text, imageUrl or imageName is present; it tells the variant.
- */
 // from schemas/http/summary-request.v1.schema.json
 /**
- * Body of POST /summary/gif and POST /summary/mp4.
+ * Body of POST /summary/gif and POST /summary/mp4: the job's locations and callbacks, and beside them the options of SummarySpec (schemas/events/summary-spec.v1, $defs/options); the format is the path's.
  */
-export type SummaryRequest = LocationRules & {
+export type SummaryRequest = {
   apiKey: string;
   inputUrl: UrlString;
   outputUrl: UrlString;
@@ -776,21 +796,15 @@ export type SummaryRequest = LocationRules & {
   };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
-  watermark?: Watermark;
-  width?: Dimension;
-  removeAudio?: boolean;
-  quality?: QualityOption;
-};
+} & SummaryOptions;
 /**
- * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
- */
-export type Dimension = number;
-
-/**
- * Exactly one of text, imageUrl or imageName is present; it tells the variant.
+ * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
  */
 // from schemas/http/transcode-request.v1.schema.json
-export type TranscodeRequest = LocationRules & {
+/**
+ * Body of POST /transcode: the job's locations and callbacks, and beside them the fields of TranscodeSpec (schemas/events/transcode-spec.v1).
+ */
+export type TranscodeRequest = {
   apiKey: string;
   inputUrl: UrlString;
   outputUrl: UrlString;
@@ -808,16 +822,9 @@ export type TranscodeRequest = LocationRules & {
   };
   successUrl?: HttpUrl;
   failureUrl?: HttpUrl;
-  watermark?: Watermark;
-  width?: Dimension;
-  encoder: "h264" | "h265" | "vp8" | "vp9";
-  container: "mp4" | "webm";
-  bitrateKbps: "1000" | "2000" | "4000";
-  height?: Dimension;
-  quality?: QualityOption;
-};
+} & TranscodeSpec;
 /**
- * A bucket URL needs the credentials object of its store; an http(s) URL takes none.
+ * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
  */
 // from schemas/http/watermark-image.v1.schema.json
 /**

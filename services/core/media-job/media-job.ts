@@ -13,7 +13,7 @@ import type { JobContext } from '../worker/job-handler.ts';
 import type { Semaphore } from '../scheduling/semaphore.ts';
 import { makeJobDir } from './work-dirs.ts';
 
-/** What a media job handler (transcoder, summarizer) is built from. */
+/** What a media job handler (transcoder, summarizer, streamer) is built from. */
 export interface MediaJobDeps {
   resolveStore: StoreResolver;
   /** The http(s) store, for watermark images. */

@@ -36,8 +36,8 @@ export function mediaJobDeps(rt: Runtime, quality: QualityTools): MediaJobDeps {
   };
 }
 
-// Once per runtime: in all-in-one mode two workers share one root, and a second sweep could
-// remove a dir the first worker's job just made.
+// Once per runtime: in all-in-one mode the three media workers share one root, and a later
+// sweep could remove a dir the first worker's job just made.
 const prepared = new WeakMap<Runtime, Promise<QualityTools>>();
 
 /**

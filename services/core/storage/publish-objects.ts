@@ -35,6 +35,13 @@ export interface PublishOptions {
   onBytes?: (bytes: number) => void;
   /** Called with each key as its upload starts (what a failed publish may have to remove). */
   onStarted?: (key: string) => void;
+  /**
+   * Once `signal` aborts or an upload fails, no new upload starts; the ones under way get this
+   * long, ms, to receive their store's answer before they are cut (default 0: cut at once). An
+   * upload cut after its body went out may still be stored by the service a moment later; one
+   * that got its answer is final, so what a failed publish left can be removed in one pass.
+   */
+  finishMs?: number;
 }
 
 /** What was published, in the order each object was finished. */
@@ -46,7 +53,21 @@ export interface Published {
 /** Publishes `phases` under `prefix`; rejects with the first failure, having stopped the rest. */
 export async function publishObjects(o: PublishOptions): Promise<Published> {
   const stop = new AbortController();
-  const signal = AbortSignal.any([o.signal, stop.signal]);
+  const starting = AbortSignal.any([o.signal, stop.signal]);
+  const cutting = afterGrace(starting, o.finishMs ?? 0);
+  try {
+    return await publishPhases(o, starting, cutting.signal, stop);
+  } finally {
+    cutting.dispose();
+  }
+}
+
+async function publishPhases(
+  o: PublishOptions,
+  starting: AbortSignal,
+  cutting: AbortSignal,
+  stop: AbortController,
+): Promise<Published> {
   const done: string[] = [];
   const inFlight = new Map<string, number>();
   let finishedBytes = 0;
@@ -59,8 +80,9 @@ export async function publishObjects(o: PublishOptions): Promise<Published> {
   const publishOne = async (item: PublishItem): Promise<void> => {
     const url = o.prefix + item.key;
     o.onStarted?.(item.key);
-    const { bytes } = await around(() =>
-      withRateFloor(o.rateFloor, 'output', signal, (s, onBytes) =>
+    const { bytes } = await around(() => {
+      if (starting.aborted) throw stopped(starting);
+      return withRateFloor(o.rateFloor, 'output', cutting, (s, onBytes) =>
         o.store.upload(item.path, url, {
           signal: s,
           contentType: item.contentType,
@@ -70,21 +92,41 @@ export async function publishObjects(o: PublishOptions): Promise<Published> {
             report();
           },
         }),
-      ),
-    );
+      );
+    });
     inFlight.delete(item.key);
     finishedBytes += bytes;
     done.push(item.key);
     report();
   };
-  // The first failure stops the uploads under way at once, not only the ones to come.
+  // The first failure stops the uploads under way (at once, or after finishMs), not only the
+  // ones to come.
   const stoppingOthers = (item: PublishItem): Promise<void> =>
     publishOne(item).catch((error: unknown) => {
       stop.abort(error);
       throw error;
     });
-  for (const phase of o.phases) await inPool(phase, o.concurrency, signal, stoppingOthers);
+  for (const phase of o.phases) await inPool(phase, o.concurrency, starting, stoppingOthers);
   return { keys: done, bytes: finishedBytes };
+}
+
+/** A signal that aborts `ms` after `signal` does, with its reason (at once when `ms` is 0). */
+function afterGrace(signal: AbortSignal, ms: number): { signal: AbortSignal; dispose(): void } {
+  if (ms <= 0) return { signal, dispose: () => undefined };
+  const cut = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = (): void => {
+    timer = setTimeout(() => cut.abort(signal.reason), ms);
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: cut.signal,
+    dispose: () => {
+      signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**
@@ -101,7 +143,9 @@ export async function inPool<T>(
   let failure: { error: unknown } | undefined;
   const worker = async (): Promise<void> => {
     while (failure === undefined && next < items.length) {
-      if (signal.aborted) throw stopped(signal);
+      // Not thrown from here: the other workers' items under way are awaited first.
+      if (signal.aborted) failure ??= { error: stopped(signal) };
+      if (failure) return;
       const item = items[next++] as T;
       try {
         await work(item);
