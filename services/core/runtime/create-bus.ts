@@ -21,6 +21,7 @@ export function createBus(config: Readonly<Config>, log: Logger, service: string
         sessionTimeoutMs: config.kafkaSessionTimeoutMs,
         rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
         windowRecords: config.kafkaWindowRecords,
+        publishTimeoutMs: config.kafkaPublishTimeoutMs,
         logger: log,
       });
       if (!config.schemaRegistryUrl) return kafka;
