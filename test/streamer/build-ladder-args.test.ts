@@ -109,10 +109,10 @@ describe('ladder arguments', () => {
     it("x265 gets each rung's pass and stats file through its own -x265-params", () => {
       const [analysis, encode] = buildLadderPasses({ ...base, encoder: 'h265' });
       expect(analysis.join(' ')).to.contain(
-        '-x265-params:v:3 log-level=error:scenecut=0:open-gop=0:pass=1:stats=/w/ladder-pass-3-x265.log:slow-firstpass=0',
+        '-x265-params:v:3 log-level=error:scenecut=0:open-gop=0:frame-threads=1:pass=1:stats=/w/ladder-pass-3-x265.log:slow-firstpass=0',
       );
       expect(encode.join(' ')).to.contain(
-        '-x265-params:v:0 log-level=error:scenecut=0:open-gop=0:pass=2:stats=/w/ladder-pass-0-x265.log:slow-firstpass=0',
+        '-x265-params:v:0 log-level=error:scenecut=0:open-gop=0:frame-threads=1:pass=2:stats=/w/ladder-pass-0-x265.log:slow-firstpass=0',
       );
       expect(encode).to.not.include('-pass');
     });
