@@ -97,7 +97,7 @@ describe('ladder arguments', () => {
       expect(e).to.contain('-pass 2 -passlogfile /w/ladder-pass');
       // The same encoder, rates, keyframes and frame-rate mode in both.
       for (const part of [
-        '-preset medium',
+        '-preset slow',
         '-b:v:0 2800k -maxrate:v:0 3360k -bufsize:v:0 3360k',
         '-force_key_frames expr:gte(t,n_forced*4) -g 100 -keyint_min 100 -fps_mode:v cfr',
       ]) {

@@ -1,7 +1,7 @@
 // Issue 27's rules for a stream ladder's rungs: the streamer's two passes for the whole ladder
 // (buildLadderPasses, one decode split to every rung) against an anchor per rung: the same
-// encoder's two passes at its slow-class preset (x264 `slow`; x265 `medium` and VP9 cpu-used 2
-// are the ladder's own), that rung alone, with the stream's own constraints (a keyframe at every
+// encoder's two passes at its slow-class preset (x264 `slow`, x265 `medium` and VP9 cpu-used 2
+// are the ladder's own, ANCHOR_PRESET names any that is not), that rung alone, with the stream's own constraints (a keyframe at every
 // segment boundary only, the rung's VBV), which a ladder cannot drop. The anchor encodes the
 // picture the ladder gives that rung (a lower rung is the top rung's picture scaled down), so the
 // comparison is of the encoders; both are measured against the input made at the rung's size
@@ -52,7 +52,7 @@ export function rungPeakBoundBits(rung: Rung, seconds: number): number {
 }
 
 const ANCHOR_PRESET: Record<LadderEncoder, [string, string] | undefined> = {
-  h264: ['medium', 'slow'],
+  h264: undefined,
   h265: undefined,
   vp9: undefined,
 };
