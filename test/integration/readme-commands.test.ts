@@ -139,6 +139,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
       /^npm run bench:quality -- /,
       /^npm run bench:summary -- /,
       /^npm run bench:stream -- /,
+      /^npm run bench:stream-quality -- /,
       /^npm run bench:tracing -- /,
       /^npm run bench:fairness -- /,
       /^npm run bench:(ingress|footprint) -- /,
@@ -190,6 +191,22 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const ran = await run(['run', 'bench:stream', '--', '2', '1'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
     expect(ran.stdout).to.match(/\| service \/ separate \| [\d.]+ \|/);
+  });
+
+  it('npm run bench:stream-quality -- smpte-bars-short h264 (one short clip, one encoder)', async () => {
+    const ran = await run(
+      ['run', 'bench:stream-quality', '--', 'smpte-bars-short', 'h264'],
+      {
+        TEST_VMAF_FFMPEG: requireEnv('TEST_VMAF_FFMPEG'),
+        TEST_CORPUS_SOURCES: requireEnv('TEST_CORPUS_SOURCES'),
+      },
+      300_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(
+      /\| smpte-bars-short \(synthetic\) \| h264 \| 360p \| \d+ \| [\d.]+ \(/,
+    );
+    expect(ran.stdout).to.match(/^\d+\/\d+ rungs pass every rule$/m);
   });
 
   it('npm run bench:tracing -- 1 20 (short arguments)', async () => {
