@@ -14,7 +14,7 @@ import { defaultLadder, type LadderEncoder } from '../services/core/media/ladder
 import { readTestInput } from '../test/support/job-input.ts';
 import { compareLadderWithAnchor } from '../test/support/ladder-rate-anchor.ts';
 import { corpusClip } from '../test/support/quality-corpus.ts';
-import { RULES } from '../test/support/rate-control-anchor.ts';
+import { RULES, bitrateVerdict } from '../test/support/rate-control-anchor.ts';
 
 const clips = (process.argv[2] ?? 'animation,camera,fast-motion-short,slides').split(',');
 const encoders = (process.argv[3] ?? 'h264,h265,vp9').split(',') as LadderEncoder[];
@@ -52,10 +52,9 @@ try {
         const a = c.anchor[k];
         if (!o || !a) throw new Error(`rung ${rung.name} not measured`);
         const t = rung.bitrateKbps;
-        const within = Math.abs(o.kbps - t) <= t * RULES.bitrateShare;
-        const ceiling = a.kbps < t * (1 - RULES.ceilingShare);
+        const { ceiling, bitrate } = bitrateVerdict(t, o.kbps, a.kbps);
         const miss = [
-          within || (ceiling && o.kbps <= a.kbps * (1 + RULES.ceilingSlack)) ? '' : 'bitrate',
+          bitrate ? '' : 'bitrate',
           o.quality.vmafMean >= a.quality.vmafMean - RULES.vmafMeanDrop ? '' : 'vmafMean',
           o.quality.vmafP5 >= a.quality.vmafP5 - RULES.vmafP5Drop ? '' : 'vmafP5',
           c.oursCpuSeconds <= c.anchorCpuSeconds * RULES.cpuRatio ? '' : 'cpu',

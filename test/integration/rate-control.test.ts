@@ -12,6 +12,7 @@ import {
   ENCODERS,
   RULES,
   compareWithAnchor,
+  testVmafFfmpeg,
   peakBoundBits,
   verdicts,
   type EncodeMeasure,
@@ -23,16 +24,6 @@ const SYNTHETIC = ['testsrc-noise-short', 'smpte-bars-short', 'mandelbrot-short'
 // 1000 kb/s, x264's anchor already reached VMAF 99.4 on camera-short and still pictures stop
 // short of it, so the rules would hardly be tested.
 const KBPS = 600;
-
-function vmafFfmpeg(): string {
-  const path = process.env['TEST_VMAF_FFMPEG'];
-  if (!path)
-    throw new Error(
-      'TEST_VMAF_FFMPEG is not set: run through `npm test`, or source the env file of ' +
-        '`bash scripts/test-services/start-all.sh FILE` (vmaf.sh installs the libvmaf ffmpeg).',
-    );
-  return path;
-}
 
 const figures = (m: EncodeMeasure): string =>
   `${m.kbps.toFixed(1)} kb/s, peaks ${(m.peak1sBits / 1000).toFixed(0)} kbit (1 s) ` +
@@ -48,7 +39,7 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
   const offRequest = new Map<string, string[]>();
 
   before(async () => {
-    tools = { ffmpeg: process.env['TEST_FFMPEG'] ?? 'ffmpeg', vmafFfmpeg: vmafFfmpeg() };
+    tools = { ffmpeg: process.env['TEST_FFMPEG'] ?? 'ffmpeg', vmafFfmpeg: testVmafFfmpeg() };
     dir = await mkdtemp(join(tmpdir(), 'media-rate-control-'));
   });
   after(async () => {

@@ -194,18 +194,47 @@ export const RULES = {
   cpuRatio: 1,
 };
 
+/**
+ * The bitrate rule alone, for any encode with a target (a transcode, a ladder rung): within ±5 %
+ * of it, or, where the anchor ends more than 2 % short (the picture's ceiling), no more than the
+ * anchor with RULES.ceilingSlack.
+ */
+export function bitrateVerdict(
+  kbps: number,
+  oursKbps: number,
+  anchorKbps: number,
+): Pick<Verdicts, 'ceiling' | 'withinRequest' | 'bitrate'> {
+  const ceiling = anchorKbps < kbps * (1 - RULES.ceilingShare);
+  const withinRequest = Math.abs(oursKbps - kbps) <= kbps * RULES.bitrateShare;
+  return {
+    ceiling,
+    withinRequest,
+    bitrate: withinRequest || (ceiling && oursKbps <= anchorKbps * (1 + RULES.ceilingSlack)),
+  };
+}
+
 export function verdicts(kbps: number, ours: EncodeMeasure, anchor: EncodeMeasure): Verdicts {
   // Content that the anchor cannot fill to the request (a still picture) has reached its
   // ceiling: then the rule is to spend no more than the anchor does.
-  const ceiling = anchor.kbps < kbps * (1 - RULES.ceilingShare);
-  const within = Math.abs(ours.kbps - kbps) <= kbps * RULES.bitrateShare;
+  const { ceiling, withinRequest, bitrate } = bitrateVerdict(kbps, ours.kbps, anchor.kbps);
   return {
     ceiling,
-    withinRequest: within,
-    bitrate: within || (ceiling && ours.kbps <= anchor.kbps * (1 + RULES.ceilingSlack)),
+    withinRequest,
+    bitrate,
     peaks: ours.peak1sBits <= peakBoundBits(kbps, 1) && ours.peak2sBits <= peakBoundBits(kbps, 2),
     vmafMean: ours.quality.vmafMean >= anchor.quality.vmafMean - RULES.vmafMeanDrop,
     vmafP5: ours.quality.vmafP5 >= anchor.quality.vmafP5 - RULES.vmafP5Drop,
     cpu: ours.cpuSeconds <= anchor.cpuSeconds * RULES.cpuRatio,
   };
+}
+
+/** The libvmaf ffmpeg of the test services; unset, a suite that needs it fails saying how to get it. */
+export function testVmafFfmpeg(): string {
+  const path = process.env['TEST_VMAF_FFMPEG'];
+  if (!path)
+    throw new Error(
+      'TEST_VMAF_FFMPEG is not set: run through `npm test`, or source the env file of ' +
+        '`bash scripts/test-services/start-all.sh FILE` (vmaf.sh installs the libvmaf ffmpeg).',
+    );
+  return path;
 }
