@@ -74,6 +74,10 @@ function failed(v: Verdicts): string[] {
   return names.filter((n) => !v[n]);
 }
 
+/** The first try's rate when the final pass ran again after an overshoot. */
+const retried = (o: EncodeMeasure): string =>
+  o.retried ? ` retried, first ${f1(o.retried.firstKbps)}` : '';
+
 function tableRow(r: Row): string {
   const { ours: o, anchor: a, kbps } = r;
   const miss = failed(r.verdicts);
@@ -81,7 +85,7 @@ function tableRow(r: Row): string {
     `${r.clip} (${r.kind})`,
     r.encoder,
     String(kbps),
-    `${f1(o.kbps)} (${pct(o.kbps, kbps)}) / ${f1(a.kbps)} (${pct(a.kbps, kbps)})${r.verdicts.ceiling ? ' ceiling' : ''}`,
+    `${f1(o.kbps)} (${pct(o.kbps, kbps)})${retried(o)} / ${f1(a.kbps)} (${pct(a.kbps, kbps)})${r.verdicts.ceiling ? ' ceiling' : ''}`,
     `${peaks(o, kbps)} / ${peaks(a, kbps)}`,
     `${pair(o.quality.vmafMean, a.quality.vmafMean, 2)} (${f2(o.quality.vmafMean - a.quality.vmafMean)})`,
     `${pair(o.quality.vmafP5, a.quality.vmafP5, 2)} (${f2(o.quality.vmafP5 - a.quality.vmafP5)})`,

@@ -9,7 +9,12 @@ import { passArgs } from '../core/media/two-pass.ts';
 import { videoCodecArgs } from './rate-control.ts';
 
 export { outputSize, type OutputSize } from '../core/media/output-size.ts';
-export { PEAK_FACTOR, BUFFER_SECONDS, firstPassShare } from './rate-control.ts';
+export {
+  PEAK_FACTOR,
+  BUFFER_SECONDS,
+  correctedTargetKbps,
+  firstPassShare,
+} from './rate-control.ts';
 
 /** What one transcode is made of; everything a run's arguments depend on. */
 export interface TranscodeOptions {
@@ -27,6 +32,11 @@ export interface TranscodeOptions {
    */
   passLogPrefix: string;
   watermark?: PreparedWatermark;
+  /**
+   * The rate given to the encoder, kb/s, when it is not the request's `bitrateKbps` (a final
+   * pass run again after an overshoot, see correctedTargetKbps).
+   */
+  targetKbps?: number;
 }
 
 /**
@@ -37,6 +47,11 @@ export interface TranscodeOptions {
  */
 export function buildTranscodeArgs(options: TranscodeOptions): string[][] {
   return [firstPass(options), finalPass(options)];
+}
+
+/** The final pass alone, run again at `targetKbps` from the first pass's statistics. */
+export function retryFinalPass(options: TranscodeOptions, targetKbps: number): string[] {
+  return finalPass({ ...options, targetKbps });
 }
 
 function firstPass(o: TranscodeOptions): string[] {
@@ -91,7 +106,7 @@ function pictureInput(o: TranscodeOptions): string[] {
 }
 
 function videoArgs(o: TranscodeOptions, pass: 1 | 2): string[] {
-  const kbps = Number(o.spec.bitrateKbps);
+  const kbps = o.targetKbps ?? Number(o.spec.bitrateKbps);
   return [
     ...videoCodecArgs(o.spec, kbps),
     ...passArgs(o.spec.encoder, pass, o.passLogPrefix),

@@ -21,12 +21,13 @@ import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import {
-  buildTranscodeArgs,
   firstPassShare,
   needsRemux,
   outputSize,
   type OutputSize,
+  type TranscodeOptions,
 } from './build-transcode-args.ts';
+import { encodeToRate } from './encode-to-rate.ts';
 
 export type TranscoderDeps = MediaJobDeps;
 
@@ -51,7 +52,7 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
         checkOutputPixels(size, deps.maxPixels);
         const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
-        const passes = buildTranscodeArgs({
+        const decoded = await encode(deps, ctx, {
           spec,
           input,
           outputPath: encodedPath,
@@ -59,10 +60,6 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
           threads: deps.threads,
           passLogPrefix: join(workDir, 'pass'),
           ...(watermark ? { watermark } : {}),
-        });
-        const decoded = await runPasses(deps, ctx, passes, {
-          firstShare: firstPassShare(spec.encoder),
-          expectedSeconds: input.info.durationSeconds,
         });
         checkDecodedLength(input.info, decoded);
         if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
@@ -94,30 +91,29 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
 }
 
 /**
- * Runs the passes in order; progress 5 → 95 split between them by their share of the CPU time.
- * Resolves with what the last pass decoded (the one that wrote the output).
+ * The encode (encode-to-rate.ts): progress 5 → 95 split between the two passes by their share of
+ * the CPU time; a retry of the final pass holds at 95. Resolves with what the pass that wrote
+ * the output decoded.
  */
-async function runPasses(
-  deps: TranscoderDeps,
-  ctx: JobContext,
-  passes: readonly (readonly string[])[],
-  o: { firstShare: number; expectedSeconds: number },
-): Promise<number> {
-  const bounds = passes.length > 1 ? [5, 5 + 90 * o.firstShare, 95] : [5, 95];
-  let decoded = 0;
-  for (const [k, args] of passes.entries()) {
-    const span = { from: bounds[k] ?? 5, to: bounds[k + 1] ?? 95 };
-    // A first pass only analyses the picture: its span and metrics are `analyse`, the last `encode`.
-    const pass = k < passes.length - 1 ? 'analyse' : 'encode';
-    decoded = await runEncode(
-      deps,
-      ctx,
-      args,
-      { ...span, expectedSeconds: o.expectedSeconds },
-      pass,
-    );
-  }
-  return decoded;
+async function encode(deps: TranscoderDeps, ctx: JobContext, o: TranscodeOptions): Promise<number> {
+  const analysed = 5 + 90 * firstPassShare(o.spec.encoder);
+  const spans = { analyse: [5, analysed], encode: [analysed, 95], retry: [95, 95] } as const;
+  const expectedSeconds = o.input.info.durationSeconds;
+  const outcome = await encodeToRate(o, {
+    run: (args, step) => {
+      const [from, to] = spans[step];
+      const pass = step === 'analyse' ? 'analyse' : 'encode';
+      return runEncode(deps, ctx, args, { from, to, expectedSeconds }, pass);
+    },
+    videoKbps: (path) => deps.videoRate(path),
+  });
+  if (outcome.retry)
+    ctx.log.info('transcode.rate_retry', {
+      requestedKbps: Number(o.spec.bitrateKbps),
+      firstKbps: Math.round(outcome.retry.firstKbps * 10) / 10,
+      targetKbps: outcome.retry.targetKbps,
+    });
+  return outcome.decoded;
 }
 
 /**

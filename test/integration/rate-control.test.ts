@@ -76,6 +76,26 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
       });
     }
 
+    if (encoder === 'vp9')
+      // libvpx-vp9's two passes overshoot where a scene cut falls in the last frames of a short
+      // clip (the animation's, 4 frames before its end): the final pass must run again.
+      it("vp9 on the 5.3 s animation at 240p 300 kb/s, where two passes overshoot: the final pass runs again, within 5 % at the anchor's VMAF", async () => {
+        const clip = await corpusClip('animation');
+        const caseDir = join(dir, 'vp9-animation-overshoot');
+        await mkdir(caseDir);
+        const c = { clipPath: clip.path, width: 426, height: 240, encoder, kbps: 300 };
+        const { ours, anchor } = await compareWithAnchor(tools, c, caseDir);
+        const says = `ours ${figures(ours)}; anchor ${figures(anchor)}`;
+        expect(anchor.kbps, `the case overshoots no more: ${says}`).to.be.above(300 * 1.05);
+        expect(ours.retried, says).to.not.equal(undefined);
+        expect(ours.retried?.firstKbps, says).to.be.above(300 * 1.04);
+        expect(Math.abs(ours.kbps - 300), says).to.be.at.most(300 * RULES.bitrateShare);
+        expect(ours.quality.vmafMean, says).to.be.at.least(
+          anchor.quality.vmafMean - RULES.vmafMeanDrop,
+        );
+        expect(ours.quality.vmafP5, says).to.be.at.least(anchor.quality.vmafP5 - RULES.vmafP5Drop);
+      });
+
     // libvpx's two passes end 2–4 % under 600 kb/s on these 5 s clips, the anchor as ours: that
     // is not the ceiling's exception, as long as ours lands within ±5 %.
     it(`${encoder}: most clips met the request itself, so the rules above were tested at the request`, () => {

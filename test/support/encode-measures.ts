@@ -147,15 +147,26 @@ async function childrenCpuSeconds(): Promise<number> {
 }
 
 /**
- * Runs the ffmpeg runs one after the other and returns their CPU time (user + system seconds,
- * every thread). Read from this process's children's totals, so nothing else may run a child of
- * this process meanwhile.
+ * The CPU time (user + system seconds, every thread) of the children `work` runs and waits for.
+ * Read from this process's children's totals, so nothing else may run a child of this process
+ * meanwhile.
  */
-export async function runMeasured(ffmpeg: string, runs: readonly string[][]): Promise<number> {
+export async function childrenCpuOf(work: () => Promise<unknown>): Promise<number> {
   const before = await childrenCpuSeconds();
-  for (const args of runs)
-    await run(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args], {
-      maxBuffer: 16 << 20,
-    });
+  await work();
   return (await childrenCpuSeconds()) - before;
+}
+
+/** Runs one ffmpeg to its end, quietly; rejects with its stderr when it fails. */
+export async function runQuiet(ffmpeg: string, args: readonly string[]): Promise<void> {
+  await run(ffmpeg, ['-hide_banner', '-loglevel', 'error', '-nostdin', ...args], {
+    maxBuffer: 16 << 20,
+  });
+}
+
+/** Runs the ffmpeg runs one after the other and returns their CPU time (childrenCpuOf). */
+export async function runMeasured(ffmpeg: string, runs: readonly string[][]): Promise<number> {
+  return childrenCpuOf(async () => {
+    for (const args of runs) await runQuiet(ffmpeg, args);
+  });
 }

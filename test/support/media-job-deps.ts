@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import type { MediaJobDeps } from '../../services/core/media-job/media-job.ts';
 import { createSemaphore } from '../../services/core/scheduling/semaphore.ts';
 import { DEFAULT_MAX_PIXELS } from '../../services/core/media/pixel-budget.ts';
-import { createProber } from '../../services/core/media/probe-media.ts';
+import { createProber, createVideoRateReader } from '../../services/core/media/probe-media.ts';
 import type { QualityTools } from '../../services/core/media/measure-quality.ts';
 import { createFfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
 import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
@@ -35,6 +35,7 @@ export function testMediaJobDeps(overrides: Partial<MediaJobDeps> = {}): MediaJo
     httpStore,
     runFfmpeg: createFfmpegRunner(process.env['TEST_FFMPEG'] ?? 'ffmpeg', bounds),
     probe: createProber(process.env['TEST_FFPROBE'] ?? 'ffprobe', bounds),
+    videoRate: createVideoRateReader(process.env['TEST_FFPROBE'] ?? 'ffprobe', bounds),
     metrics: createMetrics(new Registry(), { defaultMetrics: false }),
     maxInputBytes: 50 * 1024 * 1024,
     maxPixels: DEFAULT_MAX_PIXELS,

@@ -6,13 +6,17 @@ import type { TranscodeSpec } from '../../services/core/contracts/types.generate
 import {
   BUFFER_SECONDS,
   PEAK_FACTOR,
-  buildTranscodeArgs,
+  type TranscodeOptions,
 } from '../../services/transcoder/build-transcode-args.ts';
+import { encodeToRate, type EncodeOutcome } from '../../services/transcoder/encode-to-rate.ts';
+import { createVideoRateReader } from '../../services/core/media/probe-media.ts';
 import {
+  childrenCpuOf,
   deliveredKbps,
   maxWindowBits,
   qualityScores,
   runMeasured,
+  runQuiet,
   videoPackets,
   type QualityScores,
 } from './encode-measures.ts';
@@ -76,29 +80,29 @@ export function anchorPasses(
 }
 
 /**
- * The transcoder's own runs for the case (buildTranscodeArgs, as a job runs them) at the clip's
- * size. The clip has no audio, so they are video only like the anchor's. The rate is not
- * checked against the contract's 1000/2000/4000: the rate control is a function of the number,
- * and small test clips need lower rates to stay below their ceiling.
+ * The transcoder's own options for the case (as a job builds them) at the clip's size. The clip
+ * has no audio, so its runs are video only like the anchor's. The rate is not checked against
+ * the contract's 1000/2000/4000: the rate control is a function of the number, and small test
+ * clips need lower rates to stay below their ceiling.
  */
-export async function servicePasses(
+export async function serviceOptions(
   c: EncodeCase,
   output: string,
   passLogPrefix: string,
-): Promise<string[][]> {
+): Promise<TranscodeOptions> {
   const spec = {
     encoder: c.encoder,
     container: containerOf(c.encoder),
     bitrateKbps: String(c.kbps) as TranscodeSpec['bitrateKbps'],
   };
-  return buildTranscodeArgs({
+  return {
     spec,
     input: await readTestInput(c.clipPath),
     outputPath: output,
     size: { width: c.width, height: c.height },
     threads: 2,
     passLogPrefix,
-  });
+  };
 }
 
 /** What one encode delivered. */
@@ -108,8 +112,10 @@ export interface EncodeMeasure {
   peak1sBits: number;
   peak2sBits: number;
   quality: QualityScores;
-  /** user + system seconds of its ffmpeg runs. */
+  /** user + system seconds of its ffmpeg (and ffprobe) runs. */
   cpuSeconds: number;
+  /** The service's encode ran its final pass again after an overshoot (encodeToRate). */
+  retried?: { firstKbps: number; targetKbps: number };
 }
 
 /** Tools and the scratch dir (its own per encode) an encode is measured with. */
@@ -118,16 +124,15 @@ export interface MeasureTools {
   vmafFfmpeg: string;
 }
 
-/** Runs the passes (writing `output`), then measures what they wrote against the clip. */
-export async function measureEncode(
+/** Measures what `output` holds against the clip, `cpuSeconds` being what writing it cost. */
+export async function measureOutput(
   tools: MeasureTools,
   c: EncodeCase,
-  runs: readonly string[][],
   output: string,
   dir: string,
   picture: string,
+  cpuSeconds: number,
 ): Promise<EncodeMeasure> {
-  const cpuSeconds = await runMeasured(tools.ffmpeg, runs);
   const { packets, seconds } = await videoPackets(output);
   return {
     kbps: deliveredKbps(packets, seconds),
@@ -138,7 +143,33 @@ export async function measureEncode(
   };
 }
 
-/** Both sides of one case, in one dir: the service's passes, then the anchor's. */
+/**
+ * The service's encode of the case, as the transcoder runs it (encodeToRate: both passes, and
+ * the final pass again after an overshoot, measured with the service's own rate reader), with
+ * its CPU time.
+ */
+export async function serviceEncode(
+  tools: MeasureTools,
+  options: TranscodeOptions,
+): Promise<{ cpuSeconds: number; retried?: EncodeMeasure['retried'] }> {
+  let outcome: EncodeOutcome | undefined;
+  const cpuSeconds = await childrenCpuOf(async () => {
+    outcome = await encodeToRate(options, {
+      run: async (args) => {
+        await runQuiet(tools.ffmpeg, args);
+        return 0;
+      },
+      videoKbps: readRate,
+    });
+  });
+  return { cpuSeconds, ...(outcome?.retry ? { retried: outcome.retry } : {}) };
+}
+
+const readRate = createVideoRateReader(process.env['TEST_FFPROBE'] ?? 'ffprobe', {
+  memoryLimitBytes: 2 * 1024 ** 3,
+});
+
+/** Both sides of one case, in one dir: the service's encode, then the anchor's. */
 export async function compareWithAnchor(
   tools: MeasureTools,
   c: EncodeCase,
@@ -148,10 +179,17 @@ export async function compareWithAnchor(
   const oursOut = join(dir, `ours.${ext}`);
   const anchorOut = join(dir, `anchor.${ext}`);
   const picture = await casePicture(c);
-  const ourRuns = await servicePasses(c, oursOut, join(dir, 'ours-pass'));
-  const ours = await measureEncode(tools, c, ourRuns, oursOut, dir, picture);
+  const encoded = await serviceEncode(
+    tools,
+    await serviceOptions(c, oursOut, join(dir, 'ours-pass')),
+  );
+  const ours = {
+    ...(await measureOutput(tools, c, oursOut, dir, picture, encoded.cpuSeconds)),
+    ...(encoded.retried ? { retried: encoded.retried } : {}),
+  };
   const anchorRuns = anchorPasses(c, anchorOut, join(dir, 'anchor-pass'), picture);
-  const anchor = await measureEncode(tools, c, anchorRuns, anchorOut, dir, picture);
+  const anchorCpu = await runMeasured(tools.ffmpeg, anchorRuns);
+  const anchor = await measureOutput(tools, c, anchorOut, dir, picture, anchorCpu);
   return { ours, anchor };
 }
 

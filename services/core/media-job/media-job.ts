@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import type { JobRequested, Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
-import type { Prober } from '../media/probe-media.ts';
+import type { Prober, VideoRateReader } from '../media/probe-media.ts';
 import type { QualityTools } from '../media/measure-quality.ts';
 import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../watermarks/prepare-watermark.ts';
@@ -20,6 +20,8 @@ export interface MediaJobDeps {
   httpStore: MediaStore;
   runFfmpeg: FfmpegRunner;
   probe: Prober;
+  /** The delivered video bitrate of an output the service wrote (the transcoder's rate check). */
+  videoRate: VideoRateReader;
   metrics: Metrics;
   /** Largest input downloaded, in bytes. */
   maxInputBytes: number;

@@ -80,12 +80,77 @@ async function scanPackets(
   path: string,
   streamIndex: number,
 ): Promise<PacketSpan> {
+  let total = 0;
+  let previous: number | undefined;
+  let step = 0;
+  const code = await forEachPacket(ffprobePath, bounds, path, String(streamIndex), (packet) => {
+    const time = Number.isFinite(packet.dts) ? packet.dts : packet.pts;
+    if (!Number.isFinite(time)) return;
+    if (packet.duration > 0 && packet.duration <= MAX_PACKET_GAP_SECONDS) step = packet.duration;
+    if (previous !== undefined) {
+      const delta = time - previous;
+      if (delta > 0 && delta <= MAX_PACKET_GAP_SECONDS) {
+        total += delta;
+        step = step || delta;
+      } else total += step;
+    }
+    previous = time;
+  });
+  if (code !== 0 && total === 0)
+    throw new MediaError('input_unsupported', 'the input is not a readable video');
+  return { durationSeconds: Math.round((total + step) * 1000) / 1000 };
+}
+
+/** The delivered bitrate of a file's first video stream, kb/s (see createVideoRateReader). */
+export type VideoRateReader = (path: string) => Promise<number>;
+
+/**
+ * Reads what a file's first video stream spends: its packets' bits over the stream's length
+ * (first presentation time to the last packet's end), the rate a caller asked for with
+ * `bitrateKbps`. For the service's own outputs (a file with timestamps that jump would be
+ * measured short). Rejects when the stream has no packets.
+ */
+export function createVideoRateReader(ffprobePath: string, bounds: CommandBounds): VideoRateReader {
+  return async (path) => {
+    let bytes = 0;
+    let first = Infinity;
+    let end = -Infinity;
+    await forEachPacket(ffprobePath, bounds, path, 'v:0', (packet) => {
+      if (!Number.isFinite(packet.size) || !Number.isFinite(packet.pts)) return;
+      bytes += packet.size;
+      first = Math.min(first, packet.pts);
+      end = Math.max(end, packet.pts + (Number.isFinite(packet.duration) ? packet.duration : 0));
+    });
+    if (!(end > first)) throw new Error('the output has no video packets to measure');
+    return (bytes * 8) / 1000 / (end - first);
+  };
+}
+
+interface PacketLine {
+  pts: number;
+  dts: number;
+  duration: number;
+  size: number;
+}
+
+/**
+ * Calls `onPacket` for each packet of the selected stream as ffprobe prints it (no decoding),
+ * line by line, so memory stays flat whatever the file's length; resolves with ffprobe's exit
+ * code (a file cut short still yields the packets before the cut).
+ */
+async function forEachPacket(
+  ffprobePath: string,
+  bounds: CommandBounds,
+  path: string,
+  stream: string,
+  onPacket: (packet: PacketLine) => void,
+): Promise<number | null> {
   const args = [
     ...commonArgs(),
     '-select_streams',
-    String(streamIndex),
+    stream,
     '-show_entries',
-    'packet=dts_time,pts_time,duration_time',
+    'packet=dts_time,pts_time,duration_time,size',
     '-print_format',
     'csv=p=0',
     path,
@@ -94,33 +159,16 @@ async function scanPackets(
   const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'ignore'] });
   const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  let total = 0;
-  let previous: number | undefined;
-  let step = 0;
   try {
     for await (const line of createInterface({ input: child.stdout })) {
-      // ffprobe prints a packet's fields in its own order: pts, dts, duration.
-      const [pts, dts, duration] = line.split(',').map((v) => Number.parseFloat(v));
-      const time = Number.isFinite(dts) ? dts : pts;
-      if (time === undefined || !Number.isFinite(time)) continue;
-      if (duration !== undefined && duration > 0 && duration <= MAX_PACKET_GAP_SECONDS)
-        step = duration;
-      if (previous !== undefined) {
-        const delta = time - previous;
-        if (delta > 0 && delta <= MAX_PACKET_GAP_SECONDS) {
-          total += delta;
-          step = step || delta;
-        } else total += step;
-      }
-      previous = time;
+      // ffprobe prints a packet's fields in its own order: pts, dts, duration, size.
+      const [pts, dts, duration, size] = line.split(',').map((v) => Number.parseFloat(v));
+      onPacket({ pts: pts ?? NaN, dts: dts ?? NaN, duration: duration ?? NaN, size: size ?? NaN });
     }
   } finally {
     clearTimeout(timer);
   }
-  const code = await exited;
-  if (code !== 0 && total === 0)
-    throw new MediaError('input_unsupported', 'the input is not a readable video');
-  return { durationSeconds: Math.round((total + step) * 1000) / 1000 };
+  return exited;
 }
 
 function probeFailure(error: ExecFileException, stderr: string, bounds: CommandBounds): MediaError {

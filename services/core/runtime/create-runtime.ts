@@ -10,7 +10,12 @@ import { createLogger, type Logger } from '../observability/logger.ts';
 import { createMetrics, type Metrics } from '../observability/metrics.ts';
 import { tracingOff, type Tracing } from '../observability/tracing.ts';
 import { createFfmpegRunner, type FfmpegRunner } from '../media/run-ffmpeg.ts';
-import { createProber, type Prober } from '../media/probe-media.ts';
+import {
+  createProber,
+  createVideoRateReader,
+  type Prober,
+  type VideoRateReader,
+} from '../media/probe-media.ts';
 import { createGuardedHttp, type HttpClient } from '../net/guarded-http.ts';
 import { createHttpStore } from '../storage/http-store.ts';
 import { createStoreResolver } from '../storage/resolve-store.ts';
@@ -40,6 +45,7 @@ export interface Runtime {
   resolveStore: StoreResolver;
   runFfmpeg: FfmpegRunner;
   probe: Prober;
+  videoRate: VideoRateReader;
   /** Threads for one ffmpeg (cpuPlan). */
   ffmpegThreads: number;
   /** CPU slots of the process: jobs encoding at once (cpuPlan). */
@@ -134,6 +140,9 @@ export function createRuntime(config: Readonly<Config>, options: RuntimeOptions)
       memoryLimitBytes: config.ffmpegMemoryLimitBytes,
     }),
     probe: createProber(config.ffprobePath, { memoryLimitBytes: config.ffmpegMemoryLimitBytes }),
+    videoRate: createVideoRateReader(config.ffprobePath, {
+      memoryLimitBytes: config.ffmpegMemoryLimitBytes,
+    }),
     ...cpu,
     slots: {
       cpu: createSemaphore(cpu.cpuSlots),

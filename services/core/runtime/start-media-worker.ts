@@ -19,6 +19,7 @@ export function mediaJobDeps(rt: Runtime, quality: QualityTools): MediaJobDeps {
     httpStore: rt.httpStore,
     runFfmpeg: rt.runFfmpeg,
     probe: rt.probe,
+    videoRate: rt.videoRate,
     metrics: rt.metrics,
     maxInputBytes: config.maxInputBytes,
     maxPixels: config.maxPixels,
