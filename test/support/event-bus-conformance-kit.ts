@@ -14,7 +14,8 @@ export interface BusPlace {
   /**
    * Opens a bus on this place. Opened again once the previous bus closed, it holds the same
    * records and the same position of each group (a restart). Opened while another bus of the
-   * place is open, it is a second member of the groups both subscribe to.
+   * place is open, it is a second member of the groups both subscribe to: only the cases for
+   * `movesWaitingRecords` do that (the embedded bus has one member per group, one process).
    */
   open(): EventBus;
   /** Removes what the place holds, once every bus of it is closed. */
