@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createEmbeddedBus } from '../../../services/core/bus/embedded-bus.ts';
-import type { BusRecord } from '../../../services/core/bus/event-bus.ts';
-import { HandBack } from '../../../services/core/bus/hand-back.ts';
+
+// What only the embedded bus does. What both buses promise (delivery per group, order per key,
+// hand-back, scheduled records, restarts, waitOnly/begin, drain) is checked by the EventBus
+// conformance suite: embedded-bus-conformance.test.ts.
 
 const rec = (key: string): { topic: string; key: string; value: Buffer } => ({
   topic: 't1',
@@ -26,32 +28,6 @@ describe('embedded bus (SQLite)', () => {
     dir = await mkdtemp(join(tmpdir(), 'media-bus-'));
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
-
-  it('delivers each record once per group, with key, value and headers', async () => {
-    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
-    await bus.publish([{ ...rec('a'), headers: { h: '1' } }, rec('b')]);
-    const g1: BusRecord[] = [];
-    const g2: BusRecord[] = [];
-    await bus.subscribe({
-      group: 'g1',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async (r) => void g1.push(r),
-    });
-    await bus.subscribe({
-      group: 'g2',
-      topics: ['t1'],
-      fromBeginning: true,
-      concurrency: 4,
-      handler: async (r) => void g2.push(r),
-    });
-    await bus.publish([rec('c')]);
-    await until(() => g1.length === 3 && g2.length === 3);
-    expect(g1.map((r) => r.key)).to.deep.equal(['a', 'b', 'c']);
-    expect(g1[0]?.headers).to.deep.equal({ h: '1' });
-    expect(g1[0]?.value.toString()).to.equal('a');
-    await bus.close();
-  });
 
   it("reports a group's backlog as its lag (partition 0), down to 0 once it is done", async function () {
     this.timeout(15_000);
@@ -93,93 +69,6 @@ describe('embedded bus (SQLite)', () => {
     await bus.close();
   });
 
-  it('redelivers a record whose handler rejected', async () => {
-    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite'), redeliveryDelayMs: 20 });
-    let calls = 0;
-    await bus.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async () => {
-        calls += 1;
-        if (calls === 1) throw new Error('not now');
-      },
-    });
-    await bus.publish([rec('x')]);
-    await until(() => calls === 2);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(calls).to.equal(2);
-    await bus.close();
-  });
-
-  it('keeps unfinished records across a restart and does not redeliver finished ones', async () => {
-    const path = join(dir, 'b.sqlite');
-    const first = createEmbeddedBus({ path });
-    await first.publish([rec('done'), rec('unfinished')]);
-    const handled: string[] = [];
-    await first.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async (r, ctx) => {
-        handled.push(r.key);
-        if (r.key === 'unfinished')
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-        if (ctx.signal.aborted) throw new HandBack();
-      },
-    });
-    await until(() => handled.length === 2);
-    await first.close();
-
-    const second = createEmbeddedBus({ path });
-    const again: string[] = [];
-    await second.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async (r) => void again.push(r.key),
-    });
-    await until(() => again.length === 1);
-    await new Promise((r) => setTimeout(r, 50));
-    expect(again).to.deep.equal(['unfinished']);
-    await second.close();
-  });
-
-  it('never starts a record while an earlier record of its key is running or handed back', async () => {
-    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite'), redeliveryDelayMs: 100 });
-    const log: string[] = [];
-    let a1Calls = 0;
-    await bus.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      concurrency: 2,
-      handler: async (r) => {
-        const name = r.value.toString();
-        log.push(`start ${name}`);
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        if (name === 'a1' && ++a1Calls === 1) {
-          log.push('reject a1');
-          throw new Error('not now');
-        }
-        log.push(`end ${name}`);
-      },
-    });
-    await bus.publish([
-      { topic: 't1', key: 'a', value: Buffer.from('a1') },
-      { topic: 't1', key: 'a', value: Buffer.from('a2') },
-      { topic: 't1', key: 'b', value: Buffer.from('b1') },
-      { topic: 't1', key: 'b', value: Buffer.from('b2') },
-    ]);
-    await until(() => log.includes('end a2') && log.includes('end b2'));
-    // b is not held up by a's hand-back, and a2 waits for a1's redelivery to finish.
-    expect(log.indexOf('start a2')).to.be.greaterThan(log.indexOf('end a1'));
-    expect(log.indexOf('end b2')).to.be.lessThan(log.indexOf('end a1'));
-    expect(log.indexOf('start b2')).to.be.greaterThan(log.indexOf('end b1'));
-    expect(log.filter((l) => l === 'start a2')).to.have.length(1);
-    await bus.close();
-  });
-
   it('delivers a backlog of many pages over two topics in publish order, past a record handed back', async () => {
     // More records than the largest page, on two topics: the scan reads pages per topic and
     // merges them, and one topic's old handed-back record does not hold the other topic back.
@@ -212,57 +101,6 @@ describe('embedded bus (SQLite)', () => {
     await bus.close();
   });
 
-  it('delivers a scheduled record no earlier than its due time, and later records meanwhile', async () => {
-    const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
-    const seen: { name: string; at: number }[] = [];
-    await bus.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async (r) => void seen.push({ name: r.value.toString(), at: Date.now() }),
-    });
-    const due = Date.now() + 400;
-    await bus.publish([{ topic: 't1', key: 'k', value: Buffer.from('later'), notBefore: due }]);
-    await bus.publish([
-      { topic: 't1', key: 'other', value: Buffer.from('other-key') },
-      { topic: 't1', key: 'k', value: Buffer.from('same-key') },
-    ]);
-    await until(() => seen.length === 3);
-    expect(seen.map((s) => s.name)).to.deep.equal(['other-key', 'same-key', 'later']);
-    expect(seen[2]?.at).to.be.at.least(due);
-    expect(seen[1]?.at).to.be.lessThan(due);
-    await bus.close();
-  });
-
-  it('keeps a scheduled record across a restart and delivers it once due', async () => {
-    const path = join(dir, 'b.sqlite');
-    const first = createEmbeddedBus({ path });
-    const due = Date.now() + 500;
-    await first.publish([{ ...rec('scheduled'), notBefore: due }]);
-    const early: string[] = [];
-    await first.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async (r) => void early.push(r.key),
-    });
-    await first.close();
-
-    const second = createEmbeddedBus({ path });
-    const seen: { key: string; at: number }[] = [];
-    await second.subscribe({
-      group: 'g',
-      topics: ['t1'],
-      fromBeginning: true,
-      handler: async (r) => void seen.push({ key: r.key, at: Date.now() }),
-    });
-    await until(() => seen.length === 1);
-    expect(early).to.deep.equal([]);
-    expect(seen[0]?.key).to.equal('scheduled');
-    expect(seen[0]?.at).to.be.at.least(due);
-    await second.close();
-  });
-
   it('opens a file written before due times existed and delivers its records', async () => {
     const path = join(dir, 'old.sqlite');
     const old = new DatabaseSync(path);
@@ -286,12 +124,5 @@ describe('embedded bus (SQLite)', () => {
     await until(() => seen.length === 2);
     expect(seen).to.deep.equal(['old', 'new']);
     await bus.close();
-  });
-
-  it('refuses to publish once closed', async () => {
-    const bus = createEmbeddedBus({ path: ':memory:' });
-    await bus.close();
-    const error = await bus.publish([rec('x')]).catch((e: Error) => e);
-    expect((error as Error).name).to.equal('BusUnavailableError');
   });
 });
