@@ -1,6 +1,7 @@
 import { createKafkaBus } from '../../services/core/bus/kafka-bus.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
 import { eventBusConformance } from '../support/event-bus-conformance.ts';
+import { deleteTopicsWithPrefix } from '../support/kafka-raw.ts';
 import { brokers, newPrefix } from '../support/kafka-test-names.ts';
 
 // The Kafka bus against the EventBus conformance suite, on the real broker
@@ -31,6 +32,7 @@ eventBusConformance('Kafka bus (real broker)', { movesWaitingRecords: true }, ()
             sessionTimeoutMs: 6000,
             redeliveryDelayMs,
           }),
+        remove: () => deleteTopicsWithPrefix(list.join(','), topicPrefix),
       };
     },
     deliveryMs: 20_000,

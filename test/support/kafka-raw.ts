@@ -63,3 +63,23 @@ export async function produceRaw(
     await producer.disconnect();
   }
 }
+
+/**
+ * Deletes every topic whose name starts with `prefix` (a test's own topics), so that a broker
+ * restarted later in the run has fewer partitions to load before it answers.
+ */
+export async function deleteTopicsWithPrefix(brokers: string, prefix: string): Promise<void> {
+  const kafka = new Kafka({
+    clientId: 'test-cleaner',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    if (mine.length > 0) await admin.deleteTopics({ topics: mine, timeout: 15_000 });
+  } finally {
+    await admin.disconnect();
+  }
+}
