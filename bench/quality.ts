@@ -1,5 +1,5 @@
-// Quality per bit, issue 27: for each clip × encoder × bitrate, the transcoder's own passes
-// (buildTranscodeArgs, at the clip's size, video only) and the anchor (same encoder, two passes,
+// Quality per bit, issue 27: for each clip × encoder × bitrate, the transcoder's own encode
+// (encodeToRate, at the clip's size, video only) and the anchor (same encoder, two passes,
 // no VBV, slow-class preset) side by side in one run: delivered video bitrate, peaks over 1 s
 // and 2 s windows, VMAF/PSNR-Y/SSIM-Y against the clip, CPU seconds of the ffmpeg runs; then
 // the issue's verdicts. Prints a Markdown table and a summary line, writes the results as JSON.

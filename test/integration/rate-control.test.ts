@@ -1,5 +1,5 @@
 // Issue 27's rules for the transcoder's rate control, on the short quality corpus: per encoder,
-// the service's own passes (buildTranscodeArgs) against an anchor encoded here (same encoder,
+// the service's own encode (encodeToRate) against an anchor encoded here (same encoder,
 // two passes, same bitrate, no VBV, slow-class preset). Needs the libvmaf ffmpeg of the test
 // services (TEST_VMAF_FFMPEG): unset, the suite fails, as every integration test does without
 // its services. bench/quality.ts measures the same on the full corpus, with CPU.
