@@ -364,9 +364,9 @@ case "${1:-}" in
   cluster-status) do_cluster_status ;;
   cluster-env) do_cluster_env ;;
   *)
-    echo "usage: $0 install|start|stop|kill|restart|status|env|console-producer|" \
-      "cluster-start|cluster-start-node N|cluster-stop-node N|cluster-kill N|cluster-stop|" \
-      "cluster-status|cluster-env" >&2
+    echo "usage: $0 install|start|stop|kill|restart|status|env|console-producer" >&2
+    echo "       $0 cluster-start|cluster-stop|cluster-status|cluster-env" >&2
+    echo "       $0 cluster-start-node|cluster-stop-node|cluster-kill N (N: 1, 2 or 3)" >&2
     exit 2
     ;;
 esac

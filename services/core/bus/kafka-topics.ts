@@ -68,7 +68,8 @@ export async function ensureKafkaTopics(
         topic,
         partitions: partitions.length,
         created: missing.includes(topic),
-        replicas: Math.min(...partitions.map((p) => p.replicas.length)),
+        replicas:
+          partitions.length === 0 ? 0 : Math.min(...partitions.map((p) => p.replicas.length)),
         minInsyncReplicas: minInsync.get(topic) ?? 1,
       };
     });
