@@ -211,6 +211,24 @@ do_cluster_status() {
   fi
 }
 
+# The node id of the controller quorum's leader (Kafka's own kafka-metadata-quorum tool: the
+# metadata a client gets names a random broker as the controller, not the quorum's leader).
+do_cluster_quorum_leader() {
+  ts_require_state_dir
+  cluster_paths
+  [[ -f "$CDIR/brokers" ]] || ts_die "kafka: no cluster in $CDIR (run cluster-start first)"
+  local out
+  out="$(java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Dlog4j2.configurationFile="$KAFKA_HOME/log4j2.properties" \
+    -cp "$KAFKA_LIB/*:$KAFKA_TOOLS_HOME/kafka-tools-$KAFKA_VERSION.jar" \
+    org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$(cat "$CDIR/brokers")" \
+    describe --status 2>&1)" || {
+    echo "$out" >&2
+    ts_die "kafka: kafka-metadata-quorum failed"
+  }
+  sed -n 's/^LeaderId:[[:space:]]*\([0-9]*\).*/\1/p' <<<"$out"
+}
+
 do_cluster_env() {
   ts_require_state_dir
   cluster_paths

@@ -26,6 +26,7 @@
 #        kafka.sh cluster-status         exit 0 when all three nodes answer
 #        kafka.sh cluster-env            KAFKA_CLUSTER_BROKERS=host:port,host:port,host:port
 #                                        (node N is the Nth address; its broker id is N)
+#        kafka.sh cluster-quorum-leader  the node id of the controller quorum's leader
 #
 # All but install need TEST_SERVICES_STATE_DIR (start makes one when it is unset).
 # Optional for the first start: KAFKA_PORT, KAFKA_CONTROLLER_PORT.
@@ -363,9 +364,10 @@ case "${1:-}" in
   cluster-stop) do_cluster_stop ;;
   cluster-status) do_cluster_status ;;
   cluster-env) do_cluster_env ;;
+  cluster-quorum-leader) do_cluster_quorum_leader ;;
   *)
     echo "usage: $0 install|start|stop|kill|restart|status|env|console-producer" >&2
-    echo "       $0 cluster-start|cluster-stop|cluster-status|cluster-env" >&2
+    echo "       $0 cluster-start|cluster-stop|cluster-status|cluster-env|cluster-quorum-leader" >&2
     echo "       $0 cluster-start-node|cluster-stop-node|cluster-kill N (N: 1, 2 or 3)" >&2
     exit 2
     ;;

@@ -10,7 +10,8 @@ type ClusterCommand =
   | 'cluster-env'
   | 'cluster-kill'
   | 'cluster-start-node'
-  | 'cluster-stop-node';
+  | 'cluster-stop-node'
+  | 'cluster-quorum-leader';
 
 /**
  * The three-node KRaft cluster of `scripts/test-services/kafka.sh` (TEST_KAFKA_CTL), in the test
@@ -25,6 +26,13 @@ export async function kafkaCluster(command: ClusterCommand, node?: 1 | 2 | 3): P
   ];
   const { stdout } = await run('bash', args, { env: process.env, timeout: 240_000 });
   return stdout;
+}
+
+/** The node (1–3) leading the controller quorum now. */
+export async function quorumLeader(): Promise<1 | 2 | 3> {
+  const id = Number((await kafkaCluster('cluster-quorum-leader')).trim());
+  if (id !== 1 && id !== 2 && id !== 3) throw new Error(`no quorum leader (got ${id})`);
+  return id;
 }
 
 /** Starts the cluster (the nodes not running) and answers its bootstrap list; node N is the Nth address and broker id N. */
