@@ -15,7 +15,7 @@ type ClusterCommand =
 
 /**
  * The three-node KRaft cluster of `scripts/test-services/kafka.sh` (TEST_KAFKA_CTL), in the test
- * services' state dir. Not started by start-all.sh: the tests that need it start it (about 20 s)
+ * services' state dir. Not started by start-all.sh: the tests that need it start it (20–60 s)
  * and stop it, so that the rest of the suite does not pay its idle CPU.
  */
 export async function kafkaCluster(command: ClusterCommand, node?: 1 | 2 | 3): Promise<string> {
