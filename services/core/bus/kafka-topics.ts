@@ -81,8 +81,27 @@ export async function ensureKafkaTopics(
   }
 }
 
-/** Each topic's effective `min.insync.replicas` (its own, else the broker's default). */
+/**
+ * Each topic's effective `min.insync.replicas` (its own, else the broker's default). The broker
+ * asked may not know a topic created a moment ago yet (each learns of it on its own), so "not
+ * yet" answers are asked again for a while, as in withLeaders.
+ */
 async function minInsyncReplicas(
+  admin: Admin,
+  names: readonly string[],
+): Promise<Map<string, number>> {
+  const deadline = Date.now() + 30_000;
+  for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
+    try {
+      return await describeMinInsync(admin, names);
+    } catch (error) {
+      if (!NOT_YET.has(kafkaErrorType(error) ?? '') || Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+async function describeMinInsync(
   admin: Admin,
   names: readonly string[],
 ): Promise<Map<string, number>> {
