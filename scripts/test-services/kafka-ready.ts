@@ -1,18 +1,21 @@
 // Readiness probe for the test Kafka broker: succeeds once an admin client's
-// describeCluster() answers (an open port alone is not enough).
-// Usage: node kafka-ready.ts BROKERS PID TIMEOUT_SECONDS
-// Exit codes: 0 ready, 1 timed out, 2 the broker process (PID) is gone.
+// describeCluster() answers (an open port alone is not enough), and, when NODE_IDS (comma-
+// separated) are given, lists each of those brokers (a restarted cluster node is listed once
+// the controller has unfenced it).
+// Usage: node kafka-ready.ts BROKERS PIDS TIMEOUT_SECONDS [NODE_IDS]
+// Exit codes: 0 ready, 1 timed out, 2 a broker process (of PIDS, comma-separated) is gone.
 import kafkajs from 'kafkajs';
 
 const { Kafka, logLevel } = kafkajs;
 
-const [brokersArg, pidArg, timeoutArg] = process.argv.slice(2);
+const [brokersArg, pidArg, timeoutArg, idsArg] = process.argv.slice(2);
 if (brokersArg === undefined || pidArg === undefined || timeoutArg === undefined) {
-  console.error('usage: node kafka-ready.ts BROKERS PID TIMEOUT_SECONDS');
+  console.error('usage: node kafka-ready.ts BROKERS PIDS TIMEOUT_SECONDS [NODE_IDS]');
   process.exit(64);
 }
 const brokers = brokersArg.split(',');
-const pid = Number(pidArg);
+const pids = pidArg.split(',').map(Number);
+const nodeIds = idsArg ? idsArg.split(',').map(Number) : [];
 const deadline = Date.now() + Number(timeoutArg) * 1000;
 
 function alive(p: number): boolean {
@@ -39,7 +42,12 @@ async function probe(): Promise<boolean> {
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0 && cluster.controller !== null;
+    const listed = new Set(cluster.brokers.map((b) => b.nodeId));
+    return (
+      cluster.brokers.length > 0 &&
+      cluster.controller !== null &&
+      nodeIds.every((id) => listed.has(id))
+    );
   } catch {
     return false;
   } finally {
@@ -49,7 +57,7 @@ async function probe(): Promise<boolean> {
 
 async function main(): Promise<number> {
   for (;;) {
-    if (!alive(pid)) return 2;
+    if (!pids.every(alive)) return 2;
     if (await probe()) return 0;
     if (Date.now() > deadline) return 1;
     await sleep(250);

@@ -13,6 +13,21 @@
 #                                    Kafka's own console producer (kafka-tools), as another
 #                                    team's non-Node producer would use it; reads stdin
 #
+#      A three-node cluster (apart from the single node, same jars): nodes 1, 2 and 3, each
+#      broker + controller, one 3-voter controller quorum, own ports and data dirs under
+#      $TEST_SERVICES_STATE_DIR/kafka-cluster. Nothing starts it but these commands (the
+#      tests that need it start it and stop it; stop-all.sh stops it too, by its pid files).
+#        kafka.sh cluster-start          start the nodes not running (first time: pick ports,
+#                                        format storage); ready when all three are registered
+#        kafka.sh cluster-start-node N   start node N; ready when it is registered again
+#        kafka.sh cluster-stop-node N    graceful stop (SIGTERM) of node N
+#        kafka.sh cluster-kill N         hard stop (SIGKILL) of node N
+#        kafka.sh cluster-stop           graceful stop of every node, data and ports kept
+#        kafka.sh cluster-status         exit 0 when all three nodes answer
+#        kafka.sh cluster-env            KAFKA_CLUSTER_BROKERS=host:port,host:port,host:port
+#                                        (node N is the Nth address; its broker id is N)
+#        kafka.sh cluster-quorum-leader  the node id of the controller quorum's leader
+#
 # All but install need TEST_SERVICES_STATE_DIR (start makes one when it is unset).
 # Optional for the first start: KAFKA_PORT, KAFKA_CONTROLLER_PORT.
 set -euo pipefail
@@ -247,6 +262,9 @@ wait_ready() {
   return "$rc"
 }
 
+# shellcheck source=scripts/test-services/kafka-cluster.sh
+source "$TS_LIB_DIR/kafka-cluster.sh"
+
 do_start() {
   ts_ensure_state_dir
   state_paths
@@ -339,8 +357,18 @@ case "${1:-}" in
     echo "export TEST_KAFKA_BROKERS=$(cat "$KDIR/brokers")"
     echo "export TEST_KAFKA_CTL=$TS_LIB_DIR/kafka.sh"
     ;;
+  cluster-start) do_cluster_start ;;
+  cluster-start-node) do_cluster_start_node "${2:-}" ;;
+  cluster-stop-node) do_cluster_stop_node "${2:-}" TERM "$KAFKA_STOP_TIMEOUT" ;;
+  cluster-kill) do_cluster_stop_node "${2:-}" KILL 10 ;;
+  cluster-stop) do_cluster_stop ;;
+  cluster-status) do_cluster_status ;;
+  cluster-env) do_cluster_env ;;
+  cluster-quorum-leader) do_cluster_quorum_leader ;;
   *)
     echo "usage: $0 install|start|stop|kill|restart|status|env|console-producer" >&2
+    echo "       $0 cluster-start|cluster-stop|cluster-status|cluster-env|cluster-quorum-leader" >&2
+    echo "       $0 cluster-start-node|cluster-stop-node|cluster-kill N (N: 1, 2 or 3)" >&2
     exit 2
     ;;
 esac

@@ -24,12 +24,17 @@ if [[ -z "$state" || ! -d "$state" ]]; then
   exit 0
 fi
 
-# Stop all at once (Kafka's graceful shutdown takes a few seconds).
+# Stop all at once (Kafka's graceful shutdown takes a few seconds). The three-node cluster, when
+# a test left it running, stops its own way (kafka-cluster.sh: its last node has no quorum left).
 pids=()
+if [[ -d "$state/kafka-cluster" ]]; then
+  TEST_SERVICES_STATE_DIR="$state" bash "$HERE/kafka.sh" cluster-stop &
+  pids+=("$!")
+fi
 while IFS= read -r -d '' pidfile; do
   ts_stop_pidfile "$pidfile" 30 &
   pids+=("$!")
-done < <(find "$state" -name '*.pid' -type f -print0)
+done < <(find "$state" -name '*.pid' -type f -not -path "$state/kafka-cluster/*" -print0)
 for pid in "${pids[@]}"; do wait "$pid" || true; done
 
 if [[ "${TEST_SERVICES_KEEP_STATE:-}" != 1 && -f "$state/.media-test-services" ]]; then

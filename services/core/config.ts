@@ -13,8 +13,8 @@
 //     }),
 //
 // then run `npm run generate:config-table`. The field appears on `Config` with its type; nothing
-// else changes. Builders (services/core/settings.ts): `integer`, `flag`, `text` (with a default),
-// `optionalText`, `httpUrl`, `oneOf`, `list`; for anything else write the entry out
+// else changes. Builders (services/core/settings.ts): `integer`, `optionalInteger`, `flag`, `text`
+// (with a default), `optionalText`, `httpUrl`, `oneOf`, `list`; for anything else write the entry out
 // (`{ env, kind, schema, doc, build }`, see apiKeys). Rules go in `schema` (so ajv reports them,
 // naming the variable); `build` only shapes the checked value. A variable that was removed goes in
 // RETIRED, so a deployment still setting it is refused at start instead of silently ignored.
@@ -29,6 +29,7 @@ import {
   integer,
   list,
   oneOf,
+  optionalInteger,
   optionalText,
   settingsTable,
   text,
@@ -195,11 +196,23 @@ const settings = {
     maximum: 1000,
     doc: 'partitions of the topics created at start (missing topics only); at most this many workers of one kind share the work (see Scaling)',
   }),
-  kafkaReplicationFactor: integer('KAFKA_REPLICATION_FACTOR', {
-    default: 1,
+  /** Replicas of created topics; undefined: 1 on a single broker, 3 on a cluster (its size when smaller). */
+  kafkaReplicationFactor: optionalInteger('KAFKA_REPLICATION_FACTOR', {
     minimum: 1,
     maximum: 10,
-    doc: 'replicas of the topics created at start (3 on a production cluster)',
+    shownDefault: '1 on one broker, else 3',
+    doc: "replicas of the topics created at start (unset: 1 on a single live broker, else 3, or the cluster's size when smaller, with a warning; set it on a production cluster); an existing topic with fewer refuses the start (KAFKA_ALLOW_LESS_DURABLE_TOPICS)",
+  }),
+  /** `min.insync.replicas` of created topics and the least existing ones may have; undefined: see the doc. */
+  kafkaMinInsyncReplicas: optionalInteger('KAFKA_MIN_INSYNC_REPLICAS', {
+    minimum: 1,
+    maximum: 10,
+    shownDefault: '2 on a cluster',
+    doc: '`min.insync.replicas` of the topics created at start: an acknowledged record is on this many brokers (unset: 2 with 3 or more replicas, 1 with 2, none with 1); an existing topic with less refuses the start (KAFKA_ALLOW_LESS_DURABLE_TOPICS)',
+  }),
+  kafkaAllowLessDurableTopics: flag('KAFKA_ALLOW_LESS_DURABLE_TOPICS', {
+    default: false,
+    doc: 'start even when existing topics have fewer replicas or a lower min.insync.replicas than configured (logged as a warning)',
   }),
   /**
    * A worker silent this long loses its partitions: the time before a crashed worker's jobs move

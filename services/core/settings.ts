@@ -68,6 +68,21 @@ export function integer(
   };
 }
 
+/** An integer that may be left unset (the code then decides, e.g. from what it finds at start). */
+export function optionalInteger(
+  env: string,
+  o: Doc & { minimum: number; maximum: number },
+): Setting<number | undefined> {
+  return {
+    env,
+    kind: 'integer',
+    schema: { type: 'integer', minimum: o.minimum, maximum: o.maximum },
+    doc: o.doc,
+    ...(o.shownDefault !== undefined && { shownDefault: o.shownDefault }),
+    build: (v) => v as number | undefined,
+  };
+}
+
 export function flag(env: string, o: Doc & { default: boolean }): Setting<boolean> {
   return { env, kind: 'boolean', schema: { type: 'boolean' }, ...o, build: (v) => v as boolean };
 }

@@ -19,6 +19,7 @@ import {
   withDeadline,
 } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+import { TopicDurabilityError } from './topic-durability.ts';
 import { startKafkaTail } from './kafka-tail.ts';
 import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
 
@@ -39,8 +40,15 @@ export interface KafkaBusOptions {
   topicPrefix?: string;
   /** Partitions of each topic that ensureTopics creates (default 12); existing topics are left alone. */
   numPartitions?: number;
-  /** Replicas of each partition that ensureTopics creates (default 1; 3 on a production cluster). */
-  replicationFactor?: number;
+  /**
+   * Replicas of each partition that ensureTopics creates (default: 1 on a single broker, 3 on a
+   * cluster, its size when smaller); existing topics with fewer refuse the start (topic-durability.ts).
+   */
+  replicationFactor?: number | undefined;
+  /** `min.insync.replicas` of the topics ensureTopics creates, and the least existing ones may have (default: 2 with 3 replicas, 1 with 2; unset on a single broker). */
+  minInsyncReplicas?: number | undefined;
+  /** Existing topics less durable than the above are only warned about instead of refusing the start (default false). */
+  allowLessDurableTopics?: boolean;
   /** Where kafkajs's own warnings and errors go, besides the bus's logs. */
   logger: Logger;
   /** Time to open a TCP connection to a broker, ms (default 3000). */
@@ -139,16 +147,29 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       Object.values(topics).map((t) => prefix + t),
       {
         numPartitions: options.numPartitions ?? 12,
-        replicationFactor: options.replicationFactor ?? 1,
+        durability: {
+          replicationFactor: options.replicationFactor,
+          minInsyncReplicas: options.minInsyncReplicas,
+          allowLessDurable: options.allowLessDurableTopics ?? false,
+        },
         compacted: new Set([...compactedTopics].map((t) => prefix + t)),
+        onWarning: (reason) => log.warn('kafka.topics_durability_warning', { reason }),
       },
     ).then(
       (report) => {
         const created = report.filter((t) => t.created).map((t) => t.topic);
         if (created.length > 0) log.info('kafka.topics_created', { topics: created });
+        for (const t of report)
+          log.info('kafka.topic_durability', {
+            topic: t.topic,
+            replicas: t.replicas,
+            minInsyncReplicas: t.minInsyncReplicas,
+          });
         return report;
       },
       (error: unknown) => {
+        // A topic less durable than configured is for the operator to settle, not a bus outage.
+        if (error instanceof TopicDurabilityError) throw error;
         throw asBusUnavailable(error, 'ensure topics');
       },
     ),

@@ -1,7 +1,17 @@
-import type { Admin, ITopicMetadata, Kafka } from 'kafkajs';
+import kafkajs, { type Admin, type ITopicMetadata, type Kafka } from 'kafkajs';
 import { kafkaErrorType } from './kafka-support.ts';
+import {
+  checkDurability,
+  creationConfig,
+  durabilityTarget,
+  type DurabilitySettings,
+  type DurabilityTarget,
+  type TopicDurability,
+} from './topic-durability.ts';
 
-export interface TopicReport {
+const { ConfigResourceTypes } = kafkajs;
+
+export interface TopicReport extends TopicDurability {
   /** The full topic name, prefix included. */
   topic: string;
   partitions: number;
@@ -11,9 +21,12 @@ export interface TopicReport {
 
 export interface TopicSettings {
   numPartitions: number;
-  replicationFactor: number;
+  /** Replication and `min.insync.replicas` (topic-durability.ts decides from these and the cluster's size). */
+  durability: DurabilitySettings;
   /** Full names of the topics to create compacted (`cleanup.policy=compact`). */
   compacted?: ReadonlySet<string>;
+  /** Told what start should log as a warning (a small cluster, topics let through less durable). */
+  onWarning: (message: string) => void;
 }
 
 /**
@@ -30,7 +43,11 @@ export const COMPACTED_CONFIG = [
   { name: 'min.cleanable.dirty.ratio', value: '0.2' },
 ];
 
-/** Creates the topics that are missing (existing ones are left as they are) and reports all. */
+/**
+ * Creates the topics that are missing, as durable as the cluster's size and the settings say
+ * (existing ones are left as they are), and reports all with their durability. Rejects with
+ * TopicDurabilityError when an existing topic is less durable than that, unless allowed.
+ */
 export async function ensureKafkaTopics(
   kafka: Kafka,
   names: readonly string[],
@@ -39,16 +56,69 @@ export async function ensureKafkaTopics(
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const missing = await createMissing(admin, names, settings);
+    const { brokers } = await admin.describeCluster();
+    const target = durabilityTarget(settings.durability, brokers.length);
+    target.warnings.forEach(settings.onWarning);
+    const missing = await createMissing(admin, names, settings, target);
     const topics = await withLeaders(admin, names);
-    return names.map((topic) => ({
-      topic,
-      partitions: topics.find((t) => t.name === topic)?.partitions.length ?? 0,
-      created: missing.includes(topic),
-    }));
+    const minInsync = await minInsyncReplicas(admin, names);
+    const report = names.map((topic) => {
+      const partitions = topics.find((t) => t.name === topic)?.partitions ?? [];
+      return {
+        topic,
+        partitions: partitions.length,
+        created: missing.includes(topic),
+        replicas:
+          partitions.length === 0 ? 0 : Math.min(...partitions.map((p) => p.replicas.length)),
+        minInsyncReplicas: minInsync.get(topic) ?? 1,
+      };
+    });
+    const warning = checkDurability(settings.durability, target, report);
+    if (warning !== undefined) settings.onWarning(warning);
+    return report;
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * Each topic's effective `min.insync.replicas` (its own, else the broker's default). The broker
+ * asked may not know a topic created a moment ago yet (each learns of it on its own), so "not
+ * yet" answers are asked again for a while, as in withLeaders.
+ */
+async function minInsyncReplicas(
+  admin: Admin,
+  names: readonly string[],
+): Promise<Map<string, number>> {
+  const deadline = Date.now() + 30_000;
+  for (let wait = 50; ; wait = Math.min(1000, wait * 2)) {
+    try {
+      return await describeMinInsync(admin, names);
+    } catch (error) {
+      if (!NOT_YET.has(kafkaErrorType(error) ?? '') || Date.now() > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+async function describeMinInsync(
+  admin: Admin,
+  names: readonly string[],
+): Promise<Map<string, number>> {
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: names.map((name) => ({
+      type: ConfigResourceTypes.TOPIC,
+      name,
+      configNames: ['min.insync.replicas'],
+    })),
+  });
+  const values = new Map<string, number>();
+  for (const r of resources) {
+    const entry = r.configEntries.find((e) => e.configName === 'min.insync.replicas');
+    if (entry) values.set(r.resourceName, Number(entry.configValue));
+  }
+  return values;
 }
 
 // A broker answers "unknown topic or partition" for a while after creating many partitions
@@ -79,6 +149,7 @@ async function createMissing(
   admin: Admin,
   names: readonly string[],
   settings: TopicSettings,
+  target: DurabilityTarget,
 ): Promise<string[]> {
   const created: string[] = [];
   const deadline = Date.now() + 30_000;
@@ -94,8 +165,11 @@ async function createMissing(
           topics: missing.map((topic) => ({
             topic,
             numPartitions: settings.numPartitions,
-            replicationFactor: settings.replicationFactor,
-            ...(settings.compacted?.has(topic) ? { configEntries: COMPACTED_CONFIG } : {}),
+            replicationFactor: target.replicationFactor,
+            configEntries: [
+              ...creationConfig(target),
+              ...(settings.compacted?.has(topic) ? COMPACTED_CONFIG : []),
+            ],
           })),
         });
       created.push(...missing);

@@ -18,6 +18,8 @@ export function createBus(config: Readonly<Config>, log: Logger, service: string
         topicPrefix: config.kafkaTopicPrefix,
         numPartitions: config.kafkaPartitions,
         replicationFactor: config.kafkaReplicationFactor,
+        minInsyncReplicas: config.kafkaMinInsyncReplicas,
+        allowLessDurableTopics: config.kafkaAllowLessDurableTopics,
         sessionTimeoutMs: config.kafkaSessionTimeoutMs,
         rebalanceTimeoutMs: config.kafkaRebalanceTimeoutMs,
         windowRecords: config.kafkaWindowRecords,
