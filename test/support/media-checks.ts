@@ -26,6 +26,7 @@ export interface ProbedStream {
   channels?: number;
   channel_layout?: string;
   sample_rate?: string;
+  r_frame_rate?: string;
   disposition?: Record<string, number>;
   tags?: Record<string, string>;
   side_data_list?: { side_data_type?: string; rotation?: number }[];
