@@ -25,6 +25,7 @@ import {
   clockwiseRotation,
   decodeErrors,
   displayedSize,
+  firstFrameTimes,
   interlaceVerdict,
   markerTopLeft,
   pictureStats,
@@ -132,6 +133,8 @@ interface InputFacts {
   probed: Probed;
   /** Audio start minus video start, in seconds, when there is audio. */
   audioOffset?: number;
+  /** The same between the first decoded frames (after the audio decoder's delay). */
+  decodedAudioOffset?: number;
   sdrStats?: { luma: number; saturation: number };
 }
 
@@ -330,26 +333,33 @@ describe('real uploads end to end (issue 21)', function () {
           problems.push(
             `audio offset ${offset.toFixed(3)} s, not ${input.audioOffset.toFixed(3)} s`,
           );
-    } else problems.push(...summaryTimeProblems(c, probed, times, input, result));
+    } else problems.push(...(await summaryTimeProblems(c, probed, path, times, input, result)));
     const codec = job === 'vp9/webm' ? 'opus' : 'aac';
     if (audio && audioCodec !== codec) problems.push(`audio ${audioCodec}, not ${codec}`);
     return problems;
   }
 
-  function summaryTimeProblems(
+  async function summaryTimeProblems(
     c: UploadCase,
     probed: Probed,
+    path: string,
     times: Awaited<ReturnType<typeof streamTimes>>,
     input: InputFacts,
     result: JobResult,
-  ): string[] {
+  ): Promise<string[]> {
     const frames = [videoStream(input.probed), videoStream(probed)].map(frameSeconds);
     const rate = Number(audioStreams(probed)[0]?.sample_rate);
     const first = result.segments?.[0]?.startSeconds ?? 0;
-    return summaryProblems(times, {
+    // Starts as a player sees them, the input's and the output's alike (see firstFrameTimes).
+    const starts = await firstFrameTimes(path);
+    const started = {
+      ...(times.video ? { video: { ...times.video, start: starts.video ?? Infinity } } : {}),
+      ...(times.audio ? { audio: { ...times.audio, start: starts.audio ?? Infinity } } : {}),
+    };
+    return summaryProblems(started, {
       inputSeconds: c.expect.durationSeconds,
       segments: result.segments?.length ?? 0,
-      audioOffsetSeconds: Math.max(0, (input.audioOffset ?? 0) - first),
+      audioOffsetSeconds: Math.max(0, (input.decodedAudioOffset ?? 0) - first),
       frameSeconds: Math.max(...frames.map((f) => f ?? 0)),
       ...(rate ? { audioFrameSeconds: 1024 / rate } : {}),
     });
@@ -471,6 +481,9 @@ async function inputFacts(c: UploadCase, path: string): Promise<InputFacts> {
   const times = await streamTimes(path);
   const facts: InputFacts = { probed };
   if (times.audio && times.video) facts.audioOffset = times.audio.start - times.video.start;
+  const first = await firstFrameTimes(path);
+  if (first.audio !== undefined && first.video !== undefined)
+    facts.decodedAudioOffset = first.audio - first.video;
   if (c.sdrReference) facts.sdrStats = await pictureStats(c.sdrReference);
   return facts;
 }
