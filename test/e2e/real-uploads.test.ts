@@ -3,9 +3,11 @@
 // case failed on the code before the issue's change (commit 8b6990f).
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { copyFile, link, mkdir, readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { copyFile, link, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type {
   JobRequested,
   JobResult,
@@ -23,6 +25,7 @@ import {
   clockwiseRotation,
   decodeErrors,
   displayedSize,
+  firstFrameTimes,
   interlaceVerdict,
   markerTopLeft,
   pictureStats,
@@ -32,7 +35,16 @@ import {
   type Probed,
 } from '../support/media-checks.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import {
+  audioProblems,
+  colourTagProblems,
+  frameSeconds,
+  summaryProblems,
+} from '../support/documented-output.ts';
 import { generateUploadCorpus, uploadCases, type UploadCase } from '../support/upload-corpus.ts';
+
+const run = promisify(execFile);
+const FFMPEG = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
 
 type JobName = 'h264/mp4' | 'vp9/webm' | 'gif summary' | 'mp4 summary';
 interface JobPlan {
@@ -119,9 +131,10 @@ const HDR_MIN_SATURATION_RATIO = 0.6;
 
 interface InputFacts {
   probed: Probed;
-  fullRange: boolean;
   /** Audio start minus video start, in seconds, when there is audio. */
   audioOffset?: number;
+  /** The same between the first decoded frames (after the audio decoder's delay). */
+  decodedAudioOffset?: number;
   sdrStats?: { luma: number; saturation: number };
 }
 
@@ -244,9 +257,13 @@ describe('real uploads end to end (issue 21)', function () {
     if (!video) return ['no video stream in the output'];
     const problems = [
       ...(await geometryProblems(c, probed, path)),
-      ...(await timeProblems(c, job, probed, path, input)),
+      ...(await timeProblems(c, job, probed, path, input, result)),
       ...codingProblems(job, probed),
-      ...(await pictureProblems(c, job, probed, path, input)),
+      ...(job === 'gif summary' ? [] : colourTagProblems(probed)),
+      ...(job === 'gif summary'
+        ? []
+        : audioProblems(input.probed, probed, job === 'vp9/webm' ? 'opus' : 'aac')),
+      ...(await pictureProblems(c, path, input)),
     ];
     const errors = await decodeErrors(path);
     if (errors) problems.push(`decode: ${errors.split('\n').slice(0, 3).join(' / ')}`);
@@ -281,6 +298,7 @@ describe('real uploads end to end (issue 21)', function () {
     probed: Probed,
     path: string,
     input: InputFacts,
+    result: JobResult,
   ): Promise<string[]> {
     const problems: string[] = [];
     const times = await streamTimes(path);
@@ -315,13 +333,36 @@ describe('real uploads end to end (issue 21)', function () {
           problems.push(
             `audio offset ${offset.toFixed(3)} s, not ${input.audioOffset.toFixed(3)} s`,
           );
-    } else if (!(video.end - video.start > 0 && video.end - video.start <= expected + 0.05))
-      problems.push(
-        `summary lasts ${(video.end - video.start).toFixed(3)} s of ${expected} s ${spans}`,
-      );
+    } else problems.push(...(await summaryTimeProblems(c, probed, path, times, input, result)));
     const codec = job === 'vp9/webm' ? 'opus' : 'aac';
     if (audio && audioCodec !== codec) problems.push(`audio ${audioCodec}, not ${codec}`);
     return problems;
+  }
+
+  async function summaryTimeProblems(
+    c: UploadCase,
+    probed: Probed,
+    path: string,
+    times: Awaited<ReturnType<typeof streamTimes>>,
+    input: InputFacts,
+    result: JobResult,
+  ): Promise<string[]> {
+    const frames = [videoStream(input.probed), videoStream(probed)].map(frameSeconds);
+    const rate = Number(audioStreams(probed)[0]?.sample_rate);
+    const first = result.segments?.[0]?.startSeconds ?? 0;
+    // Starts as a player sees them, the input's and the output's alike (see firstFrameTimes).
+    const starts = await firstFrameTimes(path);
+    const started = {
+      ...(times.video ? { video: { ...times.video, start: starts.video ?? Infinity } } : {}),
+      ...(times.audio ? { audio: { ...times.audio, start: starts.audio ?? Infinity } } : {}),
+    };
+    return summaryProblems(started, {
+      inputSeconds: c.expect.durationSeconds,
+      segments: result.segments?.length ?? 0,
+      audioOffsetSeconds: Math.max(0, (input.decodedAudioOffset ?? 0) - first),
+      frameSeconds: Math.max(...frames.map((f) => f ?? 0)),
+      ...(rate ? { audioFrameSeconds: 1024 / rate } : {}),
+    });
   }
 
   function codingProblems(job: JobName, probed: Probed): string[] {
@@ -336,21 +377,12 @@ describe('real uploads end to end (issue 21)', function () {
 
   async function pictureProblems(
     c: UploadCase,
-    job: JobName,
-    probed: Probed,
     path: string,
     input: InputFacts,
   ): Promise<string[]> {
     const problems: string[] = [];
-    const video = videoStream(probed);
-    const tagged = job !== 'gif summary';
-    if (c.expect.dynamicRange !== 'sdr') {
-      const tags = [video?.color_primaries, video?.color_transfer, video?.color_space];
-      if (tagged && tags.some((t) => t !== 'bt709')) problems.push(`colour tags ${tags.join('/')}`);
-      problems.push(...(await hdrProblems(path, input)));
-    }
-    if (input.fullRange && tagged && video?.color_range !== 'tv')
-      problems.push(`color_range ${video?.color_range} from a full-range input`);
+    // The colour tags of every output but a GIF are checked by colourTagProblems.
+    if (c.expect.dynamicRange !== 'sdr') problems.push(...(await hdrProblems(path, input)));
     if (c.expect.interlaced) {
       const v = await interlaceVerdict(path);
       const combed = v.tff + v.bff;
@@ -446,13 +478,97 @@ function describeError(error: unknown): string {
 
 async function inputFacts(c: UploadCase, path: string): Promise<InputFacts> {
   const probed = await probe(path);
-  const video = videoStream(probed);
   const times = await streamTimes(path);
-  const facts: InputFacts = {
-    probed,
-    fullRange: video?.color_range === 'pc' || Boolean(video?.pix_fmt?.startsWith('yuvj')),
-  };
+  const facts: InputFacts = { probed };
   if (times.audio && times.video) facts.audioOffset = times.audio.start - times.video.start;
+  const first = await firstFrameTimes(path);
+  if (first.audio !== undefined && first.video !== undefined)
+    facts.decodedAudioOffset = first.audio - first.video;
   if (c.sdrReference) facts.sdrStats = await pictureStats(c.sdrReference);
   return facts;
 }
+
+// The checks above pass on every output; here each fails on an output made wrong on purpose
+// (and passes on the same output made right), so that a check that can no longer fail is seen.
+describe('the checks of documented outputs fail on wrong outputs', function () {
+  this.timeout(60_000);
+  let dir: string;
+  const at = (name: string): string => join(dir, name);
+  const make = (name: string, args: string[]): Promise<unknown> =>
+    run(FFMPEG, ['-hide_banner', '-loglevel', 'error', '-y', ...args, at(name)]);
+  const picture = ['-f', 'lavfi', '-i', 'testsrc2=s=160x90:r=25:d=2'];
+  const tone = (layout: string, rate: number, from = 0): string[] => [
+    ...(from ? ['-itsoffset', String(from)] : []),
+    ...['-f', 'lavfi', '-i', `sine=f=440:r=${rate}:d=2,aformat=channel_layouts=${layout}`],
+  ];
+  const x264 = ['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p'];
+  const bt709 = ['-color_primaries', 'bt709', '-color_trc', 'bt709', '-colorspace', 'bt709'];
+  const right = [...x264, ...bt709, '-color_range', 'tv', '-c:a', 'aac'];
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'documented-output-'));
+    // An upload with two tracks: stereo at 44.1 kHz first, mono at 48 kHz second.
+    await make('input.mkv', [
+      ...[...picture, ...tone('stereo', 44_100), ...tone('mono', 48_000)],
+      ...['-map', '0', '-map', '1', '-map', '2'],
+    ]);
+    await make('right.mp4', ['-i', at('input.mkv'), '-map', '0:v', '-map', '0:a:0', ...right]);
+    const wrong = { 'mono.mp4': ['0:a:0', '-ac', '1'], 'second-track.mp4': ['0:a:1'] };
+    for (const [name, [track = '', ...more]] of Object.entries({
+      ...wrong,
+      '48k.mp4': ['0:a:0', '-ar', '48000'],
+    }))
+      await make(name, ['-i', at('input.mkv'), '-map', '0:v', '-map', track, ...right, ...more]);
+    await make('untagged.mp4', [...picture, ...x264]);
+    await make('summary.mp4', [...picture, ...tone('stereo', 48_000), ...right]);
+    await make('late-audio.mp4', [
+      ...picture,
+      ...tone('stereo', 48_000, 0.2),
+      ...right,
+      '-shortest',
+    ]);
+    await make('short-audio.mp4', [
+      ...picture,
+      ...tone('stereo', 48_000),
+      ...right,
+      '-af',
+      'atrim=end=1.5',
+    ]);
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('audio: another layout, another track or another rate than documented', async () => {
+    const input = await probe(at('input.mkv'));
+    const check = async (name: string): Promise<string[]> =>
+      audioProblems(input, await probe(at(name)), 'aac');
+    expect(await check('right.mp4')).to.deep.equal([]);
+    for (const name of ['mono.mp4', 'second-track.mp4', '48k.mp4'])
+      expect(await check(name), name).to.have.length(1);
+    const silent = await probe(at('untagged.mp4'));
+    expect(audioProblems(silent, await probe(at('right.mp4')), 'aac')).to.have.length(1);
+  });
+
+  it('colour: an output without the BT.709 limited-range tags', async () => {
+    expect(colourTagProblems(await probe(at('right.mp4')))).to.deep.equal([]);
+    expect(colourTagProblems(await probe(at('untagged.mp4')))).to.have.length(1);
+  });
+
+  it('summary: a length out of bounds, a late start, audio out of step', async () => {
+    const facts = {
+      inputSeconds: 2,
+      segments: 1,
+      frameSeconds: 0.04,
+      audioFrameSeconds: 1024 / 48_000,
+    };
+    const check = async (name: string, more = {}): Promise<string[]> =>
+      summaryProblems(await streamTimes(at(name)), { ...facts, ...more });
+    expect(await check('summary.mp4')).to.deep.equal([]);
+    expect((await check('summary.mp4', { inputSeconds: 4 })).join()).to.match(/^summary lasts 2.0/);
+    expect(await check('summary.mp4', { inputSeconds: 40 })).to.deep.equal([
+      'summary lasts 2.000 s, not 5.960-10.040 s (input 40 s, 1 segments)',
+    ]);
+    expect((await check('late-audio.mp4')).join()).to.match(/^audio starts 0\.1\d\d s after/);
+    expect(await check('late-audio.mp4', { audioOffsetSeconds: 0.2 })).to.deep.equal([]);
+    expect((await check('short-audio.mp4')).join()).to.match(/^audio ends at 1\.5\d\d s/);
+  });
+});

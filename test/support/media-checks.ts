@@ -26,6 +26,7 @@ export interface ProbedStream {
   channels?: number;
   channel_layout?: string;
   sample_rate?: string;
+  r_frame_rate?: string;
   disposition?: Record<string, number>;
   tags?: Record<string, string>;
   side_data_list?: { side_data_type?: string; rotation?: number }[];
@@ -286,4 +287,32 @@ async function packetSpan(path: string, index: number): Promise<StreamTimes> {
   }
   if (!Number.isFinite(start)) throw new Error(`no packets with a time in stream ${index}`);
   return { start, end };
+}
+
+/**
+ * Time of the first decoded frame of the first video and the first audio stream: where a
+ * player starts each, after the decoder's own delay (a WMA decoder drops its first frame) and
+ * an MP4 edit list; packet times (streamTimes) count neither.
+ */
+export async function firstFrameTimes(path: string): Promise<{ video?: number; audio?: number }> {
+  const probed = await probe(path);
+  const first = async (stream?: ProbedStream): Promise<number | undefined> => {
+    if (!stream) return undefined;
+    const { stdout } = await run(FFPROBE, [
+      ...['-v', 'error', '-select_streams', String(stream.index), '-read_intervals', '%+#10'],
+      ...['-show_entries', 'frame=pts_time', '-of', 'csv=p=0', path],
+    ]);
+    const times = stdout
+      .split('\n')
+      .filter((line) => line.trim())
+      .map((line) => Number(line.split(',')[0]))
+      .filter(Number.isFinite);
+    return times.length ? Math.min(...times) : undefined;
+  };
+  const out: { video?: number; audio?: number } = {};
+  const video = await first(videoStream(probed));
+  const audio = await first(audioStreams(probed)[0]);
+  if (video !== undefined) out.video = video;
+  if (audio !== undefined) out.audio = audio;
+  return out;
 }
