@@ -169,6 +169,71 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
     expect(moved, 'moved').to.deep.equal([`k0@${holder}`]);
     expect(began, 'where its work began').to.deep.equal([`k0@${other}`]);
   });
+
+  it('the idle watch: a slot freeing between rebalances takes a record waiting on another member', async () => {
+    const prefix = newPrefix();
+    const group = newGroup();
+    // One partition. a holds its record, whose handler only waits, until the record moves; b
+    // joins with no room, so the join leaves the record with a. a's crowd watch asks for
+    // rebalances at about 3, 9 and 21 s and then waits 24 s; b's slot frees after a's third,
+    // so only b's idle watch (it reads the group's commits, sees the partition marked queued and
+    // asks for a rebalance) can bring the record over within seconds; without it b waits for a's
+    // fourth.
+    const nudges = (member: string, reason: string): number =>
+      lines.filter(
+        (l) =>
+          l.includes('"kafka.rebalance_nudged"') &&
+          l.includes(`"member":"${member}"`) &&
+          l.includes(reason),
+      ).length;
+    const started: string[] = [];
+    const moved: string[] = [];
+    let bFree = false;
+    const subscribe = (bus: KafkaBus, name: string, free: () => number): Promise<Subscription> =>
+      bus.subscribe({
+        group,
+        topics: [topics.transcodeRequests],
+        fromBeginning: true,
+        concurrency: 1,
+        freeForWork: free,
+        handler: async (record, delivery) => {
+          started.push(`${record.key}@${name}`);
+          if (name === 'b') return;
+          delivery.waitOnly();
+          await new Promise<void>((resolve) =>
+            delivery.signal.addEventListener('abort', () => resolve()),
+          );
+          moved.push(`${record.key}@${name}`);
+          delivery.signal.throwIfAborted();
+        },
+      });
+    const a = newBus(prefix, 'a', 1, () => undefined);
+    await subscribe(a, 'a', () => 0);
+    await a.publish([{ topic: topics.transcodeRequests, key: 'k0', value: Buffer.from('k0') }]);
+    await until(() => started.includes('k0@a'), 20_000, 'a to take k0');
+    const b = newBus(prefix, 'b', 1, () => undefined);
+    await subscribe(b, 'b', () => (bFree ? 1 : 0));
+    const crowded = 'records wait while every slot is busy';
+    await until(() => nudges('a', crowded) >= 3, 45_000, "a's third crowd nudge");
+    // The nudge's member leaving is one more rebalance: b's slot frees once both have joined again.
+    const nudged = lines.length;
+    const joinedSince = (name: string): boolean =>
+      lines
+        .slice(nudged)
+        .some((l) => l.includes('"kafka.group_joined"') && l.includes(`"member":"${name}"`));
+    await until(() => joinedSince('a') && joinedSince('b'), 15_000, 'the group to settle');
+    await sleep(500);
+    bFree = true;
+    const freedAt = Date.now();
+    await until(() => started.includes('k0@b'), 12_000, 'b to take k0 after its slot freed');
+    const tookMs = Date.now() - freedAt;
+    const idleReason = 'a slot is free while records wait on another member';
+    // Its nudge is logged once the short-lived member has left, after the move.
+    await until(() => nudges('b', idleReason) > 0, 10_000, "b's idle nudge");
+    expect(moved, 'taken from a').to.deep.equal(['k0@a']);
+    expect(nudges('a', crowded), "a's crowd nudges").to.equal(3);
+    console.log(`      b took k0 ${tookMs} ms after its slot freed`);
+  });
 });
 
 describe('Kafka: records waiting behind a running one in a kept partition', function () {

@@ -38,6 +38,8 @@ async function seekToMiddle(video) {
 /** The thumbnail track: its cues, and the first tile's sheet loaded as an image. */
 async function loadThumbnails(trackUrl) {
   const video = newVideo();
+  // A track from another origin (a bucket) loads only in CORS mode.
+  video.crossOrigin = 'anonymous';
   const track = document.createElement('track');
   track.kind = 'metadata';
   track.src = trackUrl;
