@@ -151,8 +151,25 @@ export async function startKafkaSubscription(
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
   });
+  const s = newState(kafka, consumer, log, settings, options);
+  made.state = s;
+  watchGroup(s);
+  s.load = watchGroupLoad(s, (track) => void commit(s, track));
+  await runConsumer(s);
+  let closing: Promise<void> | undefined;
+  return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
+}
+
+function newState(
+  kafka: Kafka,
+  consumer: Consumer,
+  log: Logger,
+  settings: ConsumerSettings,
+  options: SubscribeOptions,
+): State {
+  const concurrency = Math.max(1, options.concurrency ?? 1);
   const fullTopics = options.topics.map((t) => settings.topicPrefix + t);
-  const s: State = {
+  return {
     consumer,
     admin: kafka.admin(),
     log: log.child({ group: options.group }),
@@ -190,9 +207,11 @@ export async function startKafkaSubscription(
       },
     ),
   };
-  made.state = s;
-  watchGroup(s);
-  s.load = watchGroupLoad(s, (track) => void commit(s, track));
+}
+
+/** Connects, subscribes and runs the consumer; on a failure, leaves nothing running. */
+async function runConsumer(s: State): Promise<void> {
+  const { consumer, options } = s;
   try {
     await s.admin.connect();
     await consumer.connect();
@@ -212,11 +231,8 @@ export async function startKafkaSubscription(
     await s.admin.disconnect().catch(() => undefined);
     throw asBusUnavailable(error, `subscribe (group ${options.group})`);
   }
-  let closing: Promise<void> | undefined;
-  return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
 }
 
-/** The load this member reports as it joins, and the hold on the partitions it did not report busy. */
 function joinLoad(s: State | undefined, slots: number): MemberLoad {
   const { load, busy } = reportLoad(s, slots);
   if (s) s.joinHold = busy;
