@@ -149,7 +149,7 @@ export const topics = {
   callbacks: 'media.callbacks.v1',
   /**
    * The latest status of each job (key job id, value its whole state as the status view shows
-   * it), written once per state change by the status writer (job-status-view.ts). Compacted:
+   * it), written once per state change by the status writer (job-status-writer.ts). Compacted:
    * only the newest record of a key is sure to be kept.
    */
   jobStatus: 'media.jobs.status.v1',
