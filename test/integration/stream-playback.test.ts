@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { defaultLadder, type Rung } from '../../services/core/media/ladder.ts';
+import { defaultLadder, type Rung } from '../../services/streamer/ladder.ts';
 import { readInput } from '../../services/core/media/read-input.ts';
 import { planThumbnails } from '../../services/streamer/thumbnails.ts';
 import { writeLadder } from '../../services/streamer/write-ladder.ts';

@@ -11,7 +11,7 @@ import {
 import type { WatermarkImage } from '../contracts/types.generated.ts';
 import type { ImageType } from '../media/sniff-image.ts';
 import { notInLibrary, type WatermarkLibrary } from './watermark-library.ts';
-import { bodyToFile } from './bucket-transfer.ts';
+import { bodyToFile } from '../storage/bucket-transfer.ts';
 
 /** The service's own bucket for the watermark library (never a caller's credentials). */
 export interface WatermarkBucketOptions {
