@@ -133,7 +133,7 @@ export function createCrowdWatch(options: { firstAfterMs?: number; maxAfterMs?: 
  * the group's commits); after a nudge that brought it nothing it waits longer (doubling), until
  * it starts a record again (`reset`).
  */
-function createIdleWatch(member: MemberView): { check(): void; reset(): void } {
+function createIdleWatch(member: MemberView): { check: () => void; reset: () => void } {
   let checking = false;
   let nextAt = 0;
   let afterMs = IDLE_NUDGE_FIRST_MS;

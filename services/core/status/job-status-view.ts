@@ -111,14 +111,14 @@ export function createJobStatusView(
 
 /** The jobs this copy holds, with the active-job counts kept beside them. */
 interface HeldJobs {
-  read(jobId: string): StatusEntry | undefined;
+  read: (jobId: string) => StatusEntry | undefined;
   /** The job's state as its JSON text (what the status topic carries). */
-  text(jobId: string): string | undefined;
+  text: (jobId: string) => string | undefined;
   readonly size: number;
   /** Every change goes through here: the newest-changed job is last, the oldest is dropped. */
   touch(entry: StatusEntry, text?: string): void;
-  activeJobs(orgId: string): number;
-  waiting(): Map<string, { orgId: string; kind: Kind; count: number }>;
+  activeJobs: (orgId: string) => number;
+  waiting: () => Map<string, { orgId: string; kind: Kind; count: number }>;
   /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
   readonly unwritten: Set<string>;
 }
@@ -165,8 +165,8 @@ function holdJobs(maxJobs: number): HeldJobs {
 function countActive(): {
   update(entry: StatusEntry): void;
   forget(jobId: string): void;
-  count(orgId: string): number;
-  waiting(): Map<string, { orgId: string; kind: Kind; count: number }>;
+  count: (orgId: string) => number;
+  waiting: () => Map<string, { orgId: string; kind: Kind; count: number }>;
 } {
   const activeIds = new Map<string, { orgId: string; kind: Kind; queued: boolean }>();
   const perOrg = new Map<string, number>();
