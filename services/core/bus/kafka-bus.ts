@@ -117,9 +117,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   let consumerDown = false;
   const consumerSettings = {
     ...resolveConsumerSettings(options, prefix),
-    onConsumerDown: () => {
-      consumerDown = true;
-    },
+    onConsumerDown: () => void (consumerDown = true),
     nudgeClient: () => kafkaClient(options),
   };
   const kafka = kafkaClient(options);
@@ -133,37 +131,15 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     producers,
     options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
   );
-  const ensureTopics = onceSucceeded(() =>
-    ensureKafkaTopics(
-      kafka,
-      Object.values(topics).map((t) => prefix + t),
-      {
-        numPartitions: options.numPartitions ?? 12,
-        replicationFactor: options.replicationFactor ?? 1,
-        compacted: new Set([...compactedTopics].map((t) => prefix + t)),
-      },
-    ).then(
-      (report) => {
-        const created = report.filter((t) => t.created).map((t) => t.topic);
-        if (created.length > 0) log.info('kafka.topics_created', { topics: created });
-        return report;
-      },
-      (error: unknown) => {
-        throw asBusUnavailable(error, 'ensure topics');
-      },
-    ),
-  );
+  const ensureTopics = ensureTopicsOnce(kafka, options, prefix, log);
   const subscriptions = new Set<Subscription>();
-  let forwarder: Promise<DelayForwarder> | undefined;
-  const startForwarder = (): Promise<DelayForwarder> =>
-    (forwarder ??= startDelayForwarder(kafka, log, {
+  const forwarder = lazyForwarder(() =>
+    startDelayForwarder(kafka, log, {
       settings: consumerSettings,
       ...(options.schedulerGroup ? { group: options.schedulerGroup } : {}),
       send: (topicMessages) => producers.send(topicMessages, Date.now() + publishTimeoutMs),
-    }).catch((error: unknown) => {
-      forwarder = undefined;
-      throw error;
-    }));
+    }),
+  );
   let closed = false;
   const assertOpen = (): void => {
     if (closed) throw new BusUnavailableError('the Kafka bus is closed');
@@ -185,47 +161,22 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       await ensureTopics();
       // A process that consumes also forwards scheduled records, so that they move on as long
       // as any worker runs; an ingress that only publishes needs none.
-      await startForwarder();
+      await forwarder.start();
       const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
       if (closed) {
         await sub.close(0);
         throw new BusUnavailableError('the Kafka bus closed while subscribing');
       }
-      const tracked: Subscription = {
-        close: async (graceMs) => {
-          subscriptions.delete(tracked);
-          await sub.close(graceMs);
-        },
-      };
-      subscriptions.add(tracked);
-      return tracked;
+      return tracked(subscriptions, (graceMs) => sub.close(graceMs));
     },
 
     async tail(tailOptions): Promise<Subscription> {
       assertOpen();
       await ensureTopics();
-      const sub = await startKafkaTail(
-        kafka,
-        log,
-        {
-          topicPrefix: prefix,
-          group:
-            (options.tailGroup ?? `${prefix}media-tail`) +
-            (tailOptions.reader ? `-${tailOptions.reader}` : ''),
-          maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
-          disconnect: consumerSettings.disconnect,
-        },
-        tailOptions,
-      );
-      const tracked: Subscription = {
-        close: async () => {
-          subscriptions.delete(tracked);
-          await sub.close();
-        },
-      };
-      subscriptions.add(tracked);
-      if (closed) await tracked.close();
-      return tracked;
+      const sub = await openTail(kafka, log, options, consumerSettings, tailOptions);
+      const tail = tracked(subscriptions, () => sub.close());
+      if (closed) await tail.close();
+      return tail;
     },
 
     async isReady(): Promise<boolean> {
@@ -241,12 +192,99 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       if (closed) return;
       closed = true;
       await Promise.all([...subscriptions].map((s) => s.close(0)));
-      await forwarder?.then((f) => f.close()).catch(() => undefined);
+      await forwarder.close();
       // Publishes already taken are sent (or failed) before the producer disconnects.
       await batches.drain();
       await producers.close();
     },
   };
+}
+
+/** A tail of the bus's topics, read by its own group (one per reader). */
+function openTail(
+  kafka: KafkaClient,
+  log: Logger,
+  options: KafkaBusOptions,
+  consumerSettings: ConsumerSettings,
+  tailOptions: Parameters<typeof startKafkaTail>[3],
+): Promise<Subscription> {
+  const prefix = options.topicPrefix ?? '';
+  const group =
+    (options.tailGroup ?? `${prefix}media-tail`) +
+    (tailOptions.reader ? `-${tailOptions.reader}` : '');
+  return startKafkaTail(
+    kafka,
+    log,
+    {
+      topicPrefix: prefix,
+      group,
+      maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
+      disconnect: consumerSettings.disconnect,
+    },
+    tailOptions,
+  );
+}
+
+/** Creates the bus's missing topics, once: a failure is tried again at the next call. */
+function ensureTopicsOnce(
+  kafka: KafkaClient,
+  options: KafkaBusOptions,
+  prefix: string,
+  log: Logger,
+): () => Promise<TopicReport[]> {
+  return onceSucceeded(() =>
+    ensureKafkaTopics(
+      kafka,
+      Object.values(topics).map((t) => prefix + t),
+      {
+        numPartitions: options.numPartitions ?? 12,
+        replicationFactor: options.replicationFactor ?? 1,
+        compacted: new Set([...compactedTopics].map((t) => prefix + t)),
+      },
+    ).then(
+      (report) => {
+        const created = report.filter((t) => t.created).map((t) => t.topic);
+        if (created.length > 0) log.info('kafka.topics_created', { topics: created });
+        return report;
+      },
+      (error: unknown) => {
+        throw asBusUnavailable(error, 'ensure topics');
+      },
+    ),
+  );
+}
+
+/** The delay forwarder, started at the first call of `start` (again after a failed start). */
+function lazyForwarder(begin: () => Promise<DelayForwarder>): {
+  start: () => Promise<DelayForwarder>;
+  close: () => Promise<void>;
+} {
+  let forwarder: Promise<DelayForwarder> | undefined;
+  return {
+    start: () =>
+      (forwarder ??= begin().catch((error: unknown) => {
+        forwarder = undefined;
+        throw error;
+      })),
+    close: async () => {
+      await forwarder?.then((f) => f.close()).catch(() => undefined);
+    },
+  };
+}
+
+/** A subscription kept in `open` until it is closed, so that the bus's close closes it. */
+function tracked(
+  open: Set<Subscription>,
+  close: (graceMs?: number) => Promise<void>,
+): Subscription {
+  const subscription: Subscription = {
+    close: async (graceMs) => {
+      open.delete(subscription);
+      await close(graceMs);
+    },
+  };
+  open.add(subscription);
+  return subscription;
 }
 
 function kafkaClient(options: KafkaBusOptions, retry?: KafkaConfig['retry']): KafkaClient {
