@@ -53,55 +53,15 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
   const db = new DatabaseSync(options.path);
   migrate(db);
-  const insert = db.prepare(
-    'INSERT INTO records (topic, key, value, headers, at, due) VALUES (?, ?, ?, ?, ?, ?)',
-  );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
-  const compact = compactionStatements(db);
   const wake = new EventEmitter().setMaxListeners(0);
   const subscriptions = new Set<Subscription>();
   let closed = false;
 
   const retentionMs = options.retentionMs ?? 7 * 24 * 3600_000;
-  const prune = (): void => {
-    const cutoff = Date.now() - retentionMs;
-    // A record scheduled further out than the retention is kept until it is due.
-    const old = 'SELECT seq FROM records WHERE at < ? AND due < ?';
-    db.prepare(`DELETE FROM acks WHERE ${ACKS_OF} IN (${old})`).run(cutoff, cutoff);
-    db.prepare(`DELETE FROM records WHERE seq IN (${old})`).run(cutoff, cutoff);
-  };
-  prune();
-  const pruneTimer = setInterval(prune, 3600_000).unref();
-
-  const ackStatement = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
-  const commit = (writes: readonly Write[]): void => {
-    if (closed) throw new BusUnavailableError('the embedded bus is closed');
-    const now = Date.now();
-    const published = new Set<string>();
-    db.exec('BEGIN');
-    try {
-      for (const w of writes) {
-        if ('group' in w) {
-          ackStatement.run(w.group, w.seq);
-          continue;
-        }
-        // Due at once is stored as 0, so that the common case stays on the sequence index.
-        const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
-        compact.get(w.topic)?.(w.key);
-        insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
-        published.add(w.topic);
-      }
-      db.exec('COMMIT');
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw new BusUnavailableError(
-        `the embedded bus could not store the records: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    // Only the readers of these topics look again: a commit costs the others nothing.
-    if (published.size > 0) wake.emit('record', published);
-  };
+  pruneOld(db, retentionMs);
+  const pruneTimer = setInterval(() => pruneOld(db, retentionMs), 3600_000).unref();
+  const commit = recordWriter(db, wake, () => closed);
   // Acknowledgements ride in the same transactions: one fsync per event-loop turn for all the
   // records published and handled in it, instead of one per record.
   const commits = createGroupCommit<Write>({
@@ -166,6 +126,59 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
     },
   };
   return bus;
+}
+
+/** Removes records older than the retention (and their acknowledgements), unless still to come. */
+function pruneOld(db: DatabaseSync, retentionMs: number): void {
+  const cutoff = Date.now() - retentionMs;
+  // A record scheduled further out than the retention is kept until it is due.
+  const old = 'SELECT seq FROM records WHERE at < ? AND due < ?';
+  db.prepare(`DELETE FROM acks WHERE ${ACKS_OF} IN (${old})`).run(cutoff, cutoff);
+  db.prepare(`DELETE FROM records WHERE seq IN (${old})`).run(cutoff, cutoff);
+}
+
+/**
+ * Writes one group commit (records and acknowledgements) in one transaction, then wakes the
+ * readers of the topics it published to.
+ */
+function recordWriter(
+  db: DatabaseSync,
+  wake: EventEmitter,
+  isClosed: () => boolean,
+): (writes: readonly Write[]) => void {
+  const insert = db.prepare(
+    'INSERT INTO records (topic, key, value, headers, at, due) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const compact = compactionStatements(db);
+  const ackStatement = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
+  return (writes) => {
+    if (isClosed()) throw new BusUnavailableError('the embedded bus is closed');
+    const now = Date.now();
+    const published = new Set<string>();
+    db.exec('BEGIN');
+    try {
+      for (const w of writes) {
+        if ('group' in w) {
+          ackStatement.run(w.group, w.seq);
+          continue;
+        }
+        // Due at once is stored as 0, so that the common case stays on the sequence index.
+        const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
+        compact.get(w.topic)?.(w.key);
+        insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
+        published.add(w.topic);
+      }
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw new BusUnavailableError(
+        `the embedded bus could not store the records: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    // Only the readers of these topics look again: a commit costs the others nothing.
+    if (published.size > 0) wake.emit('record', published);
+  };
 }
 
 /**
