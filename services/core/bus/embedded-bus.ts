@@ -207,6 +207,22 @@ function migrate(db: DatabaseSync): void {
   db.exec('CREATE INDEX IF NOT EXISTS records_scheduled ON records (topic, due) WHERE due > 0');
 }
 
+/** One topic's records due at once, page by page from its first page, in sequence order. */
+function* pagesFrom(
+  first: PendingRow[],
+  page: (after: number, rows: number) => PendingRow[],
+): Generator<PendingRow, void, undefined> {
+  let rows = first;
+  let size = FIRST_PAGE_ROWS;
+  for (;;) {
+    yield* rows;
+    const last = rows.at(-1);
+    if (rows.length < size || !last) return;
+    size = Math.min(size * 4, MAX_PAGE_ROWS);
+    rows = page(last.seq, size);
+  }
+}
+
 /**
  * The queries of one group over its topics. The scan of each topic starts at its floor (below
  * it, every record due at once is acknowledged), plus the few scheduled records, instead of at
@@ -260,21 +276,8 @@ function pendingRecords(
    */
   const floors = new Map<string, number>();
 
-  /** One topic's records due at once, page by page from its first page, in sequence order. */
   const page = (topic: string, after: number, rows: number): PendingRow[] =>
     immediate.all(topic, after, group, rows) as unknown as PendingRow[];
-  const pages = (topic: string, first: PendingRow[]): Iterator<PendingRow> =>
-    (function* () {
-      let rows = first;
-      let size = FIRST_PAGE_ROWS;
-      for (;;) {
-        yield* rows;
-        const last = rows.at(-1);
-        if (rows.length < size || !last) return;
-        size = Math.min(size * 4, MAX_PAGE_ROWS);
-        rows = page(topic, last.seq, size);
-      }
-    })();
 
   return {
     *due(now) {
@@ -287,7 +290,7 @@ function pendingRecords(
       for (const topic of topics) {
         const first = page(topic, floors.get(topic) ?? startSeq, FIRST_PAGE_ROWS);
         floors.set(topic, first[0] ? first[0].seq - 1 : newest);
-        sources.push(pages(topic, first));
+        sources.push(pagesFrom(first, (after, rows) => page(topic, after, rows)));
       }
       for (const row of mergeBySeq(sources)) if (!acking.has(row.seq)) yield row;
     },
