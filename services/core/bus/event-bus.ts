@@ -3,7 +3,8 @@
  * file-backed) and Kafka. Handlers never know which one they are on.
  *
  * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
- * client has one, would replace kafka-subscription.ts alone (docs/kafka.md, "Scaling and fair scheduling").
+ * client has one, would replace kafka-subscription.ts and kafka-group-load.ts (docs/kafka.md,
+ * "Scaling and fair scheduling").
  */
 import type { FairShareOptions } from '../scheduling/fair-share.ts';
 
