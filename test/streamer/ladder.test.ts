@@ -1,10 +1,6 @@
 import { expect } from 'chai';
 import { MediaError } from '../../services/core/errors.ts';
-import {
-  defaultLadder,
-  frameRateFactor,
-  requestedLadder,
-} from '../../services/streamer/ladder.ts';
+import { defaultLadder, frameRateFactor, requestedLadder } from '../../services/streamer/ladder.ts';
 import { readMediaInfo, type VideoInfo } from '../../services/core/media/media-info.ts';
 
 /** The input model of a file as ffprobe describes it (stored size, rotation matrix, rate). */
