@@ -1,7 +1,7 @@
 // Type-checked lint, plus the architecture's import boundaries: services never import each
 // other (the all-in-one launcher composes them), core imports no service, no import inside core
-// runs up its layers (coreLayers), and only the bus and storage modules import kafkajs and the
-// cloud SDKs.
+// runs up its layers (coreLayers), and only the bus and storage modules (and the watermark
+// library's bucket adapter) import kafkajs and the cloud SDKs.
 import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
@@ -21,7 +21,8 @@ const sdks = [
   },
   {
     group: ['@aws-sdk/*', '@azure/*', '@google-cloud/*'],
-    message: 'only services/core/storage/*-store.ts imports cloud SDKs',
+    message:
+      'only services/core/storage/*-store.ts (and the watermark bucket, core/watermarks/watermark-store.ts) imports cloud SDKs',
   },
 ];
 
@@ -68,6 +69,9 @@ const corePatterns = (at, sdkPatterns) => [
 const sdkModules = [
   { files: ['services/core/bus/kafka*.ts'], layer: 'bus' },
   { files: ['services/core/storage/*-store.ts'], layer: 'callbacks, storage and media' },
+  // The watermark library's bucket adapter: it implements the library's interface and error,
+  // which live in the watermarks layer (storage, below it, may not import them).
+  { files: ['services/core/watermarks/watermark-store.ts'], layer: 'watermarks' },
 ];
 
 export default tseslint.config(
@@ -134,6 +138,20 @@ export default tseslint.config(
       ],
     },
   })),
+  // No function of the services over 80 lines (closures included: break them into named steps).
+  // The files listed are being reworked elsewhere (rate control in run-ffmpeg.ts, Kafka
+  // durability in kafka-producer.ts and the notifier); each leaves the list once split.
+  {
+    files: ['services/**/*.ts'],
+    ignores: [
+      'services/core/media/run-ffmpeg.ts',
+      'services/core/bus/kafka-producer.ts',
+      'services/notifier/handle-delivery.ts',
+    ],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+    },
+  },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
   {
     files: ['test/**/*.ts'],

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import kafkajs, { type Message } from 'kafkajs';
 import { topics } from '../services/core/bus/event-bus.ts';
 import { COMPACTED_CONFIG } from '../services/core/bus/kafka-topics.ts';
-import { STATUS_WRITER_GROUP } from '../services/core/status/job-status-view.ts';
+import { STATUS_WRITER_GROUP } from '../services/core/status/job-status-writer.ts';
 import { freePort, spawnService } from '../test/support/spawn-service.ts';
 import { cpuSeconds, memoryMiB } from './proc.ts';
 

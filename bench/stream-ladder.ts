@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { requestedLadder } from '../services/core/media/ladder.ts';
+import { requestedLadder } from '../services/streamer/ladder.ts';
 import { startTestAllInOne } from '../test/support/in-process-service.ts';
 import { buildLadderPasses } from '../services/streamer/build-ladder-args.ts';
 import { startTestServer } from '../test/support/file-server.ts';

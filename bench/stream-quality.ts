@@ -10,7 +10,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultLadder, type LadderEncoder } from '../services/core/media/ladder.ts';
+import { defaultLadder, type LadderEncoder } from '../services/streamer/ladder.ts';
 import { readTestInput } from '../test/support/job-input.ts';
 import { compareLadderWithAnchor } from '../test/support/ladder-rate-anchor.ts';
 import { corpusClip } from '../test/support/quality-corpus.ts';

@@ -51,4 +51,13 @@ describe('eslint: the layers inside services/core', function () {
       [],
     );
   });
+
+  it('lets the watermark bucket alone import the AWS SDK, keeping its layer', async () => {
+    const sdk = '@aws-sdk/client-s3';
+    expect(await layerErrors('watermarks/watermark-store.ts', sdk)).to.deep.equal([]);
+    expect(await layerErrors('watermarks/prepare-watermark.ts', sdk)).to.have.length(1);
+    expect(
+      await layerErrors('watermarks/watermark-store.ts', '../status/job-cancels.ts'),
+    ).to.have.length(1);
+  });
 });

@@ -8,7 +8,7 @@ import type { WatermarkList } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import { sniffImage, type ImageFacts, type ImageType } from '../core/media/sniff-image.ts';
 import type { Logger } from '../core/observability/logger.ts';
-import type { WatermarkLibrary } from '../core/storage/watermark-library.ts';
+import type { WatermarkLibrary } from '../core/watermarks/watermark-library.ts';
 import { organisationOf, type Authenticator } from './authenticate.ts';
 import { ClientClosedRequest } from './read-json-body.ts';
 

@@ -1,5 +1,5 @@
 import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
-import type { LadderEncoder, Rung } from '../core/media/ladder.ts';
+import type { LadderEncoder, Rung } from './ladder.ts';
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { JobInput } from '../core/media/read-input.ts';

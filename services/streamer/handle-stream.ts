@@ -12,14 +12,14 @@ import {
 } from '../core/media-job/media-job.ts';
 import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput } from '../core/media/describe-media.ts';
-import { defaultLadder, requestedLadder, type Rung } from '../core/media/ladder.ts';
+import { defaultLadder, requestedLadder, type Rung } from './ladder.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
 import type { MeasuredOutput } from '../core/media-job/report-quality.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import type { MediaStore } from '../core/storage/media-store.ts';
-import { inPool, publishObjects } from '../core/storage/publish-objects.ts';
+import { inPool, publishObjects } from './publish-objects.ts';
 import { AUDIO_RENDITION, firstPassShare } from './build-ladder-args.ts';
 import { publishDuringEncode } from './publish-during-encode.ts';
 import { measureRungs, RUNG_FRAMES_FILE } from './measure-rungs.ts';

@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Rung } from '../core/media/ladder.ts';
+import type { Rung } from './ladder.ts';
 import { AUDIO_RENDITION } from './build-ladder-args.ts';
 import { codecString, segmentDecodeTime, trackTimescale } from './read-cmaf.ts';
 

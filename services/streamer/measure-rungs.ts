@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { finished, pipeline } from 'node:stream/promises';
 import type { StreamSpec } from '../core/contracts/types.generated.ts';
-import type { Rung } from '../core/media/ladder.ts';
+import type { Rung } from './ladder.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import type { MediaJobDeps } from '../core/media-job/media-job.ts';
 import {

@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { QualityReport, StreamResult } from '../core/contracts/types.generated.ts';
-import type { Rung } from '../core/media/ladder.ts';
-import type { PublishItem } from '../core/storage/publish-objects.ts';
+import type { Rung } from './ladder.ts';
+import type { PublishItem } from './publish-objects.ts';
 import type { WrittenLadder } from './write-ladder.ts';
 
 const CONTENT_TYPES: Record<string, string> = {

@@ -108,21 +108,7 @@ async function summarise(
     );
   const size = summarySize(spec, input.video.display);
   checkOutputPixels(size, deps.maxPixels);
-  const timeline = await ffmpegPass(
-    deps,
-    ctx,
-    'analyse',
-    () => input.info.durationSeconds,
-    () =>
-      analyseVideo(deps, {
-        input,
-        scratchPath: join(paths.workDir, 'analysis'),
-        threads: deps.threads,
-        signal: ctx.signal,
-        onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
-        paletteSamples: spec.format === 'gif',
-      }),
-  );
+  const timeline = await analyse(deps, ctx, input, spec, paths.workDir);
   checkDecodedLength(input.info, timeline.decodedSeconds);
   const segments = selectSegments(timeline, {
     targetSeconds: summaryTargetSeconds(input.info.durationSeconds),
@@ -154,20 +140,7 @@ async function summarise(
   };
   const plan = buildSummaryArgs(render);
   for (const file of plan.files) await writeFile(file.path, file.content, 'utf8');
-  // A GIF's palette from samples takes a fraction of a second; an MP4's join of its parts
-  // copies the video and encodes the audio, a few percent of the render.
-  const spans =
-    plan.steps.length > 1
-      ? spec.format === 'gif'
-        ? [
-            { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: 0 },
-            { from: PALETTE_PERCENT, to: 95, expectedSeconds: total },
-          ]
-        : [
-            { from: ANALYSED_PERCENT, to: 90, expectedSeconds: total },
-            { from: 90, to: 95, expectedSeconds: total },
-          ]
-      : [{ from: ANALYSED_PERCENT, to: 95, expectedSeconds: total }];
+  const spans = encodeSpans(plan.steps.length, spec.format, total);
   for (const [k, runs] of plan.steps.entries())
     await runEncodes(deps, ctx, runs, spans[k] ?? { from: 95, to: 95, expectedSeconds: total });
   if (plan.gifParts) await joinGifs(plan.gifParts, paths.outputPath);
@@ -181,6 +154,53 @@ async function summarise(
   });
   const measured = await measureSummary(deps, ctx, job, { render, out, workDir: paths.workDir });
   return { out, segments, input: describeInput(input), measured };
+}
+
+/** The analysis pass: scene changes and motion over the whole input (and palette samples for a GIF). */
+function analyse(
+  deps: SummarizerDeps,
+  ctx: JobContext,
+  input: Parameters<typeof analyseVideo>[1]['input'],
+  spec: SummarySpec,
+  workDir: string,
+): ReturnType<typeof analyseVideo> {
+  return ffmpegPass(
+    deps,
+    ctx,
+    'analyse',
+    () => input.info.durationSeconds,
+    () =>
+      analyseVideo(deps, {
+        input,
+        scratchPath: join(workDir, 'analysis'),
+        threads: deps.threads,
+        signal: ctx.signal,
+        onProgress: (fraction) => ctx.progress(5 + (ANALYSED_PERCENT - 5) * fraction, 'encode'),
+        paletteSamples: spec.format === 'gif',
+      }),
+  );
+}
+
+/**
+ * The progress span of each encode step. A GIF's palette from samples takes a fraction of a
+ * second; an MP4's join of its parts copies the video and encodes the audio, a few percent of the
+ * render.
+ */
+function encodeSpans(
+  steps: number,
+  format: SummarySpec['format'],
+  total: number,
+): { from: number; to: number; expectedSeconds: number }[] {
+  if (steps <= 1) return [{ from: ANALYSED_PERCENT, to: 95, expectedSeconds: total }];
+  return format === 'gif'
+    ? [
+        { from: ANALYSED_PERCENT, to: PALETTE_PERCENT, expectedSeconds: 0 },
+        { from: PALETTE_PERCENT, to: 95, expectedSeconds: total },
+      ]
+    : [
+        { from: ANALYSED_PERCENT, to: 90, expectedSeconds: total },
+        { from: 90, to: 95, expectedSeconds: total },
+      ];
 }
 
 /** The summary's quality report, against its clips of the input (see summaryReference). */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import type { WatermarkList } from '../../services/core/contracts/types.generated.ts';
-import { createFolderLibrary } from '../../services/core/storage/watermark-library.ts';
+import { createFolderLibrary } from '../../services/core/watermarks/watermark-library.ts';
 import { generateImage } from '../support/generate-clip.ts';
 import { KEY_A, KEY_B, makeIngress } from './ingress-fixture.ts';
 

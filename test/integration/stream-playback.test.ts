@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-s3';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import type { AllInOne } from '../../services/all-in-one/start-all-in-one.ts';
-import { defaultLadder, type Rung } from '../../services/core/media/ladder.ts';
+import { defaultLadder, type Rung } from '../../services/streamer/ladder.ts';
 import { readInput } from '../../services/core/media/read-input.ts';
 import { planThumbnails } from '../../services/streamer/thumbnails.ts';
 import { writeLadder } from '../../services/streamer/write-ladder.ts';

@@ -18,7 +18,7 @@ import { loadConfig } from '../../services/core/config.ts';
 import { MediaError } from '../../services/core/errors.ts';
 import { sniffImage } from '../../services/core/media/sniff-image.ts';
 import { silentLogger } from '../../services/core/observability/logger.ts';
-import { createBucketLibrary } from '../../services/core/storage/watermark-store.ts';
+import { createBucketLibrary } from '../../services/core/watermarks/watermark-store.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateImage } from '../support/generate-clip.ts';
 import {

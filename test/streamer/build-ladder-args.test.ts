@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { defaultLadder } from '../../services/core/media/ladder.ts';
+import { defaultLadder } from '../../services/streamer/ladder.ts';
 import { pictureFilters } from '../../services/core/media/picture-filters.ts';
 import { qualityArgs } from '../../services/core/media/quality-args.ts';
 import {

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { defaultLadder, type Rung } from '../../services/core/media/ladder.ts';
+import { defaultLadder, type Rung } from '../../services/streamer/ladder.ts';
 import { readInput, type JobInput } from '../../services/core/media/read-input.ts';
 import { buildLadderArgs } from '../../services/streamer/build-ladder-args.ts';
 import { planThumbnails } from '../../services/streamer/thumbnails.ts';

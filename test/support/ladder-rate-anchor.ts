@@ -13,7 +13,7 @@ import {
   type LadderEncoder,
   type RequestedRung,
   type Rung,
-} from '../../services/core/media/ladder.ts';
+} from '../../services/streamer/ladder.ts';
 import { pictureFilters } from '../../services/core/media/picture-filters.ts';
 import { buildLadderPasses, ladderReference } from '../../services/streamer/build-ladder-args.ts';
 import {

@@ -53,55 +53,15 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
   const db = new DatabaseSync(options.path);
   migrate(db);
-  const insert = db.prepare(
-    'INSERT INTO records (topic, key, value, headers, at, due) VALUES (?, ?, ?, ?, ?, ?)',
-  );
   const maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM records');
-  const compact = compactionStatements(db);
   const wake = new EventEmitter().setMaxListeners(0);
   const subscriptions = new Set<Subscription>();
   let closed = false;
 
   const retentionMs = options.retentionMs ?? 7 * 24 * 3600_000;
-  const prune = (): void => {
-    const cutoff = Date.now() - retentionMs;
-    // A record scheduled further out than the retention is kept until it is due.
-    const old = 'SELECT seq FROM records WHERE at < ? AND due < ?';
-    db.prepare(`DELETE FROM acks WHERE ${ACKS_OF} IN (${old})`).run(cutoff, cutoff);
-    db.prepare(`DELETE FROM records WHERE seq IN (${old})`).run(cutoff, cutoff);
-  };
-  prune();
-  const pruneTimer = setInterval(prune, 3600_000).unref();
-
-  const ackStatement = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
-  const commit = (writes: readonly Write[]): void => {
-    if (closed) throw new BusUnavailableError('the embedded bus is closed');
-    const now = Date.now();
-    const published = new Set<string>();
-    db.exec('BEGIN');
-    try {
-      for (const w of writes) {
-        if ('group' in w) {
-          ackStatement.run(w.group, w.seq);
-          continue;
-        }
-        // Due at once is stored as 0, so that the common case stays on the sequence index.
-        const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
-        compact.get(w.topic)?.(w.key);
-        insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
-        published.add(w.topic);
-      }
-      db.exec('COMMIT');
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw new BusUnavailableError(
-        `the embedded bus could not store the records: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    // Only the readers of these topics look again: a commit costs the others nothing.
-    if (published.size > 0) wake.emit('record', published);
-  };
+  pruneOld(db, retentionMs);
+  const pruneTimer = setInterval(() => pruneOld(db, retentionMs), 3600_000).unref();
+  const commit = recordWriter(db, wake, () => closed);
   // Acknowledgements ride in the same transactions: one fsync per event-loop turn for all the
   // records published and handled in it, instead of one per record.
   const commits = createGroupCommit<Write>({
@@ -168,6 +128,59 @@ export function createEmbeddedBus(options: EmbeddedBusOptions): EventBus {
   return bus;
 }
 
+/** Removes records older than the retention (and their acknowledgements), unless still to come. */
+function pruneOld(db: DatabaseSync, retentionMs: number): void {
+  const cutoff = Date.now() - retentionMs;
+  // A record scheduled further out than the retention is kept until it is due.
+  const old = 'SELECT seq FROM records WHERE at < ? AND due < ?';
+  db.prepare(`DELETE FROM acks WHERE ${ACKS_OF} IN (${old})`).run(cutoff, cutoff);
+  db.prepare(`DELETE FROM records WHERE seq IN (${old})`).run(cutoff, cutoff);
+}
+
+/**
+ * Writes one group commit (records and acknowledgements) in one transaction, then wakes the
+ * readers of the topics it published to.
+ */
+function recordWriter(
+  db: DatabaseSync,
+  wake: EventEmitter,
+  isClosed: () => boolean,
+): (writes: readonly Write[]) => void {
+  const insert = db.prepare(
+    'INSERT INTO records (topic, key, value, headers, at, due) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const compact = compactionStatements(db);
+  const ackStatement = db.prepare('INSERT OR IGNORE INTO acks (grp, seq) VALUES (?, ?)');
+  return (writes) => {
+    if (isClosed()) throw new BusUnavailableError('the embedded bus is closed');
+    const now = Date.now();
+    const published = new Set<string>();
+    db.exec('BEGIN');
+    try {
+      for (const w of writes) {
+        if ('group' in w) {
+          ackStatement.run(w.group, w.seq);
+          continue;
+        }
+        // Due at once is stored as 0, so that the common case stays on the sequence index.
+        const due = w.notBefore !== undefined && w.notBefore > now ? w.notBefore : 0;
+        compact.get(w.topic)?.(w.key);
+        insert.run(w.topic, w.key, w.value, JSON.stringify(w.headers ?? {}), now, due);
+        published.add(w.topic);
+      }
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw new BusUnavailableError(
+        `the embedded bus could not store the records: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    // Only the readers of these topics look again: a commit costs the others nothing.
+    if (published.size > 0) wake.emit('record', published);
+  };
+}
+
 /**
  * The acknowledgements of some records, followed by `IN (…seq…)`: naming every group lets SQLite
  * search the (grp, seq) key instead of scanning all acknowledgements once per deleted record.
@@ -192,6 +205,22 @@ function migrate(db: DatabaseSync): void {
   if (!columns.some((c) => c.name === 'due'))
     db.exec('ALTER TABLE records ADD COLUMN due INTEGER NOT NULL DEFAULT 0');
   db.exec('CREATE INDEX IF NOT EXISTS records_scheduled ON records (topic, due) WHERE due > 0');
+}
+
+/** One topic's records due at once, page by page from its first page, in sequence order. */
+function* pagesFrom(
+  first: PendingRow[],
+  page: (after: number, rows: number) => PendingRow[],
+): Generator<PendingRow, void, undefined> {
+  let rows = first;
+  let size = FIRST_PAGE_ROWS;
+  for (;;) {
+    yield* rows;
+    const last = rows.at(-1);
+    if (rows.length < size || !last) return;
+    size = Math.min(size * 4, MAX_PAGE_ROWS);
+    rows = page(last.seq, size);
+  }
 }
 
 /**
@@ -247,21 +276,8 @@ function pendingRecords(
    */
   const floors = new Map<string, number>();
 
-  /** One topic's records due at once, page by page from its first page, in sequence order. */
   const page = (topic: string, after: number, rows: number): PendingRow[] =>
     immediate.all(topic, after, group, rows) as unknown as PendingRow[];
-  const pages = (topic: string, first: PendingRow[]): Iterator<PendingRow> =>
-    (function* () {
-      let rows = first;
-      let size = FIRST_PAGE_ROWS;
-      for (;;) {
-        yield* rows;
-        const last = rows.at(-1);
-        if (rows.length < size || !last) return;
-        size = Math.min(size * 4, MAX_PAGE_ROWS);
-        rows = page(topic, last.seq, size);
-      }
-    })();
 
   return {
     *due(now) {
@@ -274,7 +290,7 @@ function pendingRecords(
       for (const topic of topics) {
         const first = page(topic, floors.get(topic) ?? startSeq, FIRST_PAGE_ROWS);
         floors.set(topic, first[0] ? first[0].seq - 1 : newest);
-        sources.push(pages(topic, first));
+        sources.push(pagesFrom(first, (after, rows) => page(topic, after, rows)));
       }
       for (const row of mergeBySeq(sources)) if (!acking.has(row.seq)) yield row;
     },

@@ -3,7 +3,8 @@
  * file-backed) and Kafka. Handlers never know which one they are on.
  *
  * The consumer stays behind `subscribe`: a Kafka share-group consumer (KIP-932), once a Node
- * client has one, would replace kafka-subscription.ts alone (docs/kafka.md, "Scaling and fair scheduling").
+ * client has one, would replace kafka-subscription.ts and kafka-group-load.ts (docs/kafka.md,
+ * "Scaling and fair scheduling").
  */
 import type { FairShareOptions } from '../scheduling/fair-share.ts';
 
@@ -149,7 +150,7 @@ export const topics = {
   callbacks: 'media.callbacks.v1',
   /**
    * The latest status of each job (key job id, value its whole state as the status view shows
-   * it), written once per state change by the status writer (job-status-view.ts). Compacted:
+   * it), written once per state change by the status writer (job-status-writer.ts). Compacted:
    * only the newest record of a key is sure to be kept.
    */
   jobStatus: 'media.jobs.status.v1',

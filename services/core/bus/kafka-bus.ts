@@ -125,9 +125,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   let consumerDown = false;
   const consumerSettings = {
     ...resolveConsumerSettings(options, prefix),
-    onConsumerDown: () => {
-      consumerDown = true;
-    },
+    onConsumerDown: () => void (consumerDown = true),
     nudgeClient: () => kafkaClient(options),
   };
   const kafka = kafkaClient(options);
@@ -141,7 +139,108 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     producers,
     options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
   );
-  const ensureTopics = onceSucceeded(() =>
+  const ensureTopics = ensureTopicsOnce(kafka, options, prefix, log);
+  const subscriptions = new Set<Subscription>();
+  const forwarder = lazyForwarder(() =>
+    startDelayForwarder(kafka, log, {
+      settings: consumerSettings,
+      ...(options.schedulerGroup ? { group: options.schedulerGroup } : {}),
+      send: (topicMessages) => producers.send(topicMessages, Date.now() + publishTimeoutMs),
+    }),
+  );
+  let closed = false;
+  const assertOpen = (): void => {
+    if (closed) throw new BusUnavailableError('the Kafka bus is closed');
+  };
+
+  return {
+    ensureTopics,
+
+    async publish(records: readonly OutgoingRecord[]): Promise<void> {
+      assertOpen();
+      if (records.length === 0) return;
+      const deadline = Date.now() + publishTimeoutMs;
+      await withDeadline(ensureTopics(), deadline, 'ensure topics');
+      await batches.send(toPendingMessages(prefix, records, deadline));
+    },
+
+    async subscribe(subscribeOptions: SubscribeOptions): Promise<Subscription> {
+      assertOpen();
+      await ensureTopics();
+      // A process that consumes also forwards scheduled records, so that they move on as long
+      // as any worker runs; an ingress that only publishes needs none.
+      await forwarder.start();
+      const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
+      if (closed) {
+        await sub.close(0);
+        throw new BusUnavailableError('the Kafka bus closed while subscribing');
+      }
+      return tracked(subscriptions, (graceMs) => sub.close(graceMs));
+    },
+
+    async tail(tailOptions): Promise<Subscription> {
+      assertOpen();
+      await ensureTopics();
+      const sub = await openTail(kafka, log, options, consumerSettings, tailOptions);
+      const tail = tracked(subscriptions, () => sub.close());
+      if (closed) await tail.close();
+      return tail;
+    },
+
+    async isReady(): Promise<boolean> {
+      if (closed || consumerDown) return false;
+      if (producers.healthy()) return true;
+      return producers.connect(Date.now() + publishTimeoutMs).then(
+        () => true,
+        () => false,
+      );
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await Promise.all([...subscriptions].map((s) => s.close(0)));
+      await forwarder.close();
+      // Publishes already taken are sent (or failed) before the producer disconnects.
+      await batches.drain();
+      await producers.close();
+    },
+  };
+}
+
+/** A tail of the bus's topics, read by its own group (one per reader). */
+function openTail(
+  kafka: KafkaClient,
+  log: Logger,
+  options: KafkaBusOptions,
+  consumerSettings: ConsumerSettings,
+  tailOptions: Parameters<typeof startKafkaTail>[3],
+): Promise<Subscription> {
+  const prefix = options.topicPrefix ?? '';
+  const group =
+    (options.tailGroup ?? `${prefix}media-tail`) +
+    (tailOptions.reader ? `-${tailOptions.reader}` : '');
+  return startKafkaTail(
+    kafka,
+    log,
+    {
+      topicPrefix: prefix,
+      group,
+      maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
+      disconnect: consumerSettings.disconnect,
+    },
+    tailOptions,
+  );
+}
+
+/** Creates the bus's missing topics, once: a failure is tried again at the next call. */
+function ensureTopicsOnce(
+  kafka: KafkaClient,
+  options: KafkaBusOptions,
+  prefix: string,
+  log: Logger,
+): () => Promise<TopicReport[]> {
+  return onceSucceeded(() =>
     ensureKafkaTopics(
       kafka,
       Object.values(topics).map((t) => prefix + t),
@@ -174,100 +273,39 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       },
     ),
   );
-  const subscriptions = new Set<Subscription>();
+}
+
+/** The delay forwarder, started at the first call of `start` (again after a failed start). */
+function lazyForwarder(begin: () => Promise<DelayForwarder>): {
+  start: () => Promise<DelayForwarder>;
+  close: () => Promise<void>;
+} {
   let forwarder: Promise<DelayForwarder> | undefined;
-  const startForwarder = (): Promise<DelayForwarder> =>
-    (forwarder ??= startDelayForwarder(kafka, log, {
-      settings: consumerSettings,
-      ...(options.schedulerGroup ? { group: options.schedulerGroup } : {}),
-      send: (topicMessages) => producers.send(topicMessages, Date.now() + publishTimeoutMs),
-    }).catch((error: unknown) => {
-      forwarder = undefined;
-      throw error;
-    }));
-  let closed = false;
-  const assertOpen = (): void => {
-    if (closed) throw new BusUnavailableError('the Kafka bus is closed');
-  };
-
   return {
-    ensureTopics,
-
-    async publish(records: readonly OutgoingRecord[]): Promise<void> {
-      assertOpen();
-      if (records.length === 0) return;
-      const deadline = Date.now() + publishTimeoutMs;
-      await withDeadline(ensureTopics(), deadline, 'ensure topics');
-      await batches.send(toPendingMessages(prefix, records, deadline));
-    },
-
-    async subscribe(subscribeOptions: SubscribeOptions): Promise<Subscription> {
-      assertOpen();
-      await ensureTopics();
-      // A process that consumes also forwards scheduled records, so that they move on as long
-      // as any worker runs; an ingress that only publishes needs none.
-      await startForwarder();
-      const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
-      if (closed) {
-        await sub.close(0);
-        throw new BusUnavailableError('the Kafka bus closed while subscribing');
-      }
-      const tracked: Subscription = {
-        close: async (graceMs) => {
-          subscriptions.delete(tracked);
-          await sub.close(graceMs);
-        },
-      };
-      subscriptions.add(tracked);
-      return tracked;
-    },
-
-    async tail(tailOptions): Promise<Subscription> {
-      assertOpen();
-      await ensureTopics();
-      const sub = await startKafkaTail(
-        kafka,
-        log,
-        {
-          topicPrefix: prefix,
-          group:
-            (options.tailGroup ?? `${prefix}media-tail`) +
-            (tailOptions.reader ? `-${tailOptions.reader}` : ''),
-          maxWaitTimeMs: consumerSettings.maxWaitTimeMs,
-          disconnect: consumerSettings.disconnect,
-        },
-        tailOptions,
-      );
-      const tracked: Subscription = {
-        close: async () => {
-          subscriptions.delete(tracked);
-          await sub.close();
-        },
-      };
-      subscriptions.add(tracked);
-      if (closed) await tracked.close();
-      return tracked;
-    },
-
-    async isReady(): Promise<boolean> {
-      if (closed || consumerDown) return false;
-      if (producers.healthy()) return true;
-      return producers.connect(Date.now() + publishTimeoutMs).then(
-        () => true,
-        () => false,
-      );
-    },
-
-    async close(): Promise<void> {
-      if (closed) return;
-      closed = true;
-      await Promise.all([...subscriptions].map((s) => s.close(0)));
+    start: () =>
+      (forwarder ??= begin().catch((error: unknown) => {
+        forwarder = undefined;
+        throw error;
+      })),
+    close: async () => {
       await forwarder?.then((f) => f.close()).catch(() => undefined);
-      // Publishes already taken are sent (or failed) before the producer disconnects.
-      await batches.drain();
-      await producers.close();
     },
   };
+}
+
+/** A subscription kept in `open` until it is closed, so that the bus's close closes it. */
+function tracked(
+  open: Set<Subscription>,
+  close: (graceMs?: number) => Promise<void>,
+): Subscription {
+  const subscription: Subscription = {
+    close: async (graceMs) => {
+      open.delete(subscription);
+      await close(graceMs);
+    },
+  };
+  open.add(subscription);
+  return subscription;
 }
 
 function kafkaClient(options: KafkaBusOptions, retry?: KafkaConfig['retry']): KafkaClient {

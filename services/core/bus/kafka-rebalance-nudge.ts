@@ -107,34 +107,3 @@ async function nudgeOnce(
   }
   log.info('kafka.rebalance_nudged', { reason, ms: Math.round(performance.now() - started) });
 }
-
-/**
- * When a member whose slots are all busy should ask for a rebalance: once records have waited in
- * its window on partitions it could give away (no running record there) for `firstAfterMs`, then
- * again only after twice as long each time it is still crowded (up to `maxAfterMs`), so a backlog
- * that keeps every member busy costs a few rebalances, not a stream of them. Reset once nothing
- * waits. Another member with a free slot then gets those partitions (kafka-assigner.ts).
- */
-export function createCrowdWatch(options: { firstAfterMs?: number; maxAfterMs?: number } = {}): {
-  /** True when a rebalance is due now. */
-  check(now: number, crowded: boolean, anyWaiting: boolean): boolean;
-} {
-  const first = options.firstAfterMs ?? 3000;
-  const max = options.maxAfterMs ?? 120_000;
-  let since: number | undefined;
-  let after = first;
-  return {
-    check(now, crowded, anyWaiting) {
-      if (!crowded) {
-        since = undefined;
-        if (!anyWaiting) after = first;
-        return false;
-      }
-      since ??= now;
-      if (now - since < after) return false;
-      since = now;
-      after = Math.min(after * 2, max);
-      return true;
-    },
-  };
-}

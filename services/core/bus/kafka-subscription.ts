@@ -4,11 +4,8 @@ import type { BusRecord, DeliveryContext, SubscribeOptions, Subscription } from 
 import type { Logger } from '../observability/logger.ts';
 import { createFairShare, NO_TENANT, type FairShare } from '../scheduling/fair-share.ts';
 import { busyAwareAssigner, type MemberLoad } from './kafka-assigner.ts';
-import {
-  createCrowdWatch,
-  createRebalanceNudge,
-  type RebalanceNudge,
-} from './kafka-rebalance-nudge.ts';
+import { createRebalanceNudge, type RebalanceNudge } from './kafka-rebalance-nudge.ts';
+import { reportLoad, watchGroupLoad, type GroupLoadWatch } from './kafka-group-load.ts';
 import {
   asBusUnavailable,
   headersToStrings,
@@ -17,13 +14,13 @@ import {
 } from './kafka-support.ts';
 import {
   admit,
-  decodeDone,
-  marksQueued,
   finishedOffsets,
   forgetCommitted,
   commitPoint,
   newTrack,
+  partitionId,
   readyItems,
+  unsettled,
   windowCount,
   type PartitionTrack,
   type WindowItem,
@@ -102,10 +99,8 @@ interface State {
    */
   joinHold: Set<string> | undefined;
   nudge: RebalanceNudge;
-  /** Checks every second whether records wait here while another member may have free slots. */
-  crowdTimer: NodeJS.Timeout | undefined;
-  /** Looking for records queued on other members while this one has room (watchIdle). */
-  idle: { checking: boolean; nextAt: number; afterMs: number };
+  /** Crowding, the idle watch (kafka-group-load.ts); set once the state exists. */
+  load: GroupLoadWatch | undefined;
 }
 
 /**
@@ -125,7 +120,8 @@ interface State {
  * Rebalances are eager (kafkajs has no cooperative protocol), so the partitions are assigned by
  * kafka-assigner.ts: a partition on which this member runs a record stays with it, and those
  * whose records only wait (not started, or started by a handler that only waits: waitOnly) go
- * where slots are free. A stopping member makes the group rebalance
+ * where slots are free; between rebalances kafka-group-load.ts watches the group's load (crowding,
+ * idle slots) and asks for one when records wait on a busy member. A stopping member makes the group rebalance
  * (kafka-rebalance-nudge.ts) when it starts to drain and each time one of its jobs ends, so its
  * waiting records move at once. A running record whose partition moves anyway (its member was
  * taken for dead) is aborted here and started again by its new owner. A rejected record is
@@ -146,7 +142,7 @@ export async function startKafkaSubscription(
     // Round robin too: members of an older version announce only that one, and the group uses
     // the assigner every member announces.
     partitionAssigners: [
-      busyAwareAssigner(() => reportLoad(made.state, concurrency)),
+      busyAwareAssigner(() => joinLoad(made.state, concurrency)),
       kafkajs.PartitionAssigners.roundRobin,
     ],
     sessionTimeout: settings.sessionTimeoutMs,
@@ -155,8 +151,25 @@ export async function startKafkaSubscription(
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
   });
+  const s = newState(kafka, consumer, log, settings, options);
+  made.state = s;
+  watchGroup(s);
+  s.load = watchGroupLoad(s, (track) => void commit(s, track));
+  await runConsumer(s);
+  let closing: Promise<void> | undefined;
+  return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
+}
+
+function newState(
+  kafka: Kafka,
+  consumer: Consumer,
+  log: Logger,
+  settings: ConsumerSettings,
+  options: SubscribeOptions,
+): State {
+  const concurrency = Math.max(1, options.concurrency ?? 1);
   const fullTopics = options.topics.map((t) => settings.topicPrefix + t);
-  const s: State = {
+  return {
     consumer,
     admin: kafka.admin(),
     log: log.child({ group: options.group }),
@@ -178,8 +191,7 @@ export async function startKafkaSubscription(
     joinWaiters: [],
     assignWaiters: [],
     timer: undefined,
-    crowdTimer: undefined,
-    idle: { checking: false, nextAt: 0, afterMs: IDLE_NUDGE_FIRST_MS },
+    load: undefined,
     stopping: false,
     joinHold: undefined,
     nudge: createRebalanceNudge(
@@ -195,9 +207,11 @@ export async function startKafkaSubscription(
       },
     ),
   };
-  made.state = s;
-  watchGroup(s);
-  watchCrowding(s);
+}
+
+/** Connects, subscribes and runs the consumer; on a failure, leaves nothing running. */
+async function runConsumer(s: State): Promise<void> {
+  const { consumer, options } = s;
   try {
     await s.admin.connect();
     await consumer.connect();
@@ -212,138 +226,17 @@ export async function startKafkaSubscription(
       eachBatch: (payload) => takeBatch(s, payload),
     });
   } catch (error) {
-    clearInterval(s.crowdTimer);
+    s.load?.stop();
     await consumer.disconnect().catch(() => undefined);
     await s.admin.disconnect().catch(() => undefined);
     throw asBusUnavailable(error, `subscribe (group ${options.group})`);
   }
-  let closing: Promise<void> | undefined;
-  return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
 }
 
-const idOf = (topic: string, partition: number): string => `${topic}:${partition}`;
-
-/** A record whose handler works: its partition stays with this member until it ends. */
-const works = (i: WindowItem): boolean => i.state === 'running' && i.movable !== true;
-
-/** A record not started, or whose handler only waits (waitOnly): it may move to another member. */
-const waitsOnly = (i: WindowItem): boolean =>
-  i.state === 'waiting' || (i.state === 'running' && i.movable === true);
-
-/** Whether the partition has finished records that its last successful commit does not cover. */
-function unsettled(track: PartitionTrack): boolean {
-  const finished = finishedOffsets(track);
-  if (finished.size === 0) return false;
-  const last = track.committed;
-  if (!last) return true;
-  const covered = decodeDone(last.offset, last.metadata);
-  return [...finished].some((o) => !covered.has(o));
-}
-
-/**
- * Balance between rebalances: records that arrive after an assignment land where their partition
- * is, so a member may hold waiting records while another has free slots. Checked every second:
- * - a member whose slots are all busy (or whose handlers only wait for its capacity) and whose
- *   waiting records sit on partitions it could give away asks for a rebalance, backing off;
- * - each partition whose records only wait, and could move, is marked so in its commit
- *   metadata, and a member with room for work and nothing waiting of its own reads the group's
- *   commits (one request) and asks for a rebalance when another member's partition is marked:
- *   so a slot that frees while others hold queued records gets one in seconds.
- */
-function watchCrowding(s: State): void {
-  const crowd = createCrowdWatch();
-  s.crowdTimer = setInterval(() => {
-    if (s.stopping) return;
-    let movable = false;
-    let anyWaiting = false;
-    let parked = false;
-    for (const track of s.tracks.values()) {
-      const waiting = track.items.some((i) => waitsOnly(i));
-      const couldMove = waiting && !track.items.some((i) => works(i));
-      anyWaiting ||= waiting;
-      parked ||= track.items.some((i) => i.state === 'running' && i.movable === true);
-      movable ||= couldMove;
-      if (track.queued !== couldMove) {
-        track.queued = couldMove;
-        void commit(s, track);
-      }
-    }
-    // Busy: every slot taken, or handlers that only wait for this member's capacity.
-    const crowded = movable && (s.running.size >= s.concurrency || parked);
-    if (crowd.check(Date.now(), crowded, anyWaiting))
-      s.nudge.request('records wait while every slot is busy');
-    if (!anyWaiting) watchIdle(s);
-  }, 1000);
-  s.crowdTimer.unref();
-}
-
-const IDLE_CHECK_MS = 1000;
-const IDLE_NUDGE_FIRST_MS = 3000;
-const IDLE_NUDGE_MAX_MS = 60_000;
-
-/**
- * A member with room for work looks for records queued on other members' partitions; after a
- * nudge that brought it nothing it waits longer (doubling), until it starts a record again.
- */
-function watchIdle(s: State): void {
-  const idle = s.idle;
-  const room = s.options.freeForWork?.() ?? s.concurrency - s.running.size;
-  if (room <= 0 || idle.checking || Date.now() < idle.nextAt) return;
-  idle.checking = true;
-  queuedElsewhere(s)
-    .then((found) => {
-      if (!found || s.stopping) {
-        idle.nextAt = Date.now() + IDLE_CHECK_MS;
-        return;
-      }
-      s.nudge.request('a slot is free while records wait on another member');
-      idle.nextAt = Date.now() + idle.afterMs;
-      idle.afterMs = Math.min(idle.afterMs * 2, IDLE_NUDGE_MAX_MS);
-    })
-    .catch((error: unknown) => {
-      s.log.debug('kafka.idle_check_failed', { error });
-      idle.nextAt = Date.now() + IDLE_CHECK_MS;
-    })
-    .finally(() => (idle.checking = false));
-}
-
-async function queuedElsewhere(s: State): Promise<boolean> {
-  const res = await s.admin.fetchOffsets({ groupId: s.options.group, topics: s.fullTopics });
-  return res.some(({ topic, partitions }) =>
-    partitions.some((p) => marksQueued(p.metadata) && !s.owned.has(idOf(topic, p.partition))),
-  );
-}
-
-/**
- * What this member tells the group leader as it joins (kafka-assigner.ts), and the hold on
- * starting records of the partitions it did not report busy until the assignment arrives.
- */
-function reportLoad(s: State | undefined, slots: number): MemberLoad {
-  const busy = new Set<string>();
-  const waiting: Record<string, number> = {};
-  for (const [id, track] of s?.tracks ?? []) {
-    // Finished records no commit names yet pin their partition too: its next owner would run
-    // them again.
-    if (unsettled(track)) busy.add(id);
-    for (const item of track.items) {
-      if (works(item)) busy.add(id);
-      else if (waitsOnly(item)) waiting[id] = (waiting[id] ?? 0) + 1;
-    }
-  }
-  const free = s?.options.freeForWork?.();
-  if (s) {
-    s.joinHold = busy;
-    s.log.debug('kafka.join_load', { busy: busy.size, waiting: Object.keys(waiting).length, free });
-  }
-  return {
-    slots,
-    running: s?.running.size ?? 0,
-    ...(free === undefined ? {} : { free: Math.max(0, free) }),
-    busy: [...busy],
-    waiting,
-    stopping: s?.stopping ?? false,
-    nudge: false,
-  };
+function joinLoad(s: State | undefined, slots: number): MemberLoad {
+  const { load, busy } = reportLoad(s, slots);
+  if (s) s.joinHold = busy;
+  return load;
 }
 
 function watchGroup(s: State): void {
@@ -351,7 +244,9 @@ function watchGroup(s: State): void {
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     s.joinHold = undefined;
     const owned = new Set(
-      Object.entries(payload.memberAssignment).flatMap(([t, ps]) => ps.map((p) => idOf(t, p))),
+      Object.entries(payload.memberAssignment).flatMap(([t, ps]) =>
+        ps.map((p) => partitionId(t, p)),
+      ),
     );
     s.owned = owned;
     // A kept partition keeps its whole window, waiting records included: kafkajs fetches it again
@@ -395,7 +290,7 @@ function dropTrack(s: State, id: string, track: PartitionTrack, reason: string):
 
 /** The partition's track, reading its committed offset and metadata the first time. */
 function trackOf(s: State, topic: string, partition: number): Promise<PartitionTrack> {
-  const id = idOf(topic, partition);
+  const id = partitionId(topic, partition);
   const known = s.tracks.get(id);
   if (known) return Promise.resolve(known);
   let loading = s.loading.get(id);
@@ -426,7 +321,7 @@ async function takeBatch(s: State, payload: EachBatchPayload): Promise<void> {
   const { batch } = payload;
   if (s.stopping || batch.isEmpty()) return;
   const track = await trackOf(s, batch.topic, batch.partition);
-  if (s.tracks.get(idOf(batch.topic, batch.partition)) !== track) return;
+  if (s.tracks.get(partitionId(batch.topic, batch.partition)) !== track) return;
   track.highWatermark = BigInt(batch.highWatermark);
   for (const message of batch.messages) {
     if (s.stopping || !payload.isRunning() || payload.isStale()) break;
@@ -480,7 +375,7 @@ function pump(s: State): void {
   if (free > 0) {
     const hold = s.joinHold;
     const ready = readyItems(s.tracks.values(), now).filter(
-      (i) => !hold || hold.has(idOf(i.topic, i.partition)),
+      (i) => !hold || hold.has(partitionId(i.topic, i.partition)),
     );
     for (const item of s.fair.pick(ready, free, (i) => i.tenant)) start(s, item);
   }
@@ -489,7 +384,7 @@ function pump(s: State): void {
 }
 
 function start(s: State, item: WindowItem): void {
-  s.idle.afterMs = IDLE_NUDGE_FIRST_MS;
+  s.load?.started();
   const controller = new AbortController();
   const record = item.record;
   item.state = 'running';
@@ -532,7 +427,7 @@ function start(s: State, item: WindowItem): void {
  */
 async function begin(s: State, item: WindowItem): Promise<void> {
   const reportedWaiting =
-    s.joinHold !== undefined && !s.joinHold.has(idOf(item.topic, item.partition));
+    s.joinHold !== undefined && !s.joinHold.has(partitionId(item.topic, item.partition));
   if (item.state === 'running' && item.movable === true && reportedWaiting)
     await calledOrAfter(s.assignWaiters, s.settings.sessionTimeoutMs);
   if (item.state === 'running') item.movable = false;
@@ -543,7 +438,7 @@ function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | '
   s.running.delete(item);
   delete item.movable;
   s.fair.finished(item.tenant);
-  const track = s.tracks.get(idOf(item.topic, item.partition));
+  const track = s.tracks.get(partitionId(item.topic, item.partition));
   // A handler that finished after losing its partition must not commit over the new owner.
   if (!track?.items.includes(item)) {
     if (track) track.items = track.items.filter((i) => i !== item);
@@ -571,7 +466,7 @@ function finish(s: State, item: WindowItem, outcome: 'resolved' | 'rejected' | '
 
 /** Commits one partition, one commit at a time, to its first unfinished record. */
 function commit(s: State, track: PartitionTrack): Promise<void> {
-  const id = idOf(track.topic, track.partition);
+  const id = partitionId(track.topic, track.partition);
   const previous = s.commits.get(id) ?? Promise.resolve();
   const next = previous.then(async () => {
     if (s.tracks.get(id) !== track) return;
@@ -639,7 +534,7 @@ function armRetryTimer(s: State, now: number): void {
 async function closeSubscription(s: State, graceMs: number): Promise<void> {
   s.stopping = true;
   clearTimeout(s.timer);
-  clearInterval(s.crowdTimer);
+  s.load?.stop();
   try {
     s.consumer.pause(s.fullTopics.map((topic) => ({ topic })));
   } catch {

@@ -177,3 +177,23 @@ export function windowCount(tracks: Iterable<PartitionTrack>): number {
   for (const t of tracks) for (const i of t.items) if (i.state !== 'done') n += 1;
   return n;
 }
+
+/** The id of a partition in a subscription's maps: `topic:partition`. */
+export const partitionId = (topic: string, partition: number): string => `${topic}:${partition}`;
+
+/** A record whose handler works: its partition stays with this member until it ends. */
+export const works = (i: WindowItem): boolean => i.state === 'running' && i.movable !== true;
+
+/** A record not started, or whose handler only waits (waitOnly): it may move to another member. */
+export const waitsOnly = (i: WindowItem): boolean =>
+  i.state === 'waiting' || (i.state === 'running' && i.movable === true);
+
+/** Whether the partition has finished records that its last successful commit does not cover. */
+export function unsettled(track: PartitionTrack): boolean {
+  const finished = finishedOffsets(track);
+  if (finished.size === 0) return false;
+  const last = track.committed;
+  if (!last) return true;
+  const covered = decodeDone(last.offset, last.metadata);
+  return [...finished].some((o) => !covered.has(o));
+}

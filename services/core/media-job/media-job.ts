@@ -7,7 +7,7 @@ import type { FfmpegRunner } from '../media/run-ffmpeg.ts';
 import { prepareWatermark, type PreparedWatermark } from '../watermarks/prepare-watermark.ts';
 import type { FFMPEG_PASSES, Metrics, StoreKind } from '../observability/metrics.ts';
 import type { MediaStore, StoreResolver } from '../storage/media-store.ts';
-import type { WatermarkLibrary } from '../storage/watermark-library.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
 import type { JobContext } from '../worker/job-handler.ts';
 import type { Semaphore } from '../scheduling/semaphore.ts';

@@ -40,62 +40,23 @@ const EXIT_RETRY_MS = 10;
  * whose log reader went away never exited (issue 28).
  */
 export function createLogWriter(options: LogWriterOptions): LogWriter {
-  const write = options.writeSync ?? writeSync;
+  const s: Lines = {
+    options,
+    write: options.writeSync ?? writeSync,
+    report: options.report ?? (() => undefined),
+    queue: [],
+    queuedBytes: 0,
+    head: undefined,
+    failed: undefined,
+    overflowing: false,
+    dropped: 0,
+  };
   const sleep = options.sleepSync ?? sleepThread;
-  const report = options.report ?? (() => undefined);
-  let queue: string[] = [];
-  let queuedBytes = 0;
-  /** Bytes taken from the queue and not yet written (a write that was cut short). */
-  let head: Buffer | undefined;
   let scheduled = false;
   let retryTimer: NodeJS.Timeout | undefined;
-  let failed: string | undefined;
-  let overflowing = false;
-  let dropped = 0;
-
-  const drop = (lines: number, cause: string): void => {
-    dropped += lines;
-    if (cause === 'full' && !overflowing) {
-      overflowing = true;
-      report(`log lines dropped: more than ${options.maxBytes} bytes wait to be written`);
-    }
-  };
-  /** Writes until done or refused; false when the descriptor is not ready (EAGAIN). */
-  const writeSome = (): boolean => {
-    while (!failed) {
-      if (!head) {
-        if (queue.length === 0) return true;
-        head = Buffer.from(queue.join(''));
-        queue = [];
-        queuedBytes = 0;
-      }
-      let n: number;
-      try {
-        n = write(options.fd, head);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code ?? String(error);
-        if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return false;
-        failed = code;
-        drop(unwrittenLines(), 'failed');
-        report(`log output failed (${code}): log lines are dropped from now on`);
-        return true;
-      }
-      head = n < head.length ? head.subarray(n) : undefined;
-      if (!head) overflowing = false;
-    }
-    return true;
-  };
-  const unwrittenLines = (): number => {
-    const inHead = head ? countLines(head) : 0;
-    const lines = queue.length + inHead;
-    head = undefined;
-    queue = [];
-    queuedBytes = 0;
-    return lines;
-  };
   const flushSoon = (): void => {
     scheduled = false;
-    if (writeSome()) return;
+    if (writeSome(s)) return;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
       flushSoon();
@@ -106,36 +67,105 @@ export function createLogWriter(options: LogWriterOptions): LogWriter {
 
   return {
     get dropped() {
-      return dropped;
+      return s.dropped;
     },
     write(line) {
-      if (failed) return drop(1, 'failed');
-      if (queuedBytes + line.length > options.maxBytes) return drop(1, 'full');
-      queue.push(line);
-      queuedBytes += line.length;
+      if (s.failed) return drop(s, 1, 'failed');
+      if (s.queuedBytes + line.length > options.maxBytes) return drop(s, 1, 'full');
+      s.queue.push(line);
+      s.queuedBytes += line.length;
       if (scheduled || retryTimer) return;
       scheduled = true;
       setImmediate(flushSoon);
     },
-    flushSync({ stallMs, maxMs }) {
+    flushSync(limits) {
       clearTimeout(retryTimer);
-      const start = Date.now();
-      let progressAt = start;
-      let left = (head?.length ?? 0) + queuedBytes;
-      while (!writeSome()) {
-        const now = Date.now();
-        const leftNow = (head?.length ?? 0) + queuedBytes;
-        if (leftNow < left) [left, progressAt] = [leftNow, now];
-        if (now - progressAt >= stallMs || now - start >= maxMs) {
-          drop(unwrittenLines(), 'exit');
-          break;
-        }
-        sleep(EXIT_RETRY_MS);
-      }
-      if (dropped > 0)
-        report(`${dropped} log lines dropped${failed ? ` (log output failed: ${failed})` : ''}`);
+      flushBeforeExit(s, limits, sleep);
     },
   };
+}
+
+/** The lines waiting to be written, and what became of those that never will be. */
+interface Lines {
+  options: LogWriterOptions;
+  write: (fd: number, data: Buffer) => number;
+  report: (message: string) => void;
+  queue: string[];
+  queuedBytes: number;
+  /** Bytes taken from the queue and not yet written (a write that was cut short). */
+  head: Buffer | undefined;
+  failed: string | undefined;
+  overflowing: boolean;
+  dropped: number;
+}
+
+function drop(s: Lines, lines: number, cause: string): void {
+  s.dropped += lines;
+  if (cause === 'full' && !s.overflowing) {
+    s.overflowing = true;
+    s.report(`log lines dropped: more than ${s.options.maxBytes} bytes wait to be written`);
+  }
+}
+
+/** Writes until done or refused; false when the descriptor is not ready (EAGAIN). */
+function writeSome(s: Lines): boolean {
+  while (!s.failed) {
+    if (!s.head) {
+      if (s.queue.length === 0) return true;
+      s.head = Buffer.from(s.queue.join(''));
+      s.queue = [];
+      s.queuedBytes = 0;
+    }
+    let n: number;
+    try {
+      n = s.write(s.options.fd, s.head);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return false;
+      s.failed = code;
+      drop(s, unwrittenLines(s), 'failed');
+      s.report(`log output failed (${code}): log lines are dropped from now on`);
+      return true;
+    }
+    s.head = n < s.head.length ? s.head.subarray(n) : undefined;
+    if (!s.head) s.overflowing = false;
+  }
+  return true;
+}
+
+/** Empties the queue and the head, counting their lines. */
+function unwrittenLines(s: Lines): number {
+  const inHead = s.head ? countLines(s.head) : 0;
+  const lines = s.queue.length + inHead;
+  s.head = undefined;
+  s.queue = [];
+  s.queuedBytes = 0;
+  return lines;
+}
+
+/** Writes what waits, retrying while the reader makes progress, within the exit's limits. */
+function flushBeforeExit(
+  s: Lines,
+  { stallMs, maxMs }: { stallMs: number; maxMs: number },
+  sleep: (ms: number) => void,
+): void {
+  const start = Date.now();
+  let progressAt = start;
+  let left = (s.head?.length ?? 0) + s.queuedBytes;
+  while (!writeSome(s)) {
+    const now = Date.now();
+    const leftNow = (s.head?.length ?? 0) + s.queuedBytes;
+    if (leftNow < left) [left, progressAt] = [leftNow, now];
+    if (now - progressAt >= stallMs || now - start >= maxMs) {
+      drop(s, unwrittenLines(s), 'exit');
+      break;
+    }
+    sleep(EXIT_RETRY_MS);
+  }
+  if (s.dropped > 0)
+    s.report(
+      `${s.dropped} log lines dropped${s.failed ? ` (log output failed: ${s.failed})` : ''}`,
+    );
 }
 
 function countLines(data: Buffer): number {

@@ -151,6 +151,20 @@ function registerMetrics(registry: Registry): Metrics {
   return {
     waitingSources,
     registry,
+    ...httpMetrics(registers),
+    ...jobMetrics(registers),
+    ...jobTimeMetrics(registers, waitingSources),
+    ...throughputMetrics(registers),
+    ...ffmpegMetrics(registers),
+    ...eventMetrics(registers),
+    ...callbackMetrics(registers),
+    ...buildMetrics(registers),
+  };
+}
+
+/** HTTP requests answered by this process. */
+function httpMetrics(registers: Registry[]): Pick<Metrics, 'httpRequests' | 'httpDuration'> {
+  return {
     httpRequests: new Counter({
       name: `${PREFIX}http_requests_total`,
       help: 'HTTP requests answered.',
@@ -164,6 +178,14 @@ function registerMetrics(registry: Registry): Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     }),
+  };
+}
+
+/** Jobs from submission to their end, counted. */
+function jobMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'jobsSubmitted' | 'jobsStarted' | 'jobsFinished' | 'jobsMoved' | 'jobsRetried'> {
+  return {
     jobsSubmitted: new Counter({
       name: `${PREFIX}jobs_submitted_total`,
       help: 'Jobs accepted by the ingress.',
@@ -194,6 +216,18 @@ function registerMetrics(registry: Registry): Metrics {
       labelNames: ['kind', 'code'],
       registers,
     }),
+  };
+}
+
+/** Jobs in time: how long attempts take, run and wait, and what waits now. */
+function jobTimeMetrics(
+  registers: Registry[],
+  waitingSources: Metrics['waitingSources'],
+): Pick<
+  Metrics,
+  'jobDuration' | 'jobsInProgress' | 'workerDraining' | 'queueWait' | 'jobsWaiting'
+> {
+  return {
     jobDuration: new Histogram({
       name: `${PREFIX}job_attempt_duration_seconds`,
       help: 'Wall time of one job attempt, by kind, output format and how it ended: succeeded, failed (the job failed), retried (another attempt follows), canceled.',
@@ -231,6 +265,14 @@ function registerMetrics(registry: Registry): Metrics {
           for (const { orgId, kind, count } of read()) this.set({ org: orgId, kind }, count);
       },
     }),
+  };
+}
+
+/** What flows through: records behind, media produced, bytes moved. */
+function throughputMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'consumerLag' | 'mediaSeconds' | 'bytesTransferred'> {
+  return {
     consumerLag: new Gauge({
       name: `${PREFIX}consumer_lag_records`,
       help: 'Records of a partition not yet handled by this member (high watermark minus committed offset).',
@@ -249,6 +291,14 @@ function registerMetrics(registry: Registry): Metrics {
       labelNames: ['direction', 'store'],
       registers,
     }),
+  };
+}
+
+/** ffmpeg runs: speed, media and wall time, by job kind and pass. */
+function ffmpegMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'ffmpegSpeed' | 'ffmpegMediaSeconds' | 'ffmpegSeconds'> {
+  return {
     ffmpegSpeed: new Histogram({
       name: `${PREFIX}ffmpeg_speed_ratio`,
       help: 'Seconds of media one ffmpeg run went through per second of wall time (1 = realtime).',
@@ -268,6 +318,14 @@ function registerMetrics(registry: Registry): Metrics {
       labelNames: ['kind', 'pass'],
       registers,
     }),
+  };
+}
+
+/** Events on the bus. */
+function eventMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'eventsPublished' | 'eventsDeadLettered'> {
+  return {
     eventsPublished: new Counter({
       name: `${PREFIX}events_published_total`,
       help: 'Events accepted by the bus.',
@@ -280,6 +338,14 @@ function registerMetrics(registry: Registry): Metrics {
       labelNames: ['reason'],
       registers,
     }),
+  };
+}
+
+/** Callbacks: their outcomes, attempts and time. */
+function callbackMetrics(
+  registers: Registry[],
+): Pick<Metrics, 'callbacks' | 'callbackDuration' | 'callbackAttempts'> {
+  return {
     callbacks: new Counter({
       name: `${PREFIX}callbacks_total`,
       help: 'Callbacks by outcome: delivered, retried (an attempt failed, another is scheduled), given_up, deferred (its host was at its in-flight bound), stopped (its job was canceled after it ended).',
@@ -293,16 +359,22 @@ function registerMetrics(registry: Registry): Metrics {
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10],
       registers,
     }),
-    buildInfo: new Gauge({
-      name: `${PREFIX}build_info`,
-      help: 'Always 1; its labels name the running version of the service and of Node.',
-      labelNames: ['version', 'node_version'],
-      registers,
-    }),
     callbackAttempts: new Counter({
       name: `${PREFIX}callback_attempts_total`,
       help: 'Callback attempts by what they met: 2xx, 4xx, 5xx (status class of the answer), timeout, network_error, refused_address.',
       labelNames: ['result'],
+      registers,
+    }),
+  };
+}
+
+/** The running version. */
+function buildMetrics(registers: Registry[]): Pick<Metrics, 'buildInfo'> {
+  return {
+    buildInfo: new Gauge({
+      name: `${PREFIX}build_info`,
+      help: 'Always 1; its labels name the running version of the service and of Node.',
+      labelNames: ['version', 'node_version'],
       registers,
     }),
   };

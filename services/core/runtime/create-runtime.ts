@@ -25,7 +25,7 @@ import type { SealingKey } from '../crypto/secret-box.ts';
 import { systemClock, type Clock } from '../time.ts';
 import { createSemaphore, type Semaphore } from '../scheduling/semaphore.ts';
 import { openWatermarkLibrary } from '../watermarks/open-watermark-library.ts';
-import type { WatermarkLibrary } from '../storage/watermark-library.ts';
+import type { WatermarkLibrary } from '../watermarks/watermark-library.ts';
 import { createDrainState, type DrainState } from './drain-state.ts';
 
 /** What every service is built from; made once in a main.ts. */

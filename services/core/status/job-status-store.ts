@@ -59,8 +59,26 @@ function buildDictionary(): Buffer {
     cancelRequestedAt: time,
     rev: 1000000000000000,
   };
+  const failed = failedSample(id, time);
+  const summary = {
+    result: {
+      ...result,
+      format: 'gif',
+      segments: [{ startSeconds: 0, durationSeconds: 1, endSeconds: 1, score: 0, sceneIndex: 0 }],
+    },
+    callback: { state: 'given_up', nextAttemptAt: time },
+  };
+  const succeeded = succeededSample(id, time, result);
+  const text = [queued, failed, summary, { status: 'processing' }, succeeded]
+    .map((t) => JSON.stringify(t))
+    .join('');
+  return Buffer.from(text.split(id).join(ID_MARK));
+}
+
+/** The dictionary's failed summary, with its final callback and retrying callback state. */
+function failedSample(id: string, time: string): Record<string, unknown> {
   const failedId = `${id}:media.job.failed:1`;
-  const failed = {
+  return {
     id,
     orgId: 'org',
     type: 'summary/mp4',
@@ -86,16 +104,12 @@ function buildDictionary(): Buffer {
     callback: { state: 'retrying', webhookId: failedId, attempts: 1, lastError: '' },
     progressPercent: 50,
   };
-  const summary = {
-    result: {
-      ...result,
-      format: 'gif',
-      segments: [{ startSeconds: 0, durationSeconds: 1, endSeconds: 1, score: 0, sceneIndex: 0 }],
-    },
-    callback: { state: 'given_up', nextAttemptAt: time },
-  };
+}
+
+/** The dictionary's finished transcode with its callback: the most common shape, so last. */
+function succeededSample(id: string, time: string, result: object): Record<string, unknown> {
   const succeededId = `${id}:media.job.succeeded:1`;
-  const succeeded = {
+  return {
     id,
     orgId: 'org',
     type: 'transcode',
@@ -122,10 +136,6 @@ function buildDictionary(): Buffer {
     callback: { state: 'delivered', webhookId: succeededId, attempts: 1, lastStatus: 200 },
     rev: 1000000000000000,
   };
-  const text = [queued, failed, summary, { status: 'processing' }, succeeded]
-    .map((t) => JSON.stringify(t))
-    .join('');
-  return Buffer.from(text.split(id).join(ID_MARK));
 }
 
 const DICTIONARY = buildDictionary();

@@ -11,6 +11,7 @@ import {
   type StatusEntry,
 } from './job-status-fold.ts';
 import { createJobStatusStore } from './job-status-store.ts';
+import { createJobStatusWriter } from './job-status-writer.ts';
 
 /** What an idempotent repeat of a submission is checked against (see idempotency.ts). */
 export interface Submission {
@@ -27,12 +28,10 @@ type Kind = 'transcode' | 'summary' | 'stream';
 /**
  * Job status read from the bus itself (no database), in two parts:
  *
- * - The **status writer**: one consumer group (`status-writer`) shared by the ingress copies
- *   reads the request topics, the events topic and the cancel topic once, folds each state
- *   change into the job's state (job-status-fold.ts: status, cancel, Idempotency-Key digest,
- *   queuedSince) and publishes that whole state to the compacted status topic (key job id).
- *   Progress ticks are not written. Each state change is thus written once (again only after
- *   a crash between publish and commit: the same state, harmless under compaction).
+ * - The **status writer** (job-status-writer.ts): one consumer group shared by the ingress
+ *   copies folds each state change into the job's state (job-status-fold.ts: status, cancel,
+ *   Idempotency-Key digest, queuedSince) and publishes that whole state to the compacted status
+ *   topic (key job id). Progress ticks are not written.
  * - The **view**: every copy reads the newest `maxJobs` records of the status topic into a
  *   bounded store (compressed, about 0.2 KiB a finished job: job-status-store.ts) and follows
  *   it, plus the progress ticks of the events topic from now on. Start-up reads about `maxJobs`
@@ -71,176 +70,127 @@ export interface JobStatusViewOptions {
   writerGroup?: string;
 }
 
-/** Consumer group of the status writers (one member per ingress copy). */
-export const STATUS_WRITER_GROUP = 'status-writer';
-
 export function createJobStatusView(
   deps: { bus: EventBus; codec: EventCodec; log?: Logger },
   options: JobStatusViewOptions,
 ): JobStatusView {
   const log = (deps.log ?? silentLogger).child({ component: 'job-status' });
+  const held = holdJobs(options.maxJobs);
+  const applyEvent = (event: JobEvent): void => {
+    fold(held, event.data.jobId, (current) => foldEvent(current, event));
+  };
+  const writer = createJobStatusWriter(deps, {
+    text: held.text,
+    apply: applyEvent,
+    unwritten: held.unwritten,
+  });
+  const subscriptions: Subscription[] = [];
+  return {
+    get: (jobId, orgId) => statusOf(held.read(jobId), orgId),
+    submission: (jobId, orgId) => submissionOf(held.read(jobId), orgId),
+    finalCallback(jobId, orgId) {
+      const entry = held.read(jobId);
+      return entry?.orgId === orgId ? entry.finalCallback : undefined;
+    },
+    activeJobs: held.activeJobs,
+    waiting: held.waiting,
+    applyRequested(data, time) {
+      fold(held, data.jobId, (current) => foldRequested(current, data, time));
+    },
+    apply: applyEvent,
+    async start() {
+      subscriptions.push(await loadView(deps, held, options, log, applyEvent));
+      if (options.writer === false) return;
+      subscriptions.push(await writer.subscribe(options.writerGroup));
+    },
+    async close() {
+      await Promise.all(subscriptions.splice(0).map((s) => s.close(0)));
+    },
+  };
+}
+
+/** The jobs this copy holds, with the active-job counts kept beside them. */
+interface HeldJobs {
+  read: (jobId: string) => StatusEntry | undefined;
+  /** The job's state as its JSON text (what the status topic carries). */
+  text: (jobId: string) => string | undefined;
+  readonly size: number;
+  /** Every change goes through here: the newest-changed job is last, the oldest is dropped. */
+  touch(entry: StatusEntry, text?: string): void;
+  activeJobs: (orgId: string) => number;
+  waiting: () => Map<string, { orgId: string; kind: Kind; count: number }>;
+  /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
+  readonly unwritten: Set<string>;
+}
+
+function holdJobs(maxJobs: number): HeldJobs {
   // Each job as its JSON text, parsed when read, kept compressed (job-status-store.ts: about
   // 0.2 KiB of heap a finished job with a callback, against 1.2 KiB as plain text or as parsed
   // objects), the newest-changed last.
   const jobs = createJobStatusStore();
-  const read = (jobId: string): StatusEntry | undefined => {
-    const text = jobs.get(jobId);
-    return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
+  const active = countActive();
+  const unwritten = new Set<string>();
+  return {
+    read(jobId) {
+      const text = jobs.get(jobId);
+      return text === undefined ? undefined : (JSON.parse(text) as StatusEntry);
+    },
+    text: (jobId) => jobs.get(jobId),
+    get size() {
+      return jobs.size;
+    },
+    touch(entry, text = JSON.stringify(entry)) {
+      jobs.set(entry.id, text, ACTIVE.has(entry.status));
+      active.update(entry);
+      if (jobs.size > maxJobs) {
+        const oldest = jobs.oldest();
+        if (oldest !== undefined) {
+          jobs.delete(oldest);
+          unwritten.delete(oldest);
+          active.forget(oldest);
+        }
+      }
+    },
+    activeJobs: active.count,
+    waiting: active.waiting,
+    unwritten,
   };
-  // The active (queued or processing) jobs beside the texts, and a count per organisation kept
-  // on every change: the per-organisation cap reads it per request, the waiting gauge per scrape,
-  // and neither should parse the texts.
+}
+
+/**
+ * The active (queued or processing) jobs, and a count per organisation kept on every change: the
+ * per-organisation cap reads it per request, the waiting gauge per scrape, and neither should
+ * parse the texts.
+ */
+function countActive(): {
+  update(entry: StatusEntry): void;
+  forget(jobId: string): void;
+  count: (orgId: string) => number;
+  waiting: () => Map<string, { orgId: string; kind: Kind; count: number }>;
+} {
   const activeIds = new Map<string, { orgId: string; kind: Kind; queued: boolean }>();
-  const active = new Map<string, number>();
-  const count = (orgId: string, by: number): void => {
-    const n = (active.get(orgId) ?? 0) + by;
-    if (n > 0) active.set(orgId, n);
-    else active.delete(orgId);
+  const perOrg = new Map<string, number>();
+  const add = (orgId: string, by: number): void => {
+    const n = (perOrg.get(orgId) ?? 0) + by;
+    if (n > 0) perOrg.set(orgId, n);
+    else perOrg.delete(orgId);
   };
   const forget = (id: string): void => {
     const was = activeIds.get(id);
     if (!was) return;
     activeIds.delete(id);
-    count(was.orgId, -1);
+    add(was.orgId, -1);
   };
-  const subscriptions: Subscription[] = [];
-  /** Jobs whose state this copy folded itself and has not published yet (the writer publishes them). */
-  const unwritten = new Set<string>();
-  /** Per job, the last status publish under way: one job's records are written in order. */
-  const writing = new Map<string, Promise<void>>();
-
-  // Every change goes through here: the newest-changed job is last, the oldest is dropped.
-  const touch = (entry: StatusEntry, text = JSON.stringify(entry)): void => {
-    jobs.set(entry.id, text, ACTIVE.has(entry.status));
-    forget(entry.id);
-    if (ACTIVE.has(entry.status)) {
+  return {
+    update(entry) {
+      forget(entry.id);
+      if (!ACTIVE.has(entry.status)) return;
       const kind = entry.type === 'transcode' || entry.type === 'stream' ? entry.type : 'summary';
       activeIds.set(entry.id, { orgId: entry.orgId, kind, queued: entry.status === 'queued' });
-      count(entry.orgId, 1);
-    }
-    if (jobs.size > options.maxJobs) {
-      const oldest = jobs.oldest();
-      if (oldest !== undefined) {
-        jobs.delete(oldest);
-        unwritten.delete(oldest);
-        forget(oldest);
-      }
-    }
-  };
-
-  const revise = (
-    next: Omit<StatusEntry, 'rev'>,
-    current: StatusEntry | undefined,
-  ): StatusEntry => ({
-    ...next,
-    rev: Math.max((current?.rev ?? 0) + 1, Date.now() * 1000),
-  });
-
-  const applyEvent = (event: JobEvent): StatusEntry | undefined => {
-    const current = read(event.data.jobId);
-    const next = foldEvent(current, event);
-    if (!next) return undefined;
-    const entry = revise(next, current);
-    unwritten.add(entry.id);
-    touch(entry);
-    return entry;
-  };
-
-  const applyStatusRecord = (record: BusRecord): void => {
-    const held = jobs.get(record.key);
-    const text = record.value.toString('utf8');
-    // The state this copy holds already, most often its own write read back: nothing to parse.
-    if (held === text) return;
-    const entry = readStatusRecord(record.key, text);
-    if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
-    const current = held === undefined ? undefined : (JSON.parse(held) as StatusEntry);
-    if (current && current.rev >= entry.rev) return;
-    unwritten.delete(entry.id);
-    // Progress ticks are not in the status topic; keep the newest one seen of the same run.
-    if (
-      current?.progressPercent !== undefined &&
-      entry.status === 'processing' &&
-      current.status === 'processing' &&
-      current.attempt === entry.attempt &&
-      current.progressPercent > (entry.progressPercent ?? 0)
-    )
-      touch({ ...entry, progressPercent: current.progressPercent });
-    else touch(entry, text);
-  };
-
-  const publishStatus = (jobId: string): Promise<void> => {
-    const previous = writing.get(jobId) ?? Promise.resolve();
-    const done = previous.then(async () => {
-      // The newest state when its turn comes, so a later publish never carries an older state.
-      const text = jobs.get(jobId);
-      if (text === undefined || !unwritten.has(jobId)) return;
-      unwritten.delete(jobId);
-      try {
-        await deps.bus.publish([{ topic: topics.jobStatus, key: jobId, value: Buffer.from(text) }]);
-      } catch (error) {
-        // Unless a newer state came meanwhile, this one is still to be written.
-        if (jobs.get(jobId) === text) unwritten.add(jobId);
-        throw error;
-      }
-    });
-    const settled = done.catch(() => undefined);
-    writing.set(jobId, settled);
-    void settled.then(() => {
-      if (writing.get(jobId) === settled) writing.delete(jobId);
-    });
-    return done;
-  };
-
-  // A rejection hands the record back, so a state not written is tried again.
-  const writeStateChange = async (record: BusRecord): Promise<void> => {
-    const decoded = deps.codec.decode(record);
-    if (!decoded.ok) return;
-    const event = decoded.event;
-    if (event.type === 'media.job.progress' || event.type === 'media.callback.delivery') return;
-    applyEvent(event);
-    // Also when the event changed nothing here: the state may have been folded before and not
-    // written (a request this copy applied at submission, a publish that failed).
-    await publishStatus(event.data.jobId);
-  };
-
-  const followProgress = async (record: BusRecord): Promise<void> => {
-    const type = record.headers['ce-type'] ?? record.headers['ce_type'];
-    if (type !== undefined && type !== 'media.job.progress') return;
-    const decoded = deps.codec.decode(record);
-    if (decoded.ok && decoded.event.type === 'media.job.progress') applyEvent(decoded.event);
-  };
-
-  const view: JobStatusView = {
-    get(jobId, orgId) {
-      const entry = read(jobId);
-      if (!entry || entry.orgId !== orgId) return undefined;
-      const {
-        orgId: _org,
-        finalCallback: _callback,
-        rev: _rev,
-        submittedAt: _submitted,
-        requestDigest: _digest,
-        ...status
-      } = entry;
-      return status;
+      add(entry.orgId, 1);
     },
-
-    submission(jobId, orgId) {
-      const entry = read(jobId);
-      if (!entry || entry.orgId !== orgId) return undefined;
-      const { createdAt, status, requestDigest, submittedAt } = entry;
-      return {
-        createdAt,
-        status,
-        requestSeen: submittedAt !== undefined,
-        ...(requestDigest === undefined ? {} : { requestDigest }),
-      };
-    },
-
-    activeJobs(orgId) {
-      return active.get(orgId) ?? 0;
-    },
-
+    forget,
+    count: (orgId) => perOrg.get(orgId) ?? 0,
     waiting() {
       const counts = new Map<string, { orgId: string; kind: Kind; count: number }>();
       for (const job of activeIds.values()) {
@@ -252,64 +202,101 @@ export function createJobStatusView(
       }
       return counts;
     },
-
-    finalCallback(jobId, orgId) {
-      const entry = read(jobId);
-      return entry?.orgId === orgId ? entry.finalCallback : undefined;
-    },
-
-    applyRequested(data, time) {
-      const current = read(data.jobId);
-      const next = foldRequested(current, data, time);
-      if (!next) return;
-      const entry = revise(next, current);
-      unwritten.add(entry.id);
-      touch(entry);
-    },
-
-    apply(event) {
-      applyEvent(event);
-    },
-
-    async start() {
-      const started = performance.now();
-      subscriptions.push(
-        await deps.bus.tail({
-          topics: [
-            { topic: topics.jobStatus, last: options.maxJobs },
-            { topic: topics.jobEvents, last: 0 },
-          ],
-          readyWithinMs: options.readyWithinMs ?? 25_000,
-          handler: async (record) =>
-            record.topic === topics.jobStatus ? applyStatusRecord(record) : followProgress(record),
-        }),
-      );
-      log.info('job_status.loaded', {
-        jobs: jobs.size,
-        durationMs: Math.round(performance.now() - started),
-      });
-      if (options.writer === false) return;
-      subscriptions.push(
-        await deps.bus.subscribe({
-          group: options.writerGroup ?? STATUS_WRITER_GROUP,
-          topics: [
-            topics.transcodeRequests,
-            topics.summaryRequests,
-            topics.streamRequests,
-            topics.jobEvents,
-            topics.jobCancels,
-          ],
-          // Once, on the first start of all: the history written before the status topic existed.
-          fromBeginning: true,
-          concurrency: 8,
-          handler: writeStateChange,
-        }),
-      );
-    },
-
-    async close() {
-      await Promise.all(subscriptions.splice(0).map((s) => s.close(0)));
-    },
   };
-  return view;
+}
+
+/** Folds a change into the held job: a new revision, marked unwritten (the writer publishes it). */
+function fold(
+  held: HeldJobs,
+  jobId: string,
+  change: (current: StatusEntry | undefined) => Omit<StatusEntry, 'rev'> | undefined,
+): void {
+  const current = held.read(jobId);
+  const next = change(current);
+  if (!next) return;
+  const entry: StatusEntry = {
+    ...next,
+    rev: Math.max((current?.rev ?? 0) + 1, Date.now() * 1000),
+  };
+  held.unwritten.add(entry.id);
+  held.touch(entry);
+}
+
+/** Reads the newest `maxJobs` status records and follows them, and the progress ticks from now on. */
+async function loadView(
+  deps: { bus: EventBus; codec: EventCodec },
+  held: HeldJobs,
+  options: JobStatusViewOptions,
+  log: Logger,
+  applyEvent: (event: JobEvent) => void,
+): Promise<Subscription> {
+  const started = performance.now();
+  const followProgress = (record: BusRecord): void => {
+    const type = record.headers['ce-type'] ?? record.headers['ce_type'];
+    if (type !== undefined && type !== 'media.job.progress') return;
+    const decoded = deps.codec.decode(record);
+    if (decoded.ok && decoded.event.type === 'media.job.progress') applyEvent(decoded.event);
+  };
+  const subscription = await deps.bus.tail({
+    topics: [
+      { topic: topics.jobStatus, last: options.maxJobs },
+      { topic: topics.jobEvents, last: 0 },
+    ],
+    readyWithinMs: options.readyWithinMs ?? 25_000,
+    handler: async (record) =>
+      record.topic === topics.jobStatus ? readStatus(held, record, log) : followProgress(record),
+  });
+  log.info('job_status.loaded', {
+    jobs: held.size,
+    durationMs: Math.round(performance.now() - started),
+  });
+  return subscription;
+}
+
+/** A record of the status topic: taken unless this copy holds that state or a newer one. */
+function readStatus(held: HeldJobs, record: BusRecord, log: Logger): void {
+  const heldText = held.text(record.key);
+  const text = record.value.toString('utf8');
+  // The state this copy holds already, most often its own write read back: nothing to parse.
+  if (heldText === text) return;
+  const entry = readStatusRecord(record.key, text);
+  if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
+  const current = heldText === undefined ? undefined : (JSON.parse(heldText) as StatusEntry);
+  if (current && current.rev >= entry.rev) return;
+  held.unwritten.delete(entry.id);
+  // Progress ticks are not in the status topic; keep the newest one seen of the same run.
+  if (
+    current?.progressPercent !== undefined &&
+    entry.status === 'processing' &&
+    current.status === 'processing' &&
+    current.attempt === entry.attempt &&
+    current.progressPercent > (entry.progressPercent ?? 0)
+  )
+    held.touch({ ...entry, progressPercent: current.progressPercent });
+  else held.touch(entry, text);
+}
+
+/** The job as its organisation may see it. */
+function statusOf(entry: StatusEntry | undefined, orgId: string): JobStatus | undefined {
+  if (!entry || entry.orgId !== orgId) return undefined;
+  const {
+    orgId: _org,
+    finalCallback: _callback,
+    rev: _rev,
+    submittedAt: _submitted,
+    requestDigest: _digest,
+    ...status
+  } = entry;
+  return status;
+}
+
+function submissionOf(entry: StatusEntry | undefined, orgId: string): Submission | undefined {
+  if (!entry || entry.orgId !== orgId) return undefined;
+  const { createdAt, status, requestDigest, submittedAt } = entry;
+  return {
+    createdAt,
+    status,
+    requestSeen: submittedAt !== undefined,
+    ...(requestDigest === undefined ? {} : { requestDigest }),
+  };
 }

@@ -71,12 +71,45 @@ export function createS3StoreFactory(
   options: S3StoreOptions = {},
 ): (credentials: unknown) => MediaStore {
   const partSize = Math.max(MIN_PART_BYTES, options.partSizeBytes ?? 8 * 1024 * 1024);
+  const withClient = clientPerTransfer(options);
+  return (credentials) => ({
+    download(url, destPath, transfer) {
+      return mapTransferErrors(SERVICE, 'input', transfer.signal, facts, () => {
+        const { bucket, key } = parseBucketUrl(url, 's3', 'input');
+        return withClient(credentials, 'input', (client) =>
+          downloadObject(client, bucket, key, destPath, transfer),
+        );
+      });
+    },
 
-  const withClient = async <T>(
-    credentials: unknown,
-    side: Side,
-    use: (client: S3Client) => Promise<T>,
-  ): Promise<T> => {
+    upload(srcPath, url, transfer) {
+      return mapTransferErrors(SERVICE, 'output', transfer.signal, facts, async () => {
+        const { bucket, key } = parseBucketUrl(url, 's3', 'output');
+        const { size } = await stat(srcPath);
+        return withClient(credentials, 'output', (client) =>
+          uploadFile(client, { bucket, key, partSize }, srcPath, size, transfer),
+        );
+      });
+    },
+
+    remove(url, { signal }) {
+      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
+        const { bucket, key } = parseBucketUrl(url, 's3', 'output');
+        await withClient(credentials, 'output', (client) =>
+          client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), {
+            abortSignal: signal,
+          }),
+        );
+      });
+    },
+  });
+}
+
+/** A client for one transfer with the caller's credentials, destroyed after it. */
+function clientPerTransfer(
+  options: S3StoreOptions,
+): <T>(credentials: unknown, side: Side, use: (client: S3Client) => Promise<T>) => Promise<T> {
+  return async (credentials, side, use) => {
     const { region, accessKeyId, secretAccessKey } = readCredentials(credentials, side);
     const client = new S3Client({
       region,
@@ -101,87 +134,75 @@ export function createS3StoreFactory(
       client.destroy();
     }
   };
+}
 
-  return (credentials) => ({
-    download(url, destPath, { signal, maxBytes, onProgress }) {
-      return mapTransferErrors(SERVICE, 'input', signal, facts, () => {
-        const { bucket, key } = parseBucketUrl(url, 's3', 'input');
-        return withClient(credentials, 'input', async (client) => {
-          // The GET's own headers give the size, so a too-large object costs no extra request.
-          const res = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), {
-            abortSignal: signal,
-          });
-          if (!(res.Body instanceof Readable))
-            throw new MediaError('input_unreachable', `${SERVICE} sent no body`);
-          try {
-            checkDeclaredSize(res.ContentLength, maxBytes);
-          } catch (error) {
-            res.Body.destroy();
-            throw error;
-          }
-          const bytes = await bodyToFile(res.Body, destPath, {
-            signal,
-            maxBytes,
-            declared: res.ContentLength,
-            onProgress,
-          });
-          return { bytes };
-        });
-      });
-    },
-
-    upload(srcPath, url, { signal, contentType, onProgress }) {
-      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
-        const { bucket, key } = parseBucketUrl(url, 's3', 'output');
-        const { size } = await stat(srcPath);
-        return withClient(credentials, 'output', async (client) => {
-          const abortController = new AbortController();
-          const onAbort = (): void => abortController.abort();
-          signal.addEventListener('abort', onAbort, { once: true });
-          const progress = throttledProgress(onProgress);
-          // The SDK reports progress per part (8 MiB); bytes read from the file keep the rate
-          // floor fed in between (ahead of the network by at most the two parts in memory).
-          let moved = 0;
-          const report = (bytes: number): void => {
-            moved = Math.max(moved, bytes);
-            progress.report(moved);
-          };
-          try {
-            const upload = new Upload({
-              client,
-              params: {
-                Bucket: bucket,
-                Key: key,
-                Body: countedFileSource(srcPath, signal, 'output', report),
-                ContentType: contentType,
-                ContentLength: size,
-              },
-              partSize,
-              queueSize: 2,
-              leavePartsOnError: false,
-              abortController,
-            });
-            upload.on('httpUploadProgress', (p) => report(p.loaded ?? 0));
-            await upload.done();
-            progress.report(size);
-            progress.flush();
-            return { bytes: size };
-          } finally {
-            signal.removeEventListener('abort', onAbort);
-          }
-        });
-      });
-    },
-
-    remove(url, { signal }) {
-      return mapTransferErrors(SERVICE, 'output', signal, facts, async () => {
-        const { bucket, key } = parseBucketUrl(url, 's3', 'output');
-        await withClient(credentials, 'output', (client) =>
-          client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }), {
-            abortSignal: signal,
-          }),
-        );
-      });
-    },
+async function downloadObject(
+  client: S3Client,
+  bucket: string,
+  key: string,
+  destPath: string,
+  { signal, maxBytes, onProgress }: Parameters<MediaStore['download']>[2],
+): Promise<{ bytes: number }> {
+  // The GET's own headers give the size, so a too-large object costs no extra request.
+  const res = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), {
+    abortSignal: signal,
   });
+  if (!(res.Body instanceof Readable))
+    throw new MediaError('input_unreachable', `${SERVICE} sent no body`);
+  try {
+    checkDeclaredSize(res.ContentLength, maxBytes);
+  } catch (error) {
+    res.Body.destroy();
+    throw error;
+  }
+  const bytes = await bodyToFile(res.Body, destPath, {
+    signal,
+    maxBytes,
+    declared: res.ContentLength,
+    onProgress,
+  });
+  return { bytes };
+}
+
+async function uploadFile(
+  client: S3Client,
+  to: { bucket: string; key: string; partSize: number },
+  srcPath: string,
+  size: number,
+  { signal, contentType, onProgress }: Parameters<MediaStore['upload']>[2],
+): Promise<{ bytes: number }> {
+  const abortController = new AbortController();
+  const onAbort = (): void => abortController.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  const progress = throttledProgress(onProgress);
+  // The SDK reports progress per part (8 MiB); bytes read from the file keep the rate
+  // floor fed in between (ahead of the network by at most the two parts in memory).
+  let moved = 0;
+  const report = (bytes: number): void => {
+    moved = Math.max(moved, bytes);
+    progress.report(moved);
+  };
+  try {
+    const upload = new Upload({
+      client,
+      params: {
+        Bucket: to.bucket,
+        Key: to.key,
+        Body: countedFileSource(srcPath, signal, 'output', report),
+        ContentType: contentType,
+        ContentLength: size,
+      },
+      partSize: to.partSize,
+      queueSize: 2,
+      leavePartsOnError: false,
+      abortController,
+    });
+    upload.on('httpUploadProgress', (p) => report(p.loaded ?? 0));
+    await upload.done();
+    progress.report(size);
+    progress.flush();
+    return { bytes: size };
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }

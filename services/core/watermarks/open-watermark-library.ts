@@ -1,6 +1,6 @@
 import { ConfigError, type Config } from '../config.ts';
-import type { WatermarkBucketOptions } from '../storage/watermark-store.ts';
-import { createFolderLibrary, type WatermarkLibrary } from '../storage/watermark-library.ts';
+import type { WatermarkBucketOptions } from './watermark-store.ts';
+import { createFolderLibrary, type WatermarkLibrary } from './watermark-library.ts';
 
 /**
  * The watermark library the configuration names: WATERMARK_BUCKET (S3-compatible; what copies on
@@ -42,7 +42,7 @@ function lazyBucketLibrary(options: WatermarkBucketOptions): WatermarkLibrary & 
   let loading: Promise<BucketLibrary> | undefined;
   let closed = false;
   const library = (): Promise<BucketLibrary> =>
-    (loading ??= import('../storage/watermark-store.ts').then(
+    (loading ??= import('./watermark-store.ts').then(
       ({ createBucketLibrary }) => {
         if (closed) throw new Error('the watermark library is closed');
         return (loaded = createBucketLibrary(options));

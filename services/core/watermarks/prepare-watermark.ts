@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Watermark } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { MediaStore } from '../storage/media-store.ts';
-import type { WatermarkLibrary } from '../storage/watermark-library.ts';
+import type { WatermarkLibrary } from './watermark-library.ts';
 import type { Prober } from '../media/probe-media.ts';
 import { safePath } from '../media/safe-path.ts';
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { namedImagePath } from '../../../services/core/storage/watermark-library.ts';
+import { namedImagePath } from '../../../services/core/watermarks/watermark-library.ts';
 
 describe('named watermark images', () => {
   it('live in <dir>/<orgId>/<name>', () => {

@@ -5,9 +5,9 @@
  * is written only once everything it names is there. The first failure stops the rest; what
  * later phases hold is then never written.
  */
-import { MediaError } from '../errors.ts';
-import type { MediaStore } from './media-store.ts';
-import { withRateFloor, type RateFloor } from './transfer-rate.ts';
+import { MediaError } from '../core/errors.ts';
+import type { MediaStore } from '../core/storage/media-store.ts';
+import { withRateFloor, type RateFloor } from '../core/storage/transfer-rate.ts';
 
 /** One file to publish: its local path and its key under the prefix. */
 export interface PublishItem {

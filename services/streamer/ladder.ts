@@ -3,9 +3,9 @@
  * input model (displayed size after rotation and pixel aspect, frame rate), never on stored
  * sizes: a portrait phone video stored 1920×1080 with a 90° matrix gets portrait rungs.
  */
-import { MediaError } from '../errors.ts';
-import type { VideoInfo } from './media-info.ts';
-import { even } from './output-size.ts';
+import { MediaError } from '../core/errors.ts';
+import type { VideoInfo } from '../core/media/media-info.ts';
+import { even } from '../core/media/output-size.ts';
 
 /** Video encoders a ladder may use (all in CMAF fMP4). */
 export type LadderEncoder = 'h264' | 'h265' | 'vp9';

@@ -1,11 +1,7 @@
 import { expect } from 'chai';
-import { MediaError } from '../../../services/core/errors.ts';
-import {
-  defaultLadder,
-  frameRateFactor,
-  requestedLadder,
-} from '../../../services/core/media/ladder.ts';
-import { readMediaInfo, type VideoInfo } from '../../../services/core/media/media-info.ts';
+import { MediaError } from '../../services/core/errors.ts';
+import { defaultLadder, frameRateFactor, requestedLadder } from '../../services/streamer/ladder.ts';
+import { readMediaInfo, type VideoInfo } from '../../services/core/media/media-info.ts';
 
 /** The input model of a file as ffprobe describes it (stored size, rotation matrix, rate). */
 function video(o: { width: number; height: number; rotation?: number; rate?: string }): VideoInfo {

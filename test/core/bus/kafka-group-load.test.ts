@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createCrowdWatch } from '../../../services/core/bus/kafka-rebalance-nudge.ts';
+import { createCrowdWatch } from '../../../services/core/bus/kafka-group-load.ts';
 
 describe('crowd watch: when a busy member asks for a rebalance', () => {
   it('after 3 s crowded, then after twice as long each time, reset once nothing waits', () => {
