@@ -1,6 +1,6 @@
 // Hand-written rather than fluent-ffmpeg & co.: it must bound memory and time, restrict demuxers
 // and protocols, read -progress output and kill the child on abort, which wrappers leave out.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { MediaError } from '../errors.ts';
 import { processCpuMs } from '../observability/process-cpu.ts';
@@ -19,7 +19,7 @@ export const PROTOCOLS = 'file,pipe';
 
 /**
  * An ffmpeg without progress for the stall timeout that used at least this share of a core
- * meanwhile is working, not stalled (see onStall in createFfmpegRunner).
+ * meanwhile is working, not stalled (see watchStall).
  */
 const STALL_CPU_SHARE = 0.05;
 
@@ -55,115 +55,160 @@ export function createFfmpegRunner(ffmpegPath: string, bounds: CommandBounds): F
   return (args, { signal, stallTimeoutMs, onProgress, onStdout }) =>
     new Promise((resolve, reject) => {
       if (signal.aborted) return reject(new MediaError('interrupted', 'the job was stopped'));
-      const progressFd = onStdout ? 3 : 1;
-      const [command, commandArgs] = boundedCommand(
-        ffmpegPath,
-        [
-          '-hide_banner',
-          '-nostdin',
-          '-nostats',
-          '-loglevel',
-          'error',
-          '-progress',
-          `pipe:${progressFd}`,
-          ...args,
-        ],
-        bounds,
-      );
-      // setpriv and prlimit exec without closing descriptors, so fd 3 reaches ffmpeg.
-      const child = spawn(command, commandArgs, {
-        stdio: ['ignore', 'pipe', 'pipe', ...(onStdout ? ['pipe' as const] : [])],
-      });
-      const progressStream = child.stdio[progressFd] as Readable;
-      let stderr = '';
-      let stalled = false;
-      let pending = '';
-      let block: Record<string, string> = {};
-      let stallTimer = setTimeout(onStall, stallTimeoutMs);
-      let cpuAtArm = child.pid === undefined ? undefined : processCpuMs(child.pid);
-      const rearm = (): void => {
-        clearTimeout(stallTimer);
-        stallTimer = setTimeout(onStall, stallTimeoutMs);
-        cpuAtArm = child.pid === undefined ? undefined : processCpuMs(child.pid);
-      };
-      // No progress block for stallTimeoutMs is a stall only if ffmpeg did not work meanwhile:
-      // it writes none while it drains its encoders at the end (25 frames of lag per libvpx
-      // encoder, a whole ladder's at once: over 30 s on a loaded machine), nor while a filter
-      // holds frames back, and it burns CPU doing so. One waiting on its input burns none.
-      function onStall(): void {
-        const cpu = child.pid === undefined ? undefined : processCpuMs(child.pid);
-        if (
-          cpu !== undefined &&
-          cpuAtArm !== undefined &&
-          cpu - cpuAtArm >= stallTimeoutMs * STALL_CPU_SHARE
-        )
-          return rearm();
-        stalled = true;
-        child.kill('SIGKILL');
-      }
+      const { child, progress } = spawnFfmpeg(ffmpegPath, bounds, args, onStdout !== undefined);
+      const stall = watchStall(child, stallTimeoutMs);
       const onAbort = (): void => void child.kill('SIGKILL');
       signal.addEventListener('abort', onAbort, { once: true });
+      let stderr = '';
       child.stderr?.on('data', (chunk: Buffer) => {
         stderr = (stderr + chunk.toString('utf8')).slice(-4096);
       });
-      let consumerError: unknown;
-      if (onStdout)
-        child.stdout?.on('data', (chunk: Buffer) => {
-          if (consumerError !== undefined) return;
-          try {
-            onStdout(chunk);
-          } catch (error) {
-            // A consumer that cannot go on stops ffmpeg; its error is the job's.
-            consumerError = error;
-            child.kill('SIGKILL');
-          }
-        });
-      progressStream.on('data', (chunk: Buffer) => {
-        pending += chunk.toString('utf8');
-        const lines = pending.split('\n');
-        pending = lines.pop() ?? '';
-        for (const line of lines) {
-          const eq = line.indexOf('=');
-          if (eq > 0) block[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
-          if (!line.startsWith('progress=')) continue;
-          rearm();
-          const us = Number(block['out_time_us']);
-          const speed = Number.parseFloat(block['speed'] ?? '');
-          if (Number.isFinite(us) && us >= 0)
-            onProgress?.({
-              outTimeSeconds: us / 1e6,
-              ...(Number.isFinite(speed) ? { speed } : {}),
-            });
-          block = {};
-        }
+      const consumer = onStdout ? forwardStdout(child, onStdout) : undefined;
+      readProgress(progress, (report) => {
+        stall.rearm();
+        if (report) onProgress?.(report);
       });
-      child.on('error', (error) => {
-        clearTimeout(stallTimer);
+      const finish = (): void => {
+        stall.stop();
         signal.removeEventListener('abort', onAbort);
+      };
+      child.on('error', (error) => {
+        finish();
         reject(new MediaError('internal', 'ffmpeg could not start', { cause: error }));
       });
       child.on('close', (code, exitSignal) => {
-        clearTimeout(stallTimer);
-        signal.removeEventListener('abort', onAbort);
-        if (consumerError !== undefined)
-          return reject(
-            consumerError instanceof Error
-              ? consumerError
-              : new MediaError('internal', 'the ffmpeg output could not be read', {
-                  cause: consumerError,
-                }),
-          );
-        if (code === 0) return resolve();
-        if (signal.aborted) return reject(new MediaError('interrupted', 'the job was stopped'));
-        if (stalled)
-          return reject(
-            new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`),
-          );
-        reject(
-          stoppedFromOutside('ffmpeg', code, exitSignal) ?? ffmpegFailure(code, stderr, bounds),
-        );
+        finish();
+        const failure = consumer?.error() ?? runFailure(code, exitSignal, stderr);
+        if (failure) reject(failure);
+        else resolve();
       });
+      /** Why the run failed, or undefined when it exited cleanly. */
+      function runFailure(
+        code: number | null,
+        exitSignal: NodeJS.Signals | null,
+        err: string,
+      ): Error | undefined {
+        if (code === 0) return undefined;
+        if (signal.aborted) return new MediaError('interrupted', 'the job was stopped');
+        if (stall.stalled())
+          return new MediaError('job_timeout', `ffmpeg made no progress for ${stallTimeoutMs} ms`);
+        return stoppedFromOutside('ffmpeg', code, exitSignal) ?? ffmpegFailure(code, err, bounds);
+      }
     });
+}
+
+/** The bounded ffmpeg child of one run, and the stream its progress blocks come on. */
+function spawnFfmpeg(
+  ffmpegPath: string,
+  bounds: CommandBounds,
+  args: readonly string[],
+  takesStdout: boolean,
+): { child: ChildProcess; progress: Readable } {
+  const progressFd = takesStdout ? 3 : 1;
+  const [command, commandArgs] = boundedCommand(
+    ffmpegPath,
+    [
+      ...['-hide_banner', '-nostdin', '-nostats', '-loglevel', 'error'],
+      ...['-progress', `pipe:${progressFd}`, ...args],
+    ],
+    bounds,
+  );
+  // setpriv and prlimit exec without closing descriptors, so fd 3 reaches ffmpeg.
+  const child = spawn(command, commandArgs, {
+    stdio: ['ignore', 'pipe', 'pipe', ...(takesStdout ? ['pipe' as const] : [])],
+  });
+  return { child, progress: child.stdio[progressFd] as Readable };
+}
+
+/**
+ * Kills the child when no progress came for `stallTimeoutMs` and it did not work meanwhile: it
+ * writes none while it drains its encoders at the end (25 frames of lag per libvpx encoder, a
+ * whole ladder's at once: over 30 s on a loaded machine), nor while a filter holds frames back,
+ * and it burns CPU doing so. One waiting on its input burns none.
+ */
+function watchStall(
+  child: ChildProcess,
+  stallTimeoutMs: number,
+): { rearm: () => void; stop: () => void; stalled: () => boolean } {
+  const cpuNow = (): number | undefined =>
+    child.pid === undefined ? undefined : processCpuMs(child.pid);
+  let stalled = false;
+  let cpuAtArm = cpuNow();
+  const onStall = (): void => {
+    const cpu = cpuNow();
+    if (cpu !== undefined && cpuAtArm !== undefined) {
+      if (cpu - cpuAtArm >= stallTimeoutMs * STALL_CPU_SHARE) return rearm();
+    }
+    stalled = true;
+    child.kill('SIGKILL');
+  };
+  let timer = setTimeout(onStall, stallTimeoutMs);
+  function rearm(): void {
+    clearTimeout(timer);
+    timer = setTimeout(onStall, stallTimeoutMs);
+    cpuAtArm = cpuNow();
+  }
+  return { rearm, stop: () => clearTimeout(timer), stalled: () => stalled };
+}
+
+/**
+ * Hands each chunk of the child's stdout to `onStdout`; a consumer that throws stops ffmpeg, and
+ * its error is the run's.
+ */
+function forwardStdout(
+  child: ChildProcess,
+  onStdout: (chunk: Buffer) => void,
+): { error: () => Error | undefined } {
+  let consumerError: unknown;
+  child.stdout?.on('data', (chunk: Buffer) => {
+    if (consumerError !== undefined) return;
+    try {
+      onStdout(chunk);
+    } catch (error) {
+      consumerError = error;
+      child.kill('SIGKILL');
+    }
+  });
+  return {
+    error: () => {
+      if (consumerError === undefined) return undefined;
+      return consumerError instanceof Error
+        ? consumerError
+        : new MediaError('internal', 'the ffmpeg output could not be read', {
+            cause: consumerError,
+          });
+    },
+  };
+}
+
+/**
+ * Reads ffmpeg's `-progress` output: `key=value` lines, each block ended by `progress=…`. Calls
+ * `onBlock` at each block's end, with the output time and speed when the block has a valid time.
+ */
+function readProgress(
+  stream: Readable,
+  onBlock: (progress: FfmpegProgress | undefined) => void,
+): void {
+  let pending = '';
+  let block: Record<string, string> = {};
+  stream.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      const eq = line.indexOf('=');
+      if (eq > 0) block[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+      if (!line.startsWith('progress=')) continue;
+      const us = Number(block['out_time_us']);
+      const speed = Number.parseFloat(block['speed'] ?? '');
+      onBlock(
+        Number.isFinite(us) && us >= 0
+          ? { outTimeSeconds: us / 1e6, ...(Number.isFinite(speed) ? { speed } : {}) }
+          : undefined,
+      );
+      block = {};
+    }
+  });
 }
 
 /** A caller-facing error for a failed ffmpeg; its stderr goes only into the cause (for the log). */
