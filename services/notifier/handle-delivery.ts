@@ -189,26 +189,9 @@ async function settle(
     attempts: job.attempt,
   });
   const now = deps.clock.now();
-  const last = {
-    ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }),
-    ...(outcome.kind === 'delivered' ? {} : { lastError: outcome.error }),
-  };
   // Every attempt of one callback is a child of the job's trace, not of the attempt before.
   const trace = extractTraceContext(record.headers);
-  const status = (state: CallbackStatus['state'], extra: Partial<CallbackStatus> = {}) =>
-    withTraceHeaders(
-      deps.codec.encode(topics.jobEvents, 'media.callback.status', {
-        jobId: job.jobId,
-        orgId: job.orgId,
-        webhookId: job.webhookId,
-        state,
-        attempts: job.attempt,
-        ...last,
-        ...extra,
-        at: now.toISOString(),
-      }),
-      trace,
-    );
+  const status = statusEvents(deps, job, outcome, trace, now);
 
   if (outcome.kind === 'delivered') {
     await deps.bus.publish([status('delivered')]);
@@ -216,19 +199,7 @@ async function settle(
     log.info('callback.delivered', { status: outcome.status });
     return;
   }
-  const plan =
-    outcome.kind === 'permanent'
-      ? ({ retry: false, reason: 'not retried' } as const)
-      : planRetry(
-          options.policy,
-          {
-            attempt: job.attempt,
-            firstAttemptAt: new Date(job.firstAttemptAt),
-            retryAfterMs: outcome.retryAfterMs,
-          },
-          now,
-          options.random,
-        );
+  const plan = nextAttempt(options, job, outcome, now);
   if (plan.retry) {
     const next = withTraceHeaders(
       deps.codec.encode(topics.callbacks, 'media.callback.delivery', {
@@ -258,4 +229,52 @@ async function settle(
   );
   deps.metrics.callbacks.inc({ outcome: 'given_up' });
   log.warn('callback.given_up', { error: outcome.error, reason: plan.reason });
+}
+
+/** The callback-status events of this attempt's outcome, in the job's trace. */
+function statusEvents(
+  deps: DeliveryDeps,
+  job: CallbackDelivery,
+  outcome: AttemptOutcome,
+  trace: ReturnType<typeof extractTraceContext>,
+  now: Date,
+) {
+  const last = {
+    ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }),
+    ...(outcome.kind === 'delivered' ? {} : { lastError: outcome.error }),
+  };
+  return (state: CallbackStatus['state'], extra: Partial<CallbackStatus> = {}) =>
+    withTraceHeaders(
+      deps.codec.encode(topics.jobEvents, 'media.callback.status', {
+        jobId: job.jobId,
+        orgId: job.orgId,
+        webhookId: job.webhookId,
+        state,
+        attempts: job.attempt,
+        ...last,
+        ...extra,
+        at: now.toISOString(),
+      }),
+      trace,
+    );
+}
+
+/** Whether a failed attempt is tried again, and when: never after a permanent refusal. */
+function nextAttempt(
+  options: DeliveryOptions,
+  job: CallbackDelivery & { firstAttemptAt: string },
+  outcome: Exclude<AttemptOutcome, { kind: 'delivered' }>,
+  now: Date,
+) {
+  if (outcome.kind === 'permanent') return { retry: false, reason: 'not retried' } as const;
+  return planRetry(
+    options.policy,
+    {
+      attempt: job.attempt,
+      firstAttemptAt: new Date(job.firstAttemptAt),
+      retryAfterMs: outcome.retryAfterMs,
+    },
+    now,
+    options.random,
+  );
 }
