@@ -144,7 +144,12 @@ async function withLeaders(admin: Admin, names: readonly string[]): Promise<ITop
   }
 }
 
-/** Creates the missing topics, again for a while when a busy broker answers "not yet". */
+/**
+ * Creates the missing topics, again for a while when a busy broker answers "not yet". One at a
+ * time: the broker that answers the listing may not know a topic another client created a
+ * moment ago, and only a topic's own answer (created, or already there) tells whether this call
+ * made it.
+ */
 async function createMissing(
   admin: Admin,
   names: readonly string[],
@@ -156,23 +161,11 @@ async function createMissing(
   for (let wait = 100; ; wait = Math.min(2000, wait * 2)) {
     try {
       const existing = new Set(await admin.listTopics());
-      const missing = names.filter((name) => !existing.has(name));
-      // Another process may create the same topics at the same moment; kafkajs then answers
-      // false instead of failing, which is what we want.
-      if (missing.length > 0)
-        await admin.createTopics({
-          waitForLeaders: false,
-          topics: missing.map((topic) => ({
-            topic,
-            numPartitions: settings.numPartitions,
-            replicationFactor: target.replicationFactor,
-            configEntries: [
-              ...creationConfig(target),
-              ...(settings.compacted?.has(topic) ? COMPACTED_CONFIG : []),
-            ],
-          })),
-        });
-      created.push(...missing);
+      for (const topic of names.filter((name) => !existing.has(name) && !created.includes(name)))
+        // kafkajs answers false, not an error, when the topic exists already (another process
+        // may create the same topics at the same moment), which is what we want.
+        if (await admin.createTopics({ waitForLeaders: false, topics: [topicSpec(topic)] }))
+          created.push(topic);
       return created;
     } catch (error) {
       // A timed-out creation may have gone through: the next pass lists what exists.
@@ -182,5 +175,17 @@ async function createMissing(
       if (!retriable || Date.now() > deadline) throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+
+  function topicSpec(topic: string) {
+    return {
+      topic,
+      numPartitions: settings.numPartitions,
+      replicationFactor: target.replicationFactor,
+      configEntries: [
+        ...creationConfig(target),
+        ...(settings.compacted?.has(topic) ? COMPACTED_CONFIG : []),
+      ],
+    };
   }
 }
