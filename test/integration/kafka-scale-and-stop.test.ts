@@ -35,8 +35,11 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
         summarizers: 0,
         notifiers: 1,
         // A grace long enough for the running jobs to finish (a stop then hands nothing back),
-        // and the default partition count.
-        extraEnv: { SHUTDOWN_GRACE_MS: '180000', KAFKA_PARTITIONS: '12' },
+        // and the default partition count. A job waiting behind a running one of its partition
+        // cannot move; on a machine loaded by other tests a 20 s transcode (two passes and the
+        // quality report) took 187 s, past a grace of 180 s, and the job behind it was handed
+        // back.
+        extraEnv: { SHUTDOWN_GRACE_MS: '300000', KAFKA_PARTITIONS: '12' },
       },
     ));
   });
