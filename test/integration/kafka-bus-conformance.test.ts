@@ -32,7 +32,7 @@ eventBusConformance('Kafka bus (real broker)', { movesWaitingRecords: true }, ()
             sessionTimeoutMs: 6000,
             redeliveryDelayMs,
           }),
-        remove: () => deleteTopicsWithPrefix(list.join(','), topicPrefix),
+        remove: () => deleteTopicsWithPrefix(list, topicPrefix),
       };
     },
     deliveryMs: 20_000,

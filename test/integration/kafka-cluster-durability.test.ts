@@ -9,10 +9,11 @@ import { createKafkaBus, type KafkaBusOptions } from '../../services/core/bus/ka
 import { TopicDurabilityError } from '../../services/core/bus/topic-durability.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
 import { kafkaCluster, startKafkaCluster } from '../support/kafka-cluster.ts';
+import { deleteTopicsWithPrefix, withAdmin } from '../support/kafka-raw.ts';
 import { brokers as singleBroker, newPrefix } from '../support/kafka-test-names.ts';
 import { spawnService } from '../support/spawn-service.ts';
 
-const { Kafka, ConfigResourceTypes, logLevel } = kafkajs;
+const { ConfigResourceTypes } = kafkajs;
 // DescribeConfigs' config source of a value set on the topic itself (KIP-226).
 const TOPIC_CONFIG_SOURCE = 1;
 
@@ -36,10 +37,7 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
 
   after(async () => {
     for (const { brokers, prefix } of prefixes) {
-      await withAdmin(brokers, async (admin) => {
-        const names = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-        if (names.length > 0) await admin.deleteTopics({ topics: names });
-      }).catch(() => undefined);
+      await deleteTopicsWithPrefix(brokers, prefix).catch(() => undefined);
     }
     await kafkaCluster('cluster-stop');
   });
@@ -202,20 +200,3 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
     expect(again.every((t) => !t.created && t.replicas === 1)).to.equal(true);
   });
 });
-
-async function withAdmin<T>(
-  brokers: string[],
-  work: (admin: kafkajs.Admin) => Promise<T>,
-): Promise<T> {
-  const admin = new Kafka({
-    clientId: 'durability-test-admin',
-    brokers,
-    logLevel: logLevel.NOTHING,
-  }).admin();
-  await admin.connect();
-  try {
-    return await work(admin);
-  } finally {
-    await admin.disconnect();
-  }
-}

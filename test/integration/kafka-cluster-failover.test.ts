@@ -5,7 +5,6 @@
 // Duplicates (a job run twice, a 503 that ran anyway) are counted and printed, not asserted:
 // the exactly-once semantics of item 3 are not built yet.
 import { expect } from 'chai';
-import kafkajs from 'kafkajs';
 import { join } from 'node:path';
 import { topics } from '../../services/core/bus/event-bus.ts';
 import { SHORT_CLIP } from '../support/clip-server.ts';
@@ -13,10 +12,10 @@ import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
 import { transcodeBody } from '../support/job-requests.ts';
 import { kafkaCluster, quorumLeader, startKafkaCluster } from '../support/kafka-cluster.ts';
+import { withAdmin } from '../support/kafka-raw.ts';
 import { eventually, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
 import { sleep } from '../support/kafka-test-names.ts';
 
-const { Kafka, logLevel } = kafkajs;
 const BURST = 20;
 const KILL_AFTER_ACKS = 6;
 const RESTART_AFTER_MS = 20_000;
@@ -161,16 +160,12 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
 
 /** The broker id (1–3, the cluster node) leading most partitions of `topic`. */
 async function leaderOfMost(brokers: string[], topic: string): Promise<1 | 2 | 3> {
-  const admin = new Kafka({ clientId: 'drill', brokers, logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  try {
-    const { topics: [meta] = [] } = await admin.fetchTopicMetadata({ topics: [topic] });
-    const counts = new Map<number, number>();
-    for (const p of meta?.partitions ?? []) counts.set(p.leader, (counts.get(p.leader) ?? 0) + 1);
-    const [leader] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [];
-    if (leader !== 1 && leader !== 2 && leader !== 3) throw new Error(`no leader for ${topic}`);
-    return leader;
-  } finally {
-    await admin.disconnect();
-  }
+  const { topics: [meta] = [] } = await withAdmin(brokers, (admin) =>
+    admin.fetchTopicMetadata({ topics: [topic] }),
+  );
+  const counts = new Map<number, number>();
+  for (const p of meta?.partitions ?? []) counts.set(p.leader, (counts.get(p.leader) ?? 0) + 1);
+  const [leader] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [];
+  if (leader !== 1 && leader !== 2 && leader !== 3) throw new Error(`no leader for ${topic}`);
+  return leader;
 }

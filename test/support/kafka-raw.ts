@@ -64,22 +64,34 @@ export async function produceRaw(
   }
 }
 
+/** Runs `work` with a connected admin client of the brokers, disconnected afterwards. */
+export async function withAdmin<T>(
+  brokers: readonly string[],
+  work: (admin: kafkajs.Admin) => Promise<T>,
+): Promise<T> {
+  const admin = new Kafka({
+    clientId: 'test-admin',
+    brokers: [...brokers],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    return await work(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /**
  * Deletes every topic whose name starts with `prefix` (a test's own topics), so that a broker
  * restarted later in the run has fewer partitions to load before it answers.
  */
-export async function deleteTopicsWithPrefix(brokers: string, prefix: string): Promise<void> {
-  const kafka = new Kafka({
-    clientId: 'test-cleaner',
-    brokers: brokers.split(','),
-    logLevel: logLevel.NOTHING,
-  });
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+export async function deleteTopicsWithPrefix(
+  brokers: readonly string[],
+  prefix: string,
+): Promise<void> {
+  await withAdmin(brokers, async (admin) => {
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
     if (mine.length > 0) await admin.deleteTopics({ topics: mine, timeout: 15_000 });
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }

@@ -115,7 +115,7 @@ export interface EncodeMeasure {
   /** user + system seconds of its ffmpeg (and ffprobe) runs. */
   cpuSeconds: number;
   /** The service's encode ran its final pass again after an overshoot (encodeToRate). */
-  retried?: { firstKbps: number; targetKbps: number };
+  retried?: EncodeOutcome['retry'];
 }
 
 /** Tools and the scratch dir (its own per encode) an encode is measured with. */
