@@ -29,6 +29,8 @@ export interface LadderArgsOptions {
    * `=`, see two-pass.ts).
    */
   passLogPrefix: string;
+  /** The audio's loudness filter, when the request asked for a loudness (loudness.ts). */
+  loudnessFilter?: string;
 }
 
 /**
@@ -93,7 +95,7 @@ export function buildLadderArgs(o: LadderArgsOptions): string[] {
           '-map',
           `0:${audio.index}`,
           '-af',
-          audioFormatFilter(audio, 'aac'),
+          audioFormatFilter(audio, 'aac', o.loudnessFilter),
           ...audioEncoderArgs(audio, 'aac'),
         ]
       : []),

@@ -1,6 +1,14 @@
+import { createWriteStream } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobRequested, JobResult, StreamSpec } from '../core/contracts/types.generated.ts';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type {
+  JobRequested,
+  JobResult,
+  LoudnessReport,
+  StreamSpec,
+} from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
 import {
   fetchInput,
@@ -17,6 +25,8 @@ import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
 import type { MeasuredOutput } from '../core/media-job/report-quality.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
+import { planJobLoudness, reportLoudness } from '../core/media-job/normalise-loudness.ts';
+import type { LoudnessPlan } from '../core/media/loudness.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
 import type { MediaStore } from '../core/storage/media-store.ts';
 import { inPool, publishObjects } from './publish-objects.ts';
@@ -80,20 +90,25 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
         await publishOne(deps, ctx, { store, prefix: job.output.url, outDir, key });
       };
       try {
-        const { ladder, early, quality } = await deps.slots.cpu.use(
+        const { ladder, early, quality, loudness } = await deps.slots.cpu.use(
           ctx.signal,
           async () => {
             const o = { spec, input, rungs, workDir, outDir };
-            const encoded = await encodeLadder(deps, job, ctx, o, upload);
+            const asked = { asked: spec.loudness, input, encoder: 'aac', workDir } as const;
+            const plan = await planJobLoudness(deps, ctx, asked);
+            const encoded = await encodeLadder(deps, job, ctx, { ...o, plan }, upload);
             const prefix = job.output.url;
             const quality = await measureRungs(deps, ctx, { ...o, ...encoded, prefix });
-            return { ...encoded, quality };
+            const loudness = plan
+              ? await streamLoudness(deps, ctx, o, encoded.ladder, plan)
+              : undefined;
+            return { ...encoded, quality, loudness };
           },
           ctx.orgId,
           ladderCost(rungs),
         );
         return await publish(deps, job, ctx, {
-          ...{ spec, input, rungs, outDir, ladder, early, store, quality },
+          ...{ spec, input, rungs, outDir, ladder, early, store, quality, loudness },
           onStarted: (key) => touched.add(key),
         });
       } catch (error) {
@@ -110,6 +125,32 @@ interface LadderJob {
   rungs: Rung[];
   workDir: string;
   outDir: string;
+  /** What the encode does to the audio's loudness, when the request asked (loudness.ts). */
+  plan?: LoudnessPlan | undefined;
+}
+
+/** The loudness report of the audio rendition: its init and every segment joined, measured. */
+async function streamLoudness(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: LadderJob,
+  ladder: WrittenLadder,
+  plan: LoudnessPlan,
+): Promise<LoudnessReport> {
+  const audio = ladder.renditions.find((r) => r.type === 'audio');
+  if (!audio) throw new MediaError('output_invalid', 'the audio rendition is missing');
+  const dir = join(o.outDir, AUDIO_RENDITION);
+  const outputPath = join(o.workDir, 'loudness-audio.mp4');
+  await pipeline(
+    Readable.from(
+      (async function* () {
+        for (const file of [audio.init, ...audio.segments.map((s) => s.uri)])
+          yield await readFile(join(dir, file));
+      })(),
+    ),
+    createWriteStream(outputPath),
+  );
+  return reportLoudness(deps, ctx, plan, { outputPath, workDir: o.workDir });
 }
 
 /**
@@ -205,6 +246,7 @@ async function encodeLadder(
       threads: deps.threads,
       formats: spec.formats ?? (['hls', 'dash'] satisfies StreamFormat[]),
       ...(watermark ? { watermark } : {}),
+      ...(o.plan?.filter ? { loudnessFilter: o.plan.filter } : {}),
       ...(spec.thumbnails
         ? {
             thumbnails: planThumbnails(
@@ -256,6 +298,7 @@ async function publish(
     early: Set<string>;
     store: MediaStore;
     quality: ReadonlyMap<string, MeasuredOutput>;
+    loudness: LoudnessReport | undefined;
     onStarted: (key: string) => void;
   },
 ): Promise<JobResult> {
@@ -302,5 +345,6 @@ async function publish(
       quality: new Map([...o.quality].map(([name, m]) => [name, m.quality])),
     }),
     input: describeInput(o.input),
+    ...(o.loudness ? { loudness: o.loudness } : {}),
   };
 }

@@ -176,6 +176,25 @@ function mp4Render(o: SummaryRender, audio: boolean): string[] {
 const mp4Output = (path: string): string[] => ['-movflags', '+faststart', '-f', 'mp4', '-y', path];
 
 /**
+ * An MP4 summary's loudness step (loudness.ts): its video copied, its audio through `loudness`
+ * and encoded to AAC again, from `renderedPath` to the render's output path.
+ */
+export function summaryLoudnessArgs(
+  o: SummaryRender,
+  renderedPath: string,
+  loudness: string,
+): string[] {
+  if (!o.audio) throw new Error('a loudness step for a summary without audio');
+  return [
+    ...inputArgs(renderedPath),
+    ...common(o),
+    ...['-map', '0:v', '-c:v', 'copy', '-map', '0:a'],
+    ...['-af', audioFormatFilter(o.audio, 'aac', loudness), ...audioEncoderArgs(o.audio, 'aac')],
+    ...mp4Output(o.outputPath),
+  ];
+}
+
+/**
  * The render split into one part per thread (at most MAX_RENDER_PARTS, at most one per clip),
  * each a run of consecutive clips of about the same length, with the threads shared out; one
  * part, the render itself, without `partsDir` or with one thread.

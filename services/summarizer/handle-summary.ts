@@ -1,8 +1,9 @@
-import { stat, writeFile } from 'node:fs/promises';
+import { rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type {
   JobRequested,
   JobResult,
+  LoudnessReport,
   MediaDescription,
   SummarySpec,
 } from '../core/contracts/types.generated.ts';
@@ -20,7 +21,8 @@ import {
 import { outputSize, type OutputSize } from '../core/media/output-size.ts';
 import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
-import { checkDecodedLength, readInput } from '../core/media/read-input.ts';
+import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
+import { planJobLoudness, reportLoudness } from '../core/media-job/normalise-loudness.ts';
 import { runEncodes } from '../core/media-job/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
@@ -33,6 +35,7 @@ import {
   buildSummaryArgs,
   clipsOf,
   summaryQualityOptions,
+  summaryLoudnessArgs,
   summaryReference,
   type SummaryRender,
 } from './build-summary-args.ts';
@@ -59,7 +62,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
       const inputPath = join(workDir, 'input');
       const outputPath = join(workDir, `summary.${spec.format}`);
       await fetchInput(deps, job, ctx, inputPath);
-      const { out, segments, input, measured } = await withCpuSlot(deps, ctx, () =>
+      const { out, segments, input, measured, loudness } = await withCpuSlot(deps, ctx, () =>
         summarise(deps, ctx, job, spec, { workDir, inputPath, outputPath }),
       );
       await deliverOutput(
@@ -82,6 +85,7 @@ export function createSummaryHandler(deps: SummarizerDeps): JobHandler {
         input,
         output: describeOutput(out),
         ...(measured ? { quality: measured.quality } : {}),
+        ...(loudness ? { loudness } : {}),
       };
       return result;
     });
@@ -99,6 +103,7 @@ async function summarise(
   segments: SummarySegment[];
   input: MediaDescription;
   measured: MeasuredOutput | undefined;
+  loudness: LoudnessReport | undefined;
 }> {
   const input = await readInput(deps, ctx.signal, paths);
   if (input.info.durationSeconds <= 0)
@@ -144,6 +149,7 @@ async function summarise(
   for (const [k, runs] of plan.steps.entries())
     await runEncodes(deps, ctx, runs, spans[k] ?? { from: 95, to: 95, expectedSeconds: total });
   if (plan.gifParts) await joinGifs(plan.gifParts, paths.outputPath);
+  const loudness = await evenLoudness(deps, ctx, { render, total, workDir: paths.workDir });
   const out = await verifyOutput(deps.probe, paths.outputPath, {
     format: spec.format,
     videoCodec: spec.format === 'gif' ? 'gif' : 'h264',
@@ -153,7 +159,35 @@ async function summarise(
     ...(spec.format === 'mp4' && (spec.removeAudio || !input.info.audio) ? { audio: false } : {}),
   });
   const measured = await measureSummary(deps, ctx, job, { render, out, workDir: paths.workDir });
-  return { out, segments, input: describeInput(input), measured };
+  return { out, segments, input: describeInput(input), measured, loudness };
+}
+
+/**
+ * An MP4 summary's loudness, when asked and it has audio: the summary's own audio (the clips the
+ * summary shows, not the whole input) measured, then its audio made again through the gain
+ * (summaryLoudnessArgs), and measured once more for the report.
+ */
+async function evenLoudness(
+  deps: SummarizerDeps,
+  ctx: JobContext,
+  o: { render: SummaryRender; total: number; workDir: string },
+): Promise<LoudnessReport | undefined> {
+  const { spec, audio, outputPath } = o.render;
+  if (spec.format !== 'mp4' || spec.removeAudio || !audio || !spec.loudness) return undefined;
+  const renderedPath = join(o.workDir, 'rendered.mp4');
+  await rename(outputPath, renderedPath);
+  const plan = await planJobLoudness(deps, ctx, {
+    asked: spec.loudness,
+    input: { path: renderedPath, stream: 'a:0', info: { audio } as JobInput['info'] },
+    encoder: 'aac',
+    workDir: o.workDir,
+  });
+  if (!plan) throw new MediaError('internal', 'a summary with audio and no loudness plan');
+  if (plan.filter) {
+    const args = summaryLoudnessArgs(o.render, renderedPath, plan.filter);
+    await runEncodes(deps, ctx, [args], { from: 95, to: 95, expectedSeconds: o.total });
+  } else await rename(renderedPath, outputPath);
+  return reportLoudness(deps, ctx, plan, { outputPath, workDir: o.workDir });
 }
 
 /** The analysis pass: scene changes and motion over the whole input (and palette samples for a GIF). */

@@ -37,6 +37,8 @@ export interface TranscodeOptions {
    * pass run again after an overshoot, see correctedTargetKbps).
    */
   targetKbps?: number;
+  /** The audio's loudness filter, when the request asked for a loudness (loudness.ts). */
+  loudnessFilter?: string;
 }
 
 /**
@@ -76,7 +78,7 @@ function finalPass(o: TranscodeOptions): string[] {
           '-map',
           `0:${audio.index}`,
           '-af',
-          audioFormatFilter(audio, encoder),
+          audioFormatFilter(audio, encoder, o.loudnessFilter),
           ...audioEncoderArgs(audio, encoder),
         ]
       : ['-an']),

@@ -17,6 +17,7 @@ import {
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { inputReference } from '../core/media/measure-quality.ts';
 import { deliverFrames, reportQuality } from '../core/media-job/report-quality.ts';
+import { planJobLoudness, reportLoudness } from '../core/media-job/normalise-loudness.ts';
 import { remuxToMp4 } from '../core/media/remux-to-mp4.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { verifyOutput } from '../core/media/verify-output.ts';
@@ -52,6 +53,12 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
         checkOutputPixels(size, deps.maxPixels);
         const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
+        const loudness = await planJobLoudness(deps, ctx, {
+          asked: spec.loudness,
+          input,
+          encoder: spec.container === 'webm' ? 'opus' : 'aac',
+          workDir,
+        });
         const decoded = await encode(deps, ctx, {
           spec,
           input,
@@ -60,6 +67,7 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
           threads: deps.threads,
           passLogPrefix: join(workDir, 'pass'),
           ...(watermark ? { watermark } : {}),
+          ...(loudness?.filter ? { loudnessFilter: loudness.filter } : {}),
         });
         checkDecodedLength(input.info, decoded);
         if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
@@ -69,6 +77,9 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
           { spec, size, input, decoded },
           job.output.url,
         );
+        const loudnessResult = loudness
+          ? { loudness: await reportLoudness(deps, ctx, loudness, { outputPath, workDir }) }
+          : {};
         const measured = await reportQuality(deps, ctx, {
           asked: spec.quality,
           outputPath,
@@ -78,10 +89,8 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
           workDir,
           percent: 95,
         });
-        return {
-          result: measured ? { ...verified, quality: measured.quality } : verified,
-          measured,
-        };
+        const result = { ...verified, ...loudnessResult };
+        return { result: measured ? { ...result, quality: measured.quality } : result, measured };
       });
       await deliverOutput(deps, job, ctx, outputPath, CONTENT_TYPE[spec.container]);
       await deliverFrames(deps, job, ctx, measured);

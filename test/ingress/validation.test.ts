@@ -91,6 +91,8 @@ const accepted: [string, string, Record<string, unknown>][] = [
     '/transcode',
     wm({ imageName: 'logo.png', width: 64, height: 32, position: 'bottomLeft' }),
   ],
+  ['loudness to EBU R128', '/transcode', t({ loudness: { targetLufs: -23 } })],
+  ['loudness with a ceiling', '/transcode', t({ loudness: { targetLufs: -14, truePeakDbtp: -2 } })],
   ['gif summary', '/summary/gif', validSummary],
   [
     'mp4 summary with options',
@@ -532,6 +534,24 @@ describe('ingress: a request with several problems names them all in its one err
       '/summary/mp4',
       s({ watermark: { text: 'x' }, preset: 'fast', successUrl: 'ftp://hooks.example.com' }),
       'successUrl must be an http:// or https:// URL without user info; watermark.fontSize is required; preset is not a known field',
+    ],
+    [
+      'a loudness target out of range beside a bad width',
+      '/transcode',
+      t({ loudness: { targetLufs: 3 }, width: 0 }),
+      'width must be >= 2; loudness.targetLufs must be <= -5',
+    ],
+    [
+      'a loudness ceiling above 0 dBTP',
+      '/transcode',
+      t({ loudness: { targetLufs: -16, truePeakDbtp: 1 } }),
+      'loudness.truePeakDbtp must be <= 0',
+    ],
+    [
+      'a loudness without its target',
+      '/transcode',
+      t({ loudness: { truePeakDbtp: -1 } }),
+      'loudness.targetLufs is required',
     ],
     [
       'a bucket URL without its creds and a bad bitrate',

@@ -45,6 +45,59 @@ export interface GcpCredentials {
 export type LocationRules = {
   [k: string]: unknown;
 };
+// from schemas/common/loudness-option.v1.schema.json
+/**
+ * Evens out the output's loudness (ITU BS.1770 / EBU R128). The input's audio is measured first. A linear gain then brings its integrated loudness to `targetLufs` where its true peak after the gain stays under `truePeakDbtp`; where it would not (a wide range: quiet speech with loud bangs), the gain is followed by a true-peak limiter. The result's `loudness` says which happened, with the input's and the output's figures. Common targets: -23 (EBU R128 broadcast), -24 (ATSC A/85), -16 (web, podcasts), -14 (music platforms). Ignored for an input without audio.
+ */
+export interface LoudnessOption {
+  /**
+   * Integrated loudness of the output, LUFS.
+   */
+  targetLufs: number;
+  /**
+   * Ceiling of the output's true peak, dBTP. Default -1.
+   */
+  truePeakDbtp?: number;
+}
+// from schemas/common/loudness-report.v1.schema.json
+/**
+ * What loudness normalisation did (present when the request asked for `loudness` and the input has audio): the figures are ITU BS.1770 / EBU R128 measurements (ffmpeg's `ebur128`) of the input's audio track and of the output's.
+ */
+export interface LoudnessReport {
+  targetLufs: number;
+  /**
+   * The ceiling asked for.
+   */
+  truePeakDbtp: number;
+  /**
+   * `linear`: one gain over the whole track, its dynamics kept as they were; `dynamic`: the input's true peak would have passed the ceiling after that gain, so the gain is followed by a true-peak limiter that holds the peaks down (the gain chosen by measuring the limited audio, so the integrated loudness still meets the target); `silent`: the input's audio is below the measurement's gate and is left as it is.
+   */
+  mode: "linear" | "dynamic" | "silent";
+  /**
+   * The gain applied, dB (in mode `dynamic`, before the limiter).
+   */
+  gainDb?: number;
+  input: LoudnessMeasurement;
+  output: LoudnessMeasurement;
+}
+/**
+ * This interface was referenced by `LoudnessReport`'s JSON-Schema
+ * via the `definition` "measured".
+ */
+export interface LoudnessMeasurement {
+  /**
+   * Integrated loudness, LUFS (-70 for audio below the gate).
+   */
+  integratedLufs: number;
+  /**
+   * Loudness range (LRA), LU.
+   */
+  rangeLu: number;
+  /**
+   * Highest true peak of any channel, dBTP (-120 for digital silence).
+   */
+  truePeakDbtp: number;
+}
 // from schemas/common/media-description.v1.schema.json
 /**
  * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
@@ -438,6 +491,7 @@ export interface TranscodeSpec {
    */
   height?: number;
   quality?: QualityOption;
+  loudness?: LoudnessOption;
 }
 /**
  * Exactly one of text, imageUrl or imageName is present; it tells the variant.
@@ -460,6 +514,20 @@ export interface SummaryOptions {
   width?: number;
   removeAudio?: boolean;
   quality?: QualityOption;
+  loudness?: LoudnessOption1;
+}
+/**
+ * Evens out the output's loudness (ITU BS.1770 / EBU R128). The input's audio is measured first. A linear gain then brings its integrated loudness to `targetLufs` where its true peak after the gain stays under `truePeakDbtp`; where it would not (a wide range: quiet speech with loud bangs), the gain is followed by a true-peak limiter. The result's `loudness` says which happened, with the input's and the output's figures. Common targets: -23 (EBU R128 broadcast), -24 (ATSC A/85), -16 (web, podcasts), -14 (music platforms). Ignored for an input without audio.
+ */
+export interface LoudnessOption1 {
+  /**
+   * Integrated loudness of the output, LUFS.
+   */
+  targetLufs: number;
+  /**
+   * Ceiling of the output's true peak, dBTP. Default -1.
+   */
+  truePeakDbtp?: number;
 }
 /**
  * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`. Each of the two closes it (unevaluatedProperties), since the body holds its locations beside these fields: a field added here is taken by both.
@@ -498,6 +566,7 @@ export interface StreamSpec {
   segmentSeconds?: number;
   thumbnails?: ThumbnailSpec;
   quality?: QualityOption;
+  loudness?: LoudnessOption;
 }
 export interface LadderRung {
   height: number;
@@ -596,6 +665,7 @@ export interface JobResult {
   input?: MediaDescription;
   output?: MediaDescription;
   quality?: QualityReport;
+  loudness?: LoudnessReport;
 }
 /**
  * What a stream job published, measured from its files: the manifests, each rung and the audio rendition, the thumbnails, the object count and total bytes. URLs are under the job's output prefix.

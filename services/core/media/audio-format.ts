@@ -28,11 +28,18 @@ export function audioTarget(
  * The filter that gives an output's audio its layout and rate (see audioTarget), its samples
  * laid on their timestamps: where a saved stream's segments join, audio that overlaps is cut
  * and a gap filled with silence (without it, two Opus packets of a joined TS shared one
- * timestamp), so audio stays in step with the video.
+ * timestamp), so audio stays in step with the video. `loudness` (loudness.ts: a gain, or a
+ * normaliser that works at its own rate) comes after, on the output's layout, and the format is
+ * set again behind it.
  */
-export function audioFormatFilter(audio: AudioInfo, encoder: AudioEncoder): string {
+export function audioFormatFilter(
+  audio: AudioInfo,
+  encoder: AudioEncoder,
+  loudness?: string,
+): string {
   const target = audioTarget(audio, encoder);
-  return `aresample=async=1,aformat=sample_rates=${target.sampleRate}:channel_layouts=${target.layout}`;
+  const format = `aformat=sample_rates=${target.sampleRate}:channel_layouts=${target.layout}`;
+  return ['aresample=async=1', format, ...(loudness ? [loudness, format] : [])].join(',');
 }
 
 /** Encoder arguments, the bitrate by channel count (5.1 needs about three times stereo's). */
