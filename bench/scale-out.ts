@@ -20,7 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { createKafkaBus, type KafkaBus } from '../services/core/bus/kafka-bus.ts';
-import { topics, type Subscription } from '../services/core/bus/event-bus.ts';
+import { topics, type DeliveryContext, type Subscription } from '../services/core/bus/event-bus.ts';
 import { createLogger } from '../services/core/observability/logger.ts';
 import { createSemaphore, type Semaphore } from '../services/core/scheduling/semaphore.ts';
 
@@ -90,15 +90,83 @@ const timer = (ms: number, signal: AbortSignal): Promise<void> =>
     });
   });
 
+/** What one scenario's members share: where each record is, and what its runs cost. */
+interface Tally {
+  /** Starts per record (a record taken back and taken again starts again). */
+  started: Map<string, number>;
+  stage: Map<string, Stage>;
+  ended: Set<string>;
+  ranOn: Record<string, number>;
+  thrownAwayMs: number;
+}
+
+/** The longest waits the sampler has seen; see `sampleWaits`. */
+interface Waits {
+  longestHeldMs: number;
+  longestHeldAtMs: number;
+  heldSince: number | undefined;
+  longestMovableMs: number;
+  movableSince: number | undefined;
+}
+
 async function run(scenario: Scenario): Promise<Outcome> {
   const prefix = `bench-${randomUUID().slice(0, 8)}.`;
   const group = `bench-${randomUUID()}`;
-  const started = new Map<string, number>();
-  const stage = new Map<string, Stage>();
-  const ended = new Set<string>();
-  const ranOn: Record<string, number> = {};
-  let thrownAwayMs = 0;
-  const member = (name: string): Member => ({
+  const tally: Tally = {
+    started: new Map(),
+    stage: new Map(),
+    ended: new Set(),
+    ranOn: {},
+    thrownAwayMs: 0,
+  };
+  const subscribe = (m: Member): Promise<void> => subscribeMember(m, group, tally);
+  const a = member('a', prefix);
+  const b = member('b', prefix);
+  await a.bus.ensureTopics();
+  await subscribe(a);
+  if (scenario === 'two-from-start') await subscribe(b);
+  await sleep(2000); // every member has joined
+  const keys = Array.from({ length: records }, (_, i) => `job-${i}`);
+  const t0 = performance.now();
+  await a.bus.publish(
+    keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
+  );
+  const waits: Waits = {
+    longestHeldMs: 0,
+    longestHeldAtMs: 0,
+    heldSince: undefined,
+    longestMovableMs: 0,
+    movableSince: undefined,
+  };
+  const sampler = setInterval(() => sampleWaits(waits, keys, tally.stage, [a, b], t0), 50);
+  const steps = (async () => {
+    if (scenario === 'two-from-start') return;
+    await sleep(joinAfterMs);
+    await subscribe(b);
+    if (scenario !== 'scale-then-stop') return;
+    await sleep(2000);
+    a.active = false;
+    await a.sub?.close(10 * jobMs);
+  })();
+  while (tally.ended.size < records) await sleep(50);
+  const makespanMs = performance.now() - t0;
+  clearInterval(sampler);
+  await steps;
+  await Promise.all([a, b].map((m) => m.bus.close()));
+  const extraStarts = [...tally.started.values()].reduce((n, c) => n + c - 1, 0);
+  return {
+    makespanMs,
+    thrownAwayMs: tally.thrownAwayMs,
+    extraStarts,
+    longestHeldMs: waits.longestHeldMs,
+    longestHeldAtMs: waits.longestHeldAtMs,
+    longestMovableMs: waits.longestMovableMs,
+    ranOn: tally.ranOn,
+  };
+}
+
+function member(name: string, prefix: string): Member {
+  return {
     name,
     running: 0,
     notBegun: 0,
@@ -113,114 +181,93 @@ async function run(scenario: Scenario): Promise<Outcome> {
       maxWaitTimeMs: 500,
       logger: createLogger({ level: (process.env['BENCH_LOG_LEVEL'] ?? 'error') as 'error' }),
     }),
+  };
+}
+
+/** Subscribes `m` to the jobs, taking them as a media worker does (see the top of the file). */
+async function subscribeMember(m: Member, group: string, tally: Tally): Promise<void> {
+  m.sub = await m.bus.subscribe({
+    group,
+    topics: [topics.transcodeRequests],
+    fromBeginning: true,
+    concurrency: slots + prefetch,
+    freeForWork: () => m.work.size - m.work.inUse - m.notBegun,
+    handler: (record, delivery) => takeJob(m, tally, record.key, delivery),
   });
-  const subscribe = async (m: Member): Promise<void> => {
-    m.sub = await m.bus.subscribe({
-      group,
-      topics: [topics.transcodeRequests],
-      fromBeginning: true,
-      concurrency: slots + prefetch,
-      freeForWork: () => m.work.size - m.work.inUse - m.notBegun,
-      handler: async (record, delivery) => {
-        const { signal } = delivery;
-        started.set(record.key, (started.get(record.key) ?? 0) + 1);
-        // Its stage: downloading, queued for a work slot, at work (since `at`).
-        const enter = (next: Stage): void => void stage.set(record.key, next);
-        enter('download');
-        let at = 0;
-        m.notBegun += 1;
-        try {
-          delivery.waitOnly();
-          await timer(downloadMs, signal);
-          enter('queued');
-          await m.work.use(signal, async () => {
-            await delivery.begin();
-            signal.throwIfAborted();
-            enter('work');
-            m.notBegun -= 1;
-            m.running += 1;
-            at = performance.now();
-            try {
-              await timer(jobMs, signal);
-            } finally {
-              m.running -= 1;
-            }
-          });
-          enter('done');
-          ended.add(record.key);
-          ranOn[m.name] = (ranOn[m.name] ?? 0) + 1;
-        } catch (error) {
-          if (stage.get(record.key) === 'work') thrownAwayMs += performance.now() - at;
-          else m.notBegun -= 1;
-          enter('fetch');
-          throw error;
-        }
-      },
+  m.active = true;
+}
+
+/** One record on member `m`: its download, then its work in a work slot. */
+async function takeJob(
+  m: Member,
+  tally: Tally,
+  key: string,
+  delivery: DeliveryContext,
+): Promise<void> {
+  const { signal } = delivery;
+  const { started, stage } = tally;
+  started.set(key, (started.get(key) ?? 0) + 1);
+  // Its stage: downloading, queued for a work slot, at work (since `at`).
+  const enter = (next: Stage): void => void stage.set(key, next);
+  enter('download');
+  let at = 0;
+  m.notBegun += 1;
+  try {
+    delivery.waitOnly();
+    await timer(downloadMs, signal);
+    enter('queued');
+    await m.work.use(signal, async () => {
+      await delivery.begin();
+      signal.throwIfAborted();
+      enter('work');
+      m.notBegun -= 1;
+      m.running += 1;
+      at = performance.now();
+      try {
+        await timer(jobMs, signal);
+      } finally {
+        m.running -= 1;
+      }
     });
-    m.active = true;
-  };
-  const a = member('a');
-  const b = member('b');
-  await a.bus.ensureTopics();
-  await subscribe(a);
-  if (scenario === 'two-from-start') await subscribe(b);
-  await sleep(2000); // every member has joined
-  const keys = Array.from({ length: records }, (_, i) => `job-${i}`);
-  const t0 = performance.now();
-  await a.bus.publish(
-    keys.map((key) => ({ topic: topics.transcodeRequests, key, value: Buffer.from(key) })),
-  );
-  let longestHeldMs = 0;
-  let longestHeldAtMs = 0;
-  let heldSince: number | undefined;
-  let longestMovableMs = 0;
-  let movableSince: number | undefined;
-  const sampler = setInterval(() => {
-    // A record waits for work: not taken yet, or downloaded and queued for a work slot. One
-    // behind a record at work on its partition cannot move (one partition, one owner).
-    const waiting = keys.filter((k) => {
-      const at = stage.get(k) ?? 'fetch';
-      return at === 'fetch' || at === 'queued';
-    });
-    const blocked = (k: string): boolean =>
-      keys.some((j) => j !== k && partitionOf(j) === partitionOf(k) && stage.get(j) === 'work');
-    const free = [a, b].some((m) => m.active && m.running + m.notBegun < slots);
-    const now = performance.now();
-    if (waiting.length > 0 && free) heldSince ??= now;
-    else heldSince = undefined;
-    if (heldSince !== undefined && now - heldSince > longestHeldMs) {
-      longestHeldMs = now - heldSince;
-      longestHeldAtMs = heldSince - t0;
-    }
-    if (waiting.some((k) => !blocked(k)) && free) movableSince ??= now;
-    else movableSince = undefined;
-    if (movableSince !== undefined)
-      longestMovableMs = Math.max(longestMovableMs, now - movableSince);
-  }, 50);
-  const steps = (async () => {
-    if (scenario === 'two-from-start') return;
-    await sleep(joinAfterMs);
-    await subscribe(b);
-    if (scenario !== 'scale-then-stop') return;
-    await sleep(2000);
-    a.active = false;
-    await a.sub?.close(10 * jobMs);
-  })();
-  while (ended.size < records) await sleep(50);
-  const makespanMs = performance.now() - t0;
-  clearInterval(sampler);
-  await steps;
-  await Promise.all([a, b].map((m) => m.bus.close()));
-  const extraStarts = [...started.values()].reduce((n, c) => n + c - 1, 0);
-  return {
-    makespanMs,
-    thrownAwayMs,
-    extraStarts,
-    longestHeldMs,
-    longestHeldAtMs,
-    longestMovableMs,
-    ranOn,
-  };
+    enter('done');
+    tally.ended.add(key);
+    tally.ranOn[m.name] = (tally.ranOn[m.name] ?? 0) + 1;
+  } catch (error) {
+    if (stage.get(key) === 'work') tally.thrownAwayMs += performance.now() - at;
+    else m.notBegun -= 1;
+    enter('fetch');
+    throw error;
+  }
+}
+
+/** One sample (every 50 ms) of how long records have waited beside a free work slot. */
+function sampleWaits(
+  w: Waits,
+  keys: string[],
+  stage: Map<string, Stage>,
+  members: Member[],
+  t0: number,
+): void {
+  // A record waits for work: not taken yet, or downloaded and queued for a work slot. One
+  // behind a record at work on its partition cannot move (one partition, one owner).
+  const waiting = keys.filter((k) => {
+    const at = stage.get(k) ?? 'fetch';
+    return at === 'fetch' || at === 'queued';
+  });
+  const blocked = (k: string): boolean =>
+    keys.some((j) => j !== k && partitionOf(j) === partitionOf(k) && stage.get(j) === 'work');
+  const free = members.some((m) => m.active && m.running + m.notBegun < slots);
+  const now = performance.now();
+  if (waiting.length > 0 && free) w.heldSince ??= now;
+  else w.heldSince = undefined;
+  if (w.heldSince !== undefined && now - w.heldSince > w.longestHeldMs) {
+    w.longestHeldMs = now - w.heldSince;
+    w.longestHeldAtMs = w.heldSince - t0;
+  }
+  if (waiting.some((k) => !blocked(k)) && free) w.movableSince ??= now;
+  else w.movableSince = undefined;
+  if (w.movableSince !== undefined)
+    w.longestMovableMs = Math.max(w.longestMovableMs, now - w.movableSince);
 }
 
 console.log(

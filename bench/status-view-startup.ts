@@ -48,6 +48,16 @@ const ids: string[] = reuse ? (JSON.parse(await readFile(idsFile, 'utf8')) as st
 if (!reuse) await produceHistory();
 
 async function produceHistory(): Promise<void> {
+  await createTopics();
+  const { records, produceSeconds } = await sendHistory();
+  await markWriterCaughtUp();
+  console.log(
+    `history: ${jobs} jobs, ${records} records (${ticks} progress ticks a job, ${compacted ? 'one status record a job, as compacted' : 'two status records a job'}) produced in ${produceSeconds.toFixed(1)} s`,
+  );
+  await writeFile(idsFile, JSON.stringify(ids));
+}
+
+async function createTopics(): Promise<void> {
   await admin.createTopics({
     waitForLeaders: true,
     topics: Object.values(topics).map((t) => ({
@@ -57,115 +67,15 @@ async function produceHistory(): Promise<void> {
       ...(t === topics.jobStatus ? { configEntries: COMPACTED_CONFIG } : {}),
     })),
   });
+}
 
-  const envelope = (
-    type: string,
-    data: Record<string, unknown>,
-    id: string = randomUUID(),
-  ): Buffer =>
-    Buffer.from(
-      JSON.stringify({
-        specversion: '1.0',
-        id,
-        type,
-        source: 'bench',
-        time: new Date().toISOString(),
-        subject: data['jobId'],
-        datacontenttype: 'application/json',
-        data,
-      }),
-    );
-  const headers = (type: string) => ({
-    'content-type': 'application/cloudevents+json; charset=utf-8',
-    'ce-type': type,
-  });
-
-  /** Every record of one job, by topic. */
-  function historyOf(jobId: string): Record<string, Message[]> {
-    const now = new Date().toISOString();
-    const who = { jobId, kind: 'transcode', orgId: ORG, attempt: 1 };
-    const callbacks = { successUrl: 'https://hooks.example.com/done' };
-    const result = {
-      outputUrl: `https://media.example.com/out/${jobId}.mp4`,
-      format: 'mp4',
-      width: 640,
-      height: 360,
-      durationSeconds: 10,
-      sizeBytes: 1_250_000,
-      videoCodec: 'h264',
-    };
-    const webhookId = `${jobId}:media.job.succeeded:1`;
-    const event = (type: string, data: Record<string, unknown>, id?: string): Message => ({
-      key: jobId,
-      value: envelope(type, data, id),
-      headers: headers(type),
-    });
-    const request = {
-      ...who,
-      submittedAt: now,
-      input: { url: 'https://media.example.com/in.mp4' },
-      output: { url: result.outputUrl },
-      callbacks,
-      transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
-    };
-    const base = { id: jobId, orgId: ORG, type: 'transcode', createdAt: now, attempt: 1 };
-    const finalCallback = {
-      url: callbacks.successUrl,
-      webhookId,
-      body: {
-        eventId: webhookId,
-        jobId,
-        kind: 'transcode',
-        status: 'succeeded',
-        attempt: 1,
-        finishedAt: now,
-        result,
-      },
-    };
-    const status = (s: Record<string, unknown>, rev: number): Message => ({
-      key: jobId,
-      value: Buffer.from(JSON.stringify({ ...base, updatedAt: now, rev, ...s })),
-    });
-    return {
-      [topics.transcodeRequests]: [event('media.job.requested', request, jobId)],
-      [topics.jobEvents]: [
-        event('media.job.processing', { ...who, startedAt: now }),
-        ...Array.from({ length: ticks }, (_, i) =>
-          event('media.job.progress', {
-            ...who,
-            percent: ((i + 1) * 100) / (ticks + 1),
-            stage: 'encode',
-          }),
-        ),
-        event('media.job.succeeded', { ...who, finishedAt: now, callbacks, result }),
-        event('media.callback.status', {
-          jobId,
-          orgId: ORG,
-          webhookId,
-          state: 'delivered',
-          attempts: 1,
-          lastStatus: 200,
-          at: now,
-        }),
-      ],
-      [topics.jobStatus]: [
-        ...(compacted ? [] : [status({ status: 'queued' }, 1)]),
-        status(
-          {
-            status: 'succeeded',
-            progressPercent: 100,
-            result,
-            finalCallback,
-            callback: { state: 'delivered', webhookId, attempts: 1, lastStatus: 200 },
-          },
-          2,
-        ),
-      ],
-    };
-  }
-
-  // Production: batches of 500 jobs, a few sends in flight, acks from the leader only (the
-  // history's durability is not what is measured).
+/**
+ * Produces the history of every job, keeping the ids of the first and the 10 newest in `ids`;
+ * returns the number of records and the seconds spent producing them. Batches of 500 jobs, a
+ * few sends in flight, acks from the leader only (the history's durability is not what is
+ * measured).
+ */
+async function sendHistory(): Promise<{ records: number; produceSeconds: number }> {
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   const produceStarted = performance.now();
@@ -195,7 +105,11 @@ async function produceHistory(): Promise<void> {
   }
   await Promise.all(inFlight);
   await producer.disconnect();
-  const produceSeconds = (performance.now() - produceStarted) / 1000;
+  return { records, produceSeconds: (performance.now() - produceStarted) / 1000 };
+}
+
+/** Sets the status writer group's offsets to the end, as a writer that kept up leaves them. */
+async function markWriterCaughtUp(): Promise<void> {
   for (const t of [topics.transcodeRequests, topics.summaryRequests, topics.jobEvents])
     await admin.setOffsets({
       groupId: STATUS_WRITER_GROUP,
@@ -205,11 +119,138 @@ async function produceHistory(): Promise<void> {
         offset: p.high,
       })),
     });
-  console.log(
-    `history: ${jobs} jobs, ${records} records (${ticks} progress ticks a job, ${compacted ? 'one status record a job, as compacted' : 'two status records a job'}) produced in ${produceSeconds.toFixed(1)} s`,
-  );
+}
 
-  await writeFile(idsFile, JSON.stringify(ids));
+/** What every record of one job's history repeats. */
+interface Job {
+  jobId: string;
+  now: string;
+  who: { jobId: string; kind: string; orgId: string; attempt: number };
+  callbacks: { successUrl: string };
+  result: Record<string, unknown> & { outputUrl: string };
+  webhookId: string;
+}
+
+/** Every record of one job, by topic. */
+function historyOf(jobId: string): Record<string, Message[]> {
+  const job: Job = {
+    jobId,
+    now: new Date().toISOString(),
+    who: { jobId, kind: 'transcode', orgId: ORG, attempt: 1 },
+    callbacks: { successUrl: 'https://hooks.example.com/done' },
+    result: {
+      outputUrl: `https://media.example.com/out/${jobId}.mp4`,
+      format: 'mp4',
+      width: 640,
+      height: 360,
+      durationSeconds: 10,
+      sizeBytes: 1_250_000,
+      videoCodec: 'h264',
+    },
+    webhookId: `${jobId}:media.job.succeeded:1`,
+  };
+  return {
+    [topics.transcodeRequests]: [requestOf(job)],
+    [topics.jobEvents]: runEventsOf(job),
+    [topics.jobStatus]: statusRecordsOf(job),
+  };
+}
+
+// Declared, not const: the history is produced at the top of the module, before a const
+// below it would be initialised.
+/** One of the job's events, as a CloudEvent in structured mode. */
+function eventOf(job: Job, type: string, data: Record<string, unknown>, id?: string): Message {
+  const value = {
+    specversion: '1.0',
+    id: id ?? randomUUID(),
+    type,
+    source: 'bench',
+    time: new Date().toISOString(),
+    subject: data['jobId'],
+    datacontenttype: 'application/json',
+    data,
+  };
+  return {
+    key: job.jobId,
+    value: Buffer.from(JSON.stringify(value)),
+    headers: { 'content-type': 'application/cloudevents+json; charset=utf-8', 'ce-type': type },
+  };
+}
+
+/** The job's request, its event id the job's id. */
+function requestOf(job: Job): Message {
+  const { who, now, result, callbacks } = job;
+  const request = {
+    ...who,
+    submittedAt: now,
+    input: { url: 'https://media.example.com/in.mp4' },
+    output: { url: result.outputUrl },
+    callbacks,
+    transcode: { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' },
+  };
+  return eventOf(job, 'media.job.requested', request, job.jobId);
+}
+
+/** The events of its run: processing, the progress ticks, succeeded, callback delivered. */
+function runEventsOf(job: Job): Message[] {
+  const { jobId, who, now, callbacks, result, webhookId } = job;
+  const event = (type: string, data: Record<string, unknown>): Message => eventOf(job, type, data);
+  return [
+    event('media.job.processing', { ...who, startedAt: now }),
+    ...Array.from({ length: ticks }, (_, i) =>
+      event('media.job.progress', {
+        ...who,
+        percent: ((i + 1) * 100) / (ticks + 1),
+        stage: 'encode',
+      }),
+    ),
+    event('media.job.succeeded', { ...who, finishedAt: now, callbacks, result }),
+    event('media.callback.status', {
+      jobId,
+      orgId: ORG,
+      webhookId,
+      state: 'delivered',
+      attempts: 1,
+      lastStatus: 200,
+      at: now,
+    }),
+  ];
+}
+
+/** Its status records as the writer leaves them: queued (unless compacted), then succeeded. */
+function statusRecordsOf(job: Job): Message[] {
+  const { jobId, now, callbacks, result, webhookId } = job;
+  const base = { id: jobId, orgId: ORG, type: 'transcode', createdAt: now, attempt: 1 };
+  const finalCallback = {
+    url: callbacks.successUrl,
+    webhookId,
+    body: {
+      eventId: webhookId,
+      jobId,
+      kind: 'transcode',
+      status: 'succeeded',
+      attempt: 1,
+      finishedAt: now,
+      result,
+    },
+  };
+  const status = (s: Record<string, unknown>, rev: number): Message => ({
+    key: jobId,
+    value: Buffer.from(JSON.stringify({ ...base, updatedAt: now, rev, ...s })),
+  });
+  return [
+    ...(compacted ? [] : [status({ status: 'queued' }, 1)]),
+    status(
+      {
+        status: 'succeeded',
+        progressPercent: 100,
+        result,
+        finalCallback,
+        callback: { state: 'delivered', webhookId, attempts: 1, lastStatus: 200 },
+      },
+      2,
+    ),
+  ];
 }
 
 interface Start {

@@ -77,42 +77,8 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
     });
     const s = stack;
     const victim = await pickVictim(s.prefix);
-
-    const submissions: Submission[] = [];
-    let killedAt: number | undefined;
-    let restarted: Promise<void> | undefined;
-    const kill = async (): Promise<void> => {
-      killedAt = performance.now();
-      await kafkaCluster('cluster-kill', victim);
-      restarted = sleep(RESTART_AFTER_MS).then(async () => {
-        await kafkaCluster('cluster-start-node', victim);
-      });
-    };
-    const burstStart = performance.now();
-    let next = 0;
-    let killing: Promise<void> | undefined;
-    const loop = async (): Promise<void> => {
-      while (next < BURST) {
-        const i = next++;
-        const body = transcodeBody(server, 'in.mp4', `out-${name}-${i}.mp4`, {
-          successUrl: `${server.url}/callbacks/ok-${name}-${i}`,
-          failureUrl: `${server.url}/callbacks/fail-${name}-${i}`,
-        });
-        const answer = await s.submit('/transcode', body).catch(() => undefined);
-        submissions.push({
-          i,
-          status: answer?.status ?? 0,
-          ms: answer?.ms ?? 0,
-          ...(typeof answer?.body['id'] === 'string' ? { id: answer.body['id'] } : {}),
-        });
-        if (submissions.filter((x) => x.status === 200).length >= KILL_AFTER_ACKS)
-          killing ??= kill();
-        await sleep(250);
-      }
-    };
-    await Promise.all([loop(), loop()]);
-    await killing;
-    await restarted;
+    const burst = await burstWithKill(name, server, s, victim);
+    const { submissions } = burst;
 
     const acknowledged = submissions.filter((x) => x.status === 200);
     const succeeded = (i: number): boolean =>
@@ -124,28 +90,10 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
     );
     // Room for late duplicates (a redelivered job, a second callback) to show.
     await sleep(15_000);
-
-    const callbacksOf = (i: number): number =>
-      server.callbacks.filter((c) => c.path.endsWith(`-${name}-${i}`)).length;
-    const refused = submissions.filter((x) => x.status !== 200);
-    const figures = {
-      drill: name,
-      victim,
-      acknowledged: acknowledged.length,
-      refused: refused.map((x) => x.status),
-      refusedThatRan: refused.filter(
-        (x) => callbacksOf(x.i) > 0 || uploads.has(`out-${name}-${x.i}.mp4`),
-      ).length,
-      jobsCalledBackTwice: acknowledged.filter((x) => callbacksOf(x.i) > 1).length,
-      outputsUploadedTwice: [...uploads].filter(
-        ([file, n]) => file.startsWith(`out-${name}-`) && n > 1,
-      ).length,
-      slowestAnswerMs: Math.round(Math.max(...submissions.map((x) => x.ms))),
-      answersAfterKillOver5s: submissions.filter((x) => x.ms > 5000).length,
-      killedAfterMs: killedAt === undefined ? undefined : Math.round(killedAt - burstStart),
-    };
+    const figures = figuresOf(name, victim, burst, server, uploads);
     console.log(`      cluster drill: ${JSON.stringify(figures)}`);
 
+    const refused = submissions.filter((x) => x.status !== 200);
     expect(acknowledged.length, 'submissions answered 200').to.be.at.least(KILL_AFTER_ACKS);
     expect(submissions).to.have.length(BURST);
     expect(acknowledged.filter((x) => !succeeded(x.i)).map((x) => x.i)).to.deep.equal([]);
@@ -168,4 +116,88 @@ async function leaderOfMost(brokers: string[], topic: string): Promise<1 | 2 | 3
   const [leader] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0] ?? [];
   if (leader !== 1 && leader !== 2 && leader !== 3) throw new Error(`no leader for ${topic}`);
   return leader;
+}
+
+/** The burst's submissions, and when the broker was killed, ms after the burst began. */
+interface Burst {
+  submissions: Submission[];
+  burstStart: number;
+  killedAt: number | undefined;
+}
+
+/**
+ * Submits the burst (two at a time), SIGKILLs `victim` once KILL_AFTER_ACKS submissions were
+ * answered 200 and restarts it RESTART_AFTER_MS later; resolves once it is back.
+ */
+async function burstWithKill(
+  name: string,
+  server: TestServer,
+  s: KafkaStack,
+  victim: 1 | 2 | 3,
+): Promise<Burst> {
+  const submissions: Submission[] = [];
+  let killedAt: number | undefined;
+  let restarted: Promise<void> | undefined;
+  const kill = async (): Promise<void> => {
+    killedAt = performance.now();
+    await kafkaCluster('cluster-kill', victim);
+    restarted = sleep(RESTART_AFTER_MS).then(async () => {
+      await kafkaCluster('cluster-start-node', victim);
+    });
+  };
+  const burstStart = performance.now();
+  let next = 0;
+  let killing: Promise<void> | undefined;
+  const loop = async (): Promise<void> => {
+    while (next < BURST) {
+      const i = next++;
+      const body = transcodeBody(server, 'in.mp4', `out-${name}-${i}.mp4`, {
+        successUrl: `${server.url}/callbacks/ok-${name}-${i}`,
+        failureUrl: `${server.url}/callbacks/fail-${name}-${i}`,
+      });
+      const answer = await s.submit('/transcode', body).catch(() => undefined);
+      submissions.push({
+        i,
+        status: answer?.status ?? 0,
+        ms: answer?.ms ?? 0,
+        ...(typeof answer?.body['id'] === 'string' ? { id: answer.body['id'] } : {}),
+      });
+      if (submissions.filter((x) => x.status === 200).length >= KILL_AFTER_ACKS) killing ??= kill();
+      await sleep(250);
+    }
+  };
+  await Promise.all([loop(), loop()]);
+  await killing;
+  await restarted;
+  return { submissions, burstStart, killedAt };
+}
+
+/** The drill's figures, duplicates among them (printed, not asserted: see the top). */
+function figuresOf(
+  name: string,
+  victim: 1 | 2 | 3,
+  { submissions, burstStart, killedAt }: Burst,
+  server: TestServer,
+  uploads: Map<string, number>,
+): Record<string, unknown> {
+  const callbacksOf = (i: number): number =>
+    server.callbacks.filter((c) => c.path.endsWith(`-${name}-${i}`)).length;
+  const acknowledged = submissions.filter((x) => x.status === 200);
+  const refused = submissions.filter((x) => x.status !== 200);
+  return {
+    drill: name,
+    victim,
+    acknowledged: acknowledged.length,
+    refused: refused.map((x) => x.status),
+    refusedThatRan: refused.filter(
+      (x) => callbacksOf(x.i) > 0 || uploads.has(`out-${name}-${x.i}.mp4`),
+    ).length,
+    jobsCalledBackTwice: acknowledged.filter((x) => callbacksOf(x.i) > 1).length,
+    outputsUploadedTwice: [...uploads].filter(
+      ([file, n]) => file.startsWith(`out-${name}-`) && n > 1,
+    ).length,
+    slowestAnswerMs: Math.round(Math.max(...submissions.map((x) => x.ms))),
+    answersAfterKillOver5s: submissions.filter((x) => x.ms > 5000).length,
+    killedAfterMs: killedAt === undefined ? undefined : Math.round(killedAt - burstStart),
+  };
 }

@@ -16,6 +16,13 @@ import {
 } from './event-bus-conformance-kit.ts';
 
 export function lifecycleCases(ctx: ConformanceContext, capabilities: BusCapabilities): void {
+  restartCases(ctx);
+  waitOnlyCases(ctx, capabilities);
+  closeCases(ctx);
+}
+
+/** What a restart keeps: scheduled records, and the records a group had not finished. */
+function restartCases(ctx: ConformanceContext): void {
   it('keeps a record scheduled before a restart and delivers it once due', async () => {
     const group = `g-${randomUUID()}`;
     const first = ctx.open();
@@ -65,7 +72,10 @@ export function lifecycleCases(ctx: ConformanceContext, capabilities: BusCapabil
     const again = await ctx.collect(ctx.open(), group);
     await ctx.deliveredOnce(again, ['unfinished']);
   });
+}
 
+/** A handler that only waits (waitOnly): it keeps its record once begun, else it may move. */
+function waitOnlyCases(ctx: ConformanceContext, capabilities: BusCapabilities): void {
   it('a handler that only waits (waitOnly), then begins, keeps its record, is not aborted and finishes it once', async () => {
     const bus = ctx.open();
     const group = `g-${randomUUID()}`;
@@ -140,7 +150,10 @@ export function lifecycleCases(ctx: ConformanceContext, capabilities: BusCapabil
       expect(events).to.deep.equal(['start@first', 'end@first']);
     }
   });
+}
 
+/** Closing: running handlers finish or are aborted after graceMs, then nothing is published. */
+function closeCases(ctx: ConformanceContext): void {
   it('close waits for running handlers, commits what they finish and then starts nothing more', async () => {
     const bus = ctx.open();
     const group = `g-${randomUUID()}`;

@@ -68,15 +68,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         }
       }
       if (url.pathname.startsWith('/callbacks/') && req.method === 'POST') {
-        const chunks: Buffer[] = [];
-        for await (const c of req) chunks.push(c as Buffer);
-        const raw = Buffer.concat(chunks).toString('utf8');
-        const callback: ReceivedCallback = {
-          path: url.pathname,
-          headers: req.headers,
-          body: JSON.parse(raw) as Record<string, unknown>,
-          raw,
-        };
+        const callback = await receiveCallback(url.pathname, req);
         callbacks.push(callback);
         waiters.forEach((w) => w());
         const status = options.onCallback?.(callback) ?? callbackStatus.get(url.pathname) ?? 200;
@@ -99,32 +91,46 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dir,
     callbacks,
     callbackStatus,
-    waitForCallback(predicate, timeoutMs) {
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          const found = callbacks.find(predicate);
-          if (!found) return;
-          cleanup();
-          resolve(found);
-        };
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(
-            new Error(`no matching callback within ${timeoutMs} ms (got ${callbacks.length})`),
-          );
-        }, timeoutMs);
-        const cleanup = (): void => {
-          clearTimeout(timer);
-          waiters.delete(check);
-        };
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForCallback: (predicate, timeoutMs) =>
+      waitForCallback(callbacks, waiters, predicate, timeoutMs),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+async function receiveCallback(path: string, req: http.IncomingMessage): Promise<ReceivedCallback> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const raw = Buffer.concat(chunks).toString('utf8');
+  return { path, headers: req.headers, body: JSON.parse(raw) as Record<string, unknown>, raw };
+}
+
+/** Resolves with the first callback matching `predicate`, checked again as each one arrives. */
+function waitForCallback(
+  callbacks: ReceivedCallback[],
+  waiters: Set<() => void>,
+  predicate: (c: ReceivedCallback) => boolean,
+  timeoutMs: number,
+): Promise<ReceivedCallback> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      const found = callbacks.find(predicate);
+      if (!found) return;
+      cleanup();
+      resolve(found);
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`no matching callback within ${timeoutMs} ms (got ${callbacks.length})`));
+    }, timeoutMs);
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      waiters.delete(check);
+    };
+    waiters.add(check);
+    check();
+  });
 }

@@ -53,24 +53,7 @@ export async function startKafkaStack(
 ): Promise<KafkaStack> {
   const prefix = `t${randomUUID().slice(0, 8)}.`;
   const dataDir = await mkdtemp(join(tmpdir(), 'media-kafka-stack-'));
-  const env: Record<string, string> = {
-    KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
-    KAFKA_TOPIC_PREFIX: prefix,
-    KAFKA_PARTITIONS: '4',
-    KAFKA_SESSION_TIMEOUT_MS: '6000',
-    API_KEYS: `${STACK_KEY}:org-k`,
-    // A notifier on its own refuses to start without a signing secret.
-    WEBHOOK_SECRETS: `org-k:whsec_${randomBytes(32).toString('base64')}`,
-    CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
-    ALLOW_PRIVATE_NETWORKS: 'true',
-    METRICS_PORT: '0',
-    DATA_DIR: dataDir,
-    RETRY_BACKOFF_MS: '200',
-    CALLBACK_BACKOFF_MS: '100',
-    SHUTDOWN_GRACE_MS: '3000',
-    LOG_LEVEL: 'info',
-    ...options.extraEnv,
-  };
+  const env = stackEnv(prefix, dataDir, options.extraEnv);
   const all: SpawnedService[] = [];
   const workers: KafkaStack['workers'] = {
     transcoder: [],
@@ -116,20 +99,7 @@ export async function startKafkaStack(
     ingresses,
     workers,
     start,
-    async submit(path, body, ingress = 0) {
-      const started = performance.now();
-      const res = await fetch(base(ingress) + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ apiKey: STACK_KEY, ...body }),
-        signal: AbortSignal.timeout(30_000),
-      });
-      return {
-        status: res.status,
-        body: (await res.json()) as Record<string, unknown>,
-        ms: performance.now() - started,
-      };
-    },
+    submit: (path, body, ingress = 0) => submitTo(base(ingress) + path, body),
     async status(id, ingress = 0) {
       const res = await fetch(`${base(ingress)}/jobs/${id}`, {
         headers: { 'x-api-key': STACK_KEY },
@@ -140,6 +110,51 @@ export async function startKafkaStack(
       await Promise.all(all.map((p) => p.stop(8000)));
       await rm(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/** The environment every service of the stack runs with. */
+function stackEnv(
+  prefix: string,
+  dataDir: string,
+  extraEnv: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
+    KAFKA_TOPIC_PREFIX: prefix,
+    KAFKA_PARTITIONS: '4',
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    API_KEYS: `${STACK_KEY}:org-k`,
+    // A notifier on its own refuses to start without a signing secret.
+    WEBHOOK_SECRETS: `org-k:whsec_${randomBytes(32).toString('base64')}`,
+    CREDENTIALS_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    METRICS_PORT: '0',
+    DATA_DIR: dataDir,
+    RETRY_BACKOFF_MS: '200',
+    CALLBACK_BACKOFF_MS: '100',
+    SHUTDOWN_GRACE_MS: '3000',
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+  };
+}
+
+/** POSTs `body` with the stack's API key; the answer and how long it took. */
+async function submitTo(
+  url: string,
+  body: Record<string, unknown>,
+): Promise<{ status: number; body: Record<string, unknown>; ms: number }> {
+  const started = performance.now();
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ apiKey: STACK_KEY, ...body }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as Record<string, unknown>,
+    ms: performance.now() - started,
   };
 }
 

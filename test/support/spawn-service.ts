@@ -83,26 +83,8 @@ export function spawnCommand(
   return {
     child,
     logs,
-    waitForLog(predicate, timeoutMs) {
-      return new Promise((resolve, reject) => {
-        const check = (): void => {
-          const found = logs.find(predicate);
-          if (found) {
-            clearTimeout(timer);
-            waiters.delete(check);
-            resolve(found);
-          }
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(
-            new Error(`log record not seen in ${timeoutMs} ms; stderr: ${stderr.slice(-800)}`),
-          );
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
+    waitForLog: (predicate, timeoutMs) =>
+      waitForLog(logs, waiters, () => stderr, predicate, timeoutMs),
     async stop(graceMs = 10_000) {
       if (child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');
@@ -125,17 +107,47 @@ export function spawnCommand(
       process.kill(-child.pid, signal);
     },
     async groupGone(timeoutMs) {
-      const pid = child.pid;
-      if (!options.ownGroup || pid === undefined)
+      if (!options.ownGroup || child.pid === undefined)
         throw new Error('groupGone needs a process started with ownGroup');
-      const deadline = Date.now() + timeoutMs;
-      while (groupAlive(pid)) {
-        if (Date.now() > deadline) return false;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return true;
+      return groupGone(child.pid, timeoutMs);
     },
   };
+}
+
+/** Resolves with the first log record matching `predicate`, checked again on each new line. */
+function waitForLog(
+  logs: Record<string, unknown>[],
+  waiters: Set<() => void>,
+  stderr: () => string,
+  predicate: (r: Record<string, unknown>) => boolean,
+  timeoutMs: number,
+): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const check = (): void => {
+      const found = logs.find(predicate);
+      if (found) {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve(found);
+      }
+    };
+    const timer = setTimeout(() => {
+      waiters.delete(check);
+      reject(new Error(`log record not seen in ${timeoutMs} ms; stderr: ${stderr().slice(-800)}`));
+    }, timeoutMs);
+    waiters.add(check);
+    check();
+  });
+}
+
+/** Whether every process of group `pgid` is gone within `timeoutMs`. */
+async function groupGone(pgid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (groupAlive(pgid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
 }
 
 /** Whether any process of group `pgid` is left (signal 0 tests without sending). */

@@ -62,19 +62,7 @@ export async function startStreamFileServer(
           req.resume();
           return res.writeHead(refused).end();
         }
-        const file = join(dir, path);
-        await mkdir(dirname(file), { recursive: true });
-        const arriving = `${file}.${randomUUID()}.part`;
-        try {
-          await pipeline(req, createWriteStream(arriving));
-        } catch (error) {
-          // As a bucket does, a PUT cut short leaves no object.
-          await rm(arriving, { force: true });
-          throw error;
-        }
-        const hold = o.holdMs?.(path) ?? 0;
-        if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
-        await rename(arriving, file);
+        await storeUpload(req, join(dir, path), o.holdMs?.(path) ?? 0);
         uploads.push(path.slice(1));
         return res.writeHead(201).end();
       }
@@ -123,4 +111,19 @@ export async function startStreamFileServer(
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Stores a PUT's body at `file` once it has all arrived, `holdMs` later. */
+async function storeUpload(req: http.IncomingMessage, file: string, holdMs: number): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  const arriving = `${file}.${randomUUID()}.part`;
+  try {
+    await pipeline(req, createWriteStream(arriving));
+  } catch (error) {
+    // As a bucket does, a PUT cut short leaves no object.
+    await rm(arriving, { force: true });
+    throw error;
+  }
+  if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
+  await rename(arriving, file);
 }
