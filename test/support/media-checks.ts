@@ -166,12 +166,17 @@ export async function markerTopLeft(
   filter?: string,
 ): Promise<{ ok: boolean; corners: Corners }> {
   const corners = await cornerColours(path, filter ? { filter } : {});
-  const ok =
+  return { ok: onlyTopLeftRed(corners), corners };
+}
+
+/** The corpus's marker where it belongs: the top-left corner red, no other. */
+export function onlyTopLeftRed(corners: Corners): boolean {
+  return (
     isRed(corners.topLeft) &&
     !isRed(corners.topRight) &&
     !isRed(corners.bottomLeft) &&
-    !isRed(corners.bottomRight);
-  return { ok, corners };
+    !isRed(corners.bottomRight)
+  );
 }
 
 /** Mean over all frames of signalstats' YAVG (mean luma, 8-bit scale) and SATAVG (saturation). */

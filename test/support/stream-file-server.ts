@@ -21,13 +21,17 @@ const TYPES: Record<string, string> = {
 /**
  * A file server for stream tests: PUT and GET of nested paths (a stream's folders), the order
  * in which uploads completed, a hook that may refuse an upload, and CORS, so that a browser
- * page on it plays what it serves. Extra folders (a player's dist/) can be mounted read-only.
+ * page on it plays what it serves. A stored file is served with the content type its PUT sent
+ * (as a bucket keeps it), other files by their extension. Extra folders (a player's dist/) can
+ * be mounted read-only.
  */
 export interface StreamFileServer {
   url: string;
   dir: string;
   /** Paths of completed PUTs, in the order they completed. */
   uploads: string[];
+  /** The content type each completed PUT sent, by path (none when it sent none). */
+  types: Map<string, string>;
   /** Paths of DELETEs answered. */
   deletes: string[];
   /** Files stored now under `prefix` (relative to the server's root), sorted. */
@@ -50,6 +54,7 @@ export async function startStreamFileServer(
 ): Promise<StreamFileServer> {
   const dir = await mkdtemp(join(tmpdir(), 'stream-files-'));
   const uploads: string[] = [];
+  const types = new Map<string, string>();
   const deletes: string[] = [];
   const server = http.createServer((req, res) => {
     void (async () => {
@@ -63,6 +68,9 @@ export async function startStreamFileServer(
           return res.writeHead(refused).end();
         }
         await storeUpload(req, join(dir, path), o.holdMs?.(path) ?? 0);
+        const sent = req.headers['content-type'];
+        if (sent === undefined) types.delete(path.slice(1));
+        else types.set(path.slice(1), sent);
         uploads.push(path.slice(1));
         return res.writeHead(201).end();
       }
@@ -72,6 +80,7 @@ export async function startStreamFileServer(
           () => true,
         );
         await rm(join(dir, path), { force: true });
+        types.delete(path.slice(1));
         deletes.push(path.slice(1));
         return res.writeHead(gone ? 404 : 204).end();
       }
@@ -80,7 +89,10 @@ export async function startStreamFileServer(
         const file = mount ? join(mount[1], path.slice(mount[0].length)) : join(dir, path);
         const info = await stat(file).catch(() => undefined);
         if (!info?.isFile()) return res.writeHead(404).end('not found');
-        const type = TYPES[file.slice(file.lastIndexOf('.') + 1)] ?? 'application/octet-stream';
+        const type =
+          (mount ? undefined : types.get(path.slice(1))) ??
+          TYPES[file.slice(file.lastIndexOf('.') + 1)] ??
+          'application/octet-stream';
         res.writeHead(200, { 'content-length': info.size, 'content-type': type });
         if (req.method === 'HEAD') return res.end();
         return pipeline(createReadStream(file), res);
@@ -94,6 +106,7 @@ export async function startStreamFileServer(
     url: `http://127.0.0.1:${port}`,
     dir,
     uploads,
+    types,
     deletes,
     async stored(prefix) {
       const files = await readdir(join(dir, prefix), {

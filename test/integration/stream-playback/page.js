@@ -1,4 +1,4 @@
-// Runs in headless Chromium (test/integration/stream-playback.test.ts): plays a stream with the players
+// Runs in headless Chromium (the tests beside it): plays a stream with the players
 // from npm and reports what it saw. Hls and dashjs are globals of their UMD builds.
 /* global Hls, dashjs */
 
@@ -134,6 +134,63 @@ window.playDash = async (url) => {
   const duration = video.duration;
   player.destroy();
   return { first, reps, forced, seek, duration, errors };
+};
+
+/**
+ * Mean colour of each corner of the frame shown, over 3/20 of each side (as cornerColours in
+ * test/support/media-checks.ts reads a decoded frame).
+ */
+function cornerColours(video) {
+  const canvas = document.createElement('canvas');
+  canvas.width = video.videoWidth;
+  canvas.height = video.videoHeight;
+  const context = canvas.getContext('2d', { willReadFrequently: true });
+  context.drawImage(video, 0, 0);
+  const w = Math.floor((canvas.width * 3) / 20);
+  const h = Math.floor((canvas.height * 3) / 20);
+  const mean = (x, y) => {
+    const data = context.getImageData(x, y, w, h).data;
+    const sum = [0, 0, 0];
+    for (let i = 0; i < data.length; i += 4) for (let c = 0; c < 3; c++) sum[c] += data[i + c];
+    const [r, g, b] = sum.map((v) => Math.round(v / (w * h)));
+    return { r, g, b };
+  };
+  return {
+    topLeft: mean(0, 0),
+    topRight: mean(canvas.width - w, 0),
+    bottomLeft: mean(0, canvas.height - h),
+    bottomRight: mean(canvas.width - w, canvas.height - h),
+  };
+}
+
+/** Each HLS rung played on its own from the start: its size and the corners of its picture at 0.3 s. */
+window.hlsRungPictures = async (url) => {
+  const pictures = [];
+  for (let i = 0; ; i++) {
+    const video = newVideo();
+    const hls = new Hls({ startLevel: i, capLevelToPlayerSize: false });
+    const errors = [];
+    hls.on(Hls.Events.ERROR, (_e, d) => d.fatal && errors.push(`${d.type}:${d.details}`));
+    const parsed = new Promise((resolve) => hls.on(Hls.Events.MANIFEST_PARSED, resolve));
+    hls.loadSource(url);
+    hls.attachMedia(video);
+    await parsed;
+    const level = hls.levels[i];
+    hls.currentLevel = i;
+    await video.play();
+    await until(`level ${i} at 0.3 s`, () => video.currentTime >= 0.3 && video.videoHeight > 0);
+    video.pause();
+    pictures.push({
+      level: { width: level.width, height: level.height },
+      size: [video.videoWidth, video.videoHeight],
+      corners: cornerColours(video),
+      errors,
+    });
+    const levels = hls.levels.length;
+    hls.destroy();
+    video.remove();
+    if (i + 1 >= levels) return pictures;
+  }
 };
 
 window.loadThumbnails = loadThumbnails;
