@@ -129,6 +129,12 @@ export const errorCatalog = {
     summary:
       'The input is truncated or damaged: it decodes for less than its header declares, or not at all.',
   },
+  input_too_short: {
+    status: 422,
+    retryable: false,
+    summary:
+      'The requested trim lies outside the input (it starts at or past its end, or ends after it), or ends before it starts.',
+  },
   watermark_unavailable: {
     status: 422,
     retryable: false,

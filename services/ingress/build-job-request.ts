@@ -3,11 +3,13 @@ import type {
   StreamRequest,
   SummaryRequest,
   TranscodeRequest,
+  TrimOption,
 } from '../core/contracts/types.generated.ts';
 import { seal, type SealingKey } from '../core/crypto/secret-box.ts';
 import { MediaError } from '../core/errors.ts';
 import type { AddressPolicy } from '../core/net/address-policy.ts';
 import { firstUrlRefusal } from '../core/net/refuse-urls.ts';
+import { backwardsTrim } from '../core/media/trim.ts';
 
 export type JobType = 'transcode' | 'summary/gif' | 'summary/mp4' | 'stream';
 
@@ -98,7 +100,16 @@ export function refuseLocalUrls(body: JobBody, policy: AddressPolicy): void {
 }
 
 /**
- * The one cross-field rule the schemas cannot hold, since its limit is configuration: an output
+ * A cross-field rule the schemas cannot hold: a trim whose end is not after its start (the
+ * worker refuses it too, for jobs produced straight to Kafka).
+ */
+export function refuseBackwardsTrim(body: JobBody): void {
+  const backwards = backwardsTrim((body as { trim?: TrimOption }).trim);
+  if (backwards) throw new MediaError('invalid_request', backwards);
+}
+
+/**
+ * A cross-field rule the schemas cannot hold, since its limit is configuration: an output
  * whose requested width × height is over the pixel budget. (A single side is checked by the
  * worker, once the input's aspect ratio is known.)
  */

@@ -5,6 +5,7 @@ import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts'
 import type { JobInput } from '../core/media/read-input.ts';
 import type { QualityReference } from '../core/media/quality-args.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { jobInputArgs } from '../core/media/trim.ts';
 import { passArgs, x265PassParams } from '../core/media/two-pass.ts';
 import { thumbnailFilters, thumbnailOutputs, type ThumbnailPlan } from './thumbnails.ts';
 
@@ -53,7 +54,7 @@ export function buildLadderPasses(o: LadderArgsOptions): [string[], string[]] {
   const top = o.rungs[0];
   if (!top) throw new Error('a ladder needs at least one rung');
   const analysis = [
-    ...inputArgs(o.input.path),
+    ...jobInputArgs(o.input),
     ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
     '-filter_complex',
     ladderGraph({ ...o, thumbnails: null }, top),
@@ -85,7 +86,7 @@ export function buildLadderArgs(o: LadderArgsOptions): string[] {
   if (!top) throw new Error('a ladder needs at least one rung');
   const audio = input.info.audio;
   return [
-    ...inputArgs(input.path),
+    ...jobInputArgs(input),
     ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
     '-filter_complex',
     ladderGraph(o, top),
@@ -143,7 +144,7 @@ export function ladderReference(
   const picture = pictureFilters(input, top, 'bicubic');
   return {
     reference: {
-      inputs: [inputArgs(input.path)],
+      inputs: [jobInputArgs(input)],
       chain: (first) => `[${first}:${input.video.index}]${picture}`,
     },
     rungFilters: rungs.map((r, k) => (k === 0 ? undefined : downscale(r))),

@@ -23,6 +23,7 @@ import { describeInput } from '../core/media/describe-media.ts';
 import { defaultLadder, requestedLadder, type Rung } from './ladder.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
+import { trimmedInput } from '../core/media/trim.ts';
 import type { MeasuredOutput } from '../core/media-job/report-quality.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
 import { planJobLoudness, reportLoudness } from '../core/media-job/normalise-loudness.ts';
@@ -73,8 +74,9 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
     return inWorkDir(deps, ctx, async (workDir) => {
       const inputPath = join(workDir, 'input');
       await fetchInput(deps, job, ctx, inputPath);
-      const input = await withCpuSlot(deps, ctx, () =>
-        readInput(deps, ctx.signal, { inputPath, workDir }),
+      const input = trimmedInput(
+        await withCpuSlot(deps, ctx, () => readInput(deps, ctx.signal, { inputPath, workDir })),
+        spec.trim,
       );
       const encoder = spec.encoder ?? 'h264';
       const rungs = spec.ladder

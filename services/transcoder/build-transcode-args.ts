@@ -5,6 +5,7 @@ import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
+import { jobInputArgs } from '../core/media/trim.ts';
 import { passArgs } from '../core/media/two-pass.ts';
 import { videoCodecArgs } from './rate-control.ts';
 
@@ -98,7 +99,7 @@ function pictureInput(o: TranscodeOptions): string[] {
     ? `${picture}[in];${o.watermark.filter(1)};[out]format=yuv420p[v]`
     : `${picture},format=yuv420p[v]`;
   return [
-    ...inputArgs(o.input.path),
+    ...jobInputArgs(o.input),
     ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
     '-filter_complex',
     graph,

@@ -6,6 +6,7 @@ import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import type { Prober } from '../core/media/probe-media.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
+import { trimmedInput } from '../core/media/trim.ts';
 import {
   deliverOutput,
   fetchInput,
@@ -48,7 +49,10 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
       const outputPath = join(workDir, `output.${spec.container}`);
       await fetchInput(deps, job, ctx, inputPath);
       const { result, measured } = await withCpuSlot(deps, ctx, async () => {
-        const input = await readInput(deps, ctx.signal, { inputPath, workDir });
+        const input = trimmedInput(
+          await readInput(deps, ctx.signal, { inputPath, workDir }),
+          spec.trim,
+        );
         const size = outputSize(spec, input.video.display);
         checkOutputPixels(size, deps.maxPixels);
         const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);

@@ -83,6 +83,7 @@ describe('POST /streams', () => {
       /ladder/,
     ],
     ['a segment of 30 s', { segmentSeconds: 30 }, /segmentSeconds/],
+    ['a trim starting below zero', { trim: { startSeconds: -1 } }, /trim\.startSeconds/],
     ['a loudness target under −36 LUFS', { loudness: { targetLufs: -50 } }, /loudness\.targetLufs/],
     ['an unknown field', { bitrateKbps: '1000' }, /bitrateKbps/],
     ['a bucket output without creds', { outputUrl: 's3://bucket-1/streams/' }, /outputCreds/],

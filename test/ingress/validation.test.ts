@@ -93,6 +93,8 @@ const accepted: [string, string, Record<string, unknown>][] = [
   ],
   ['loudness to EBU R128', '/transcode', t({ loudness: { targetLufs: -23 } })],
   ['loudness with a ceiling', '/transcode', t({ loudness: { targetLufs: -14, truePeakDbtp: -2 } })],
+  ['a trim with an end', '/transcode', t({ trim: { startSeconds: 1.5, endSeconds: 4 } })],
+  ['a trim with a duration', '/transcode', t({ trim: { durationSeconds: 30 } })],
   ['gif summary', '/summary/gif', validSummary],
   [
     'mp4 summary with options',
@@ -546,6 +548,24 @@ describe('ingress: a request with several problems names them all in its one err
       '/transcode',
       t({ loudness: { targetLufs: -16, truePeakDbtp: 1 } }),
       'loudness.truePeakDbtp must be <= 0',
+    ],
+    [
+      'a trim with both an end and a duration, beside a negative start elsewhere',
+      '/transcode',
+      t({ trim: { endSeconds: 4, durationSeconds: 2 }, width: -1 }),
+      'width must be >= 2; trim takes endSeconds or durationSeconds, not both',
+    ],
+    [
+      'an empty trim',
+      '/transcode',
+      t({ trim: {} }),
+      'trim must name at least one of startSeconds, endSeconds, durationSeconds',
+    ],
+    [
+      'a trim that ends before it starts',
+      '/transcode',
+      t({ trim: { startSeconds: 5, endSeconds: 4 } }),
+      'trim.endSeconds (4) must be after trim.startSeconds (5)',
     ],
     [
       'a loudness without its target',

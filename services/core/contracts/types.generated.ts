@@ -241,6 +241,15 @@ export interface QualityReport {
   }[];
   framesUrl?: UrlString;
 }
+// from schemas/common/trim-option.v1.schema.json
+/**
+ * The part of the input to use, in seconds from its first frame: from `startSeconds` (default 0) to `endSeconds`, or for `durationSeconds` (neither: to the end). The cut is frame-accurate (the output is re-encoded from the first frame at or after the start) and the audio is cut with it. A part that lies outside the input fails the job with `input_too_short` once the input's length is known.
+ */
+export interface TrimOption {
+  startSeconds?: number;
+  endSeconds?: number;
+  durationSeconds?: number;
+}
 // from schemas/common/url.v1.schema.json
 /**
  * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
@@ -492,6 +501,7 @@ export interface TranscodeSpec {
   height?: number;
   quality?: QualityOption;
   loudness?: LoudnessOption;
+  trim?: TrimOption;
 }
 /**
  * Exactly one of text, imageUrl or imageName is present; it tells the variant.
@@ -567,6 +577,7 @@ export interface StreamSpec {
   thumbnails?: ThumbnailSpec;
   quality?: QualityOption;
   loudness?: LoudnessOption;
+  trim?: TrimOption;
 }
 export interface LadderRung {
   height: number;

@@ -10,6 +10,7 @@ import {
   type LoudnessPlan,
 } from '../media/loudness.ts';
 import type { JobInput } from '../media/read-input.ts';
+import { trimArgs } from '../media/trim.ts';
 import type { MediaJobDeps } from './media-job.ts';
 
 /**
@@ -23,7 +24,7 @@ export async function planJobLoudness(
   o: {
     asked: LoudnessOption | undefined;
     /** The job's input, or (`stream`: which of its audio streams) a file the job made. */
-    input: Pick<JobInput, 'path' | 'info'> & { stream?: string };
+    input: Pick<JobInput, 'path' | 'info' | 'trim'> & { stream?: string };
     encoder: Exclude<AudioEncoder, 'pcm'>;
     workDir: string;
   },
@@ -37,6 +38,7 @@ export async function planJobLoudness(
       scratchPath: join(o.workDir, 'loudness-input.txt'),
       layout: audioTarget(audio, o.encoder).layout,
       ...(filter ? { filter } : {}),
+      before: trimArgs(o.input.trim),
     });
   const measured = await measure();
   const first = planLoudness(measured, o.asked);

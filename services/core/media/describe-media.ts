@@ -4,12 +4,13 @@ import type { JobInput } from './read-input.ts';
 
 /**
  * What the service saw in a job's input: the displayed picture, its length (of the remux, when
- * its timeline needed one), rates, HDR, interlacing and audio channels.
+ * its timeline needed one; the whole input's, when the job used a part), rates, HDR, interlacing
+ * and audio channels.
  */
 export function describeInput(input: JobInput): MediaDescription {
   return {
     ...picture(input.video),
-    durationSeconds: round3(input.info.durationSeconds),
+    durationSeconds: round3(input.trim?.inputSeconds ?? input.info.durationSeconds),
     interlaced: input.deinterlace !== undefined,
     ...audio(input.info.audio),
   };

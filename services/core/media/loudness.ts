@@ -40,13 +40,21 @@ export interface LoudnessPlan {
 export async function measureLoudness(
   deps: { runFfmpeg: FfmpegRunner; stallTimeoutMs: number },
   signal: AbortSignal,
-  o: { path: string; stream: string; scratchPath: string; layout?: string; filter?: string },
+  o: {
+    path: string;
+    stream: string;
+    scratchPath: string;
+    layout?: string;
+    filter?: string;
+    /** Input options before `-i` (a job's trim). */
+    before?: string[];
+  },
 ): Promise<LoudnessMeasurement> {
   const layout = o.layout ? `aformat=channel_layouts=${o.layout},` : '';
   const filter = o.filter ? `${o.filter},` : '';
   await deps.runFfmpeg(
     [
-      ...inputArgs(o.path),
+      ...inputArgs(o.path, o.before),
       '-map',
       `0:${o.stream}`,
       '-vn',

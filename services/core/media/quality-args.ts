@@ -3,6 +3,7 @@ import { BT709_TAGS, pictureFilters } from './picture-filters.ts';
 import type { JobInput } from './read-input.ts';
 import { inputArgs } from './run-ffmpeg.ts';
 import { safePath } from './safe-path.ts';
+import { jobInputArgs } from './trim.ts';
 
 /** The model every VMAF score of the service is given with. */
 export const VMAF_MODEL = 'vmaf_v0.6.1';
@@ -61,7 +62,7 @@ export interface QualityArgsOptions {
  */
 export function inputReference(input: JobInput, size: OutputSize): QualityReference {
   return {
-    inputs: [inputArgs(input.path)],
+    inputs: [jobInputArgs(input)],
     chain: (first) => `[${first}:${input.video.index}]${pictureFilters(input, size, 'bicubic')}`,
   };
 }

@@ -6,12 +6,18 @@ import type { PicturePlan } from './picture-filters.ts';
 import { checkInputPixels } from './pixel-budget.ts';
 import type { Prober } from './probe-media.ts';
 import { inputArgs, type FfmpegRunner } from './run-ffmpeg.ts';
+import type { InputTrim } from './trim.ts';
 
 /** A job's input as every later step uses it: where to read it and what it is. */
 export interface JobInput extends PicturePlan {
   /** The file to read: the download, or its remux when its timeline needed one. */
   path: string;
   info: MediaInfo & { video: VideoInfo };
+  /**
+   * The part of the input the job uses (trim.ts, trimmedInput): `info`'s lengths are then the
+   * part's, and every ffmpeg reads the input with jobInputArgs.
+   */
+  trim?: InputTrim;
 }
 
 export interface ReadInputDeps {
