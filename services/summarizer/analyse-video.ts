@@ -1,5 +1,6 @@
 import { colourFilters } from '../core/media/picture-filters.ts';
 import type { JobInput } from '../core/media/read-input.ts';
+import type { InputTrim } from '../core/media/trim.ts';
 import { inputArgs, type FfmpegRunner } from '../core/media/run-ffmpeg.ts';
 import { detectCuts } from './detect-scenes.ts';
 import { runSideBySide } from '../core/media/run-side-by-side.ts';
@@ -64,6 +65,24 @@ function decoderShortcuts(codec: string | undefined): string[] {
 }
 
 /**
+ * Where a stretch's decode starts and how long it reads: a later stretch starts one sample early,
+ * so its first sample takes the frame it would show in one pass (the last at or before the
+ * time), and is the one dropped (see LEAD); all of it after the trim's start, within its length.
+ */
+function stretchSeek(part: AnalysisPart | undefined, trim: InputTrim | undefined): string[] {
+  const start = part?.startSeconds ?? 0;
+  const from = start > 0 ? start - LEAD : 0;
+  const seconds = part?.seconds;
+  const offset = trim?.startSeconds ?? 0;
+  const length =
+    seconds !== undefined ? seconds + start - from : trim ? trim.durationSeconds - from : undefined;
+  return [
+    ...(offset + from > 0 ? ['-ss', String(round6(offset + from))] : []),
+    ...(length !== undefined ? ['-t', String(round6(length))] : []),
+  ];
+}
+
+/**
  * One decode of a stretch: video sampled at 2 frames/s (`round=up`: the default rounding shifts
  * every sample by a quarter of a second; a later stretch pads its first sample to its start, so
  * samples stay on the input's half-second grid), scaled to 64×36 rgb24
@@ -85,16 +104,11 @@ export function analysisArgs(o: {
   /** Where the palette samples go (GIF jobs, see palette-samples.ts), their size and most frames. */
   samples?: { path: string; width: number; height: number; maxFrames: number };
   threads: number;
+  /** The part of the input the job uses (a trim): the stretches are counted from its start. */
+  trim?: InputTrim;
 }): string[] {
   const start = o.part?.startSeconds ?? 0;
-  // A later stretch starts one sample early: its first sample then takes the frame it would show
-  // in one pass (the last at or before the time), and is the one dropped (see LEAD).
-  const from = start > 0 ? start - LEAD : 0;
-  const seconds = o.part?.seconds;
-  const seek = [
-    ...(from > 0 ? ['-ss', String(from)] : []),
-    ...(seconds !== undefined ? ['-t', String(seconds + start - from)] : []),
-  ];
+  const seek = stretchSeek(o.part, o.trim);
   const fps = `fps=${SAMPLES_PER_SECOND}:round=up${start > 0 ? ':start_time=0' : ''}`;
   const small = `scale=${ANALYSIS_WIDTH}:${ANALYSIS_HEIGHT}:flags=area[s]`;
   // The palette samples are the same frames, nearest neighbour: their colours stay exact.
@@ -185,6 +199,7 @@ export async function analyseVideo(deps: AnalysisDeps, o: AnalysisOptions): Prom
       const audioPath = audioPaths[k];
       const args = analysisArgs({
         inputPath: o.input.path,
+        ...(o.input.trim ? { trim: o.input.trim } : {}),
         codec: o.input.video.codec,
         videoIndex: o.input.video.index,
         ...(audio ? { audioIndex: audio.index } : {}),
@@ -256,3 +271,5 @@ function joinParts(
   });
   return all;
 }
+
+const round6 = (n: number): number => Math.round(n * 1e6) / 1e6;

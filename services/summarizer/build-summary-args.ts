@@ -4,6 +4,7 @@ import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts'
 import { join } from 'node:path';
 import { audioEncoderArgs, audioFormatFilter } from '../core/media/audio-format.ts';
 import type { AudioInfo } from '../core/media/media-info.ts';
+import type { InputTrim } from '../core/media/trim.ts';
 import {
   BT709_OUTPUT_ARGS,
   pictureFilters,
@@ -44,6 +45,8 @@ export interface SummaryRender {
   size: OutputSize;
   /** The input's video and what its pictures need (deinterlacing, tone mapping). */
   picture: PicturePlan;
+  /** The part of the input the job uses (a trim): clip times are counted from its start. */
+  trim?: InputTrim;
   /** The input's audio stream, when it has one. */
   audio?: AudioInfo;
   /**
@@ -286,6 +289,10 @@ function inputsOf(o: SummaryRender): string[] {
   return [...clipInputs(o).flat(), ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? [])];
 }
 
+/** Where a clip starts in the input file: after the job's trim, if it has one. */
+const start = (o: SummaryRender, c: Clip): number =>
+  Math.round(((o.trim?.startSeconds ?? 0) + c.startSeconds) * 1e6) / 1e6;
+
 /** One `-ss … -t … -i` input per clip. */
 function clipInputs(o: SummaryRender): string[][] {
   const probing = o.describedByHeader ? ['-analyzeduration', '0', '-probesize', '32768'] : [];
@@ -296,7 +303,7 @@ function clipInputs(o: SummaryRender): string[][] {
       ...probing,
       // No seek for a clip from the start: FLV's demuxer, asked to seek to 0, starts a
       // sixth of a second late and then ends the clip early (a 2 s clip came out 0.33 s).
-      ...(c.startSeconds > 0 ? ['-ss', String(c.startSeconds)] : []),
+      ...(start(o, c) > 0 ? ['-ss', String(start(o, c))] : []),
       '-t',
       String(c.durationSeconds),
     ]),

@@ -23,6 +23,7 @@ import { describeInput, describeOutput } from '../core/media/describe-media.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
 import { planJobLoudness, reportLoudness } from '../core/media-job/normalise-loudness.ts';
+import { trimmedInput } from '../core/media/trim.ts';
 import { runEncodes } from '../core/media-job/run-encode.ts';
 import { verifyOutput, type VerifiedOutput } from '../core/media/verify-output.ts';
 import { analyseVideo } from './analyse-video.ts';
@@ -105,7 +106,7 @@ async function summarise(
   measured: MeasuredOutput | undefined;
   loudness: LoudnessReport | undefined;
 }> {
-  const input = await readInput(deps, ctx.signal, paths);
+  const input = trimmedInput(await readInput(deps, ctx.signal, paths), spec.trim);
   if (input.info.durationSeconds <= 0)
     throw new MediaError(
       'input_unsupported',
@@ -133,6 +134,7 @@ async function summarise(
     clips,
     size,
     picture: input,
+    ...(input.trim ? { trim: input.trim } : {}),
     ...(input.info.audio ? { audio: input.info.audio } : {}),
     describedByHeader: input.info.formatName.split(',').includes('mp4'),
     ...(samples

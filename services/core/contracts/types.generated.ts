@@ -525,6 +525,7 @@ export interface SummaryOptions {
   removeAudio?: boolean;
   quality?: QualityOption;
   loudness?: LoudnessOption1;
+  trim?: TrimOption1;
 }
 /**
  * Evens out the output's loudness (ITU BS.1770 / EBU R128). The input's audio is measured first. A linear gain then brings its integrated loudness to `targetLufs` where its true peak after the gain stays under `truePeakDbtp`; where it would not (a wide range: quiet speech with loud bangs), the gain is followed by a true-peak limiter. The result's `loudness` says which happened, with the input's and the output's figures. Common targets: -23 (EBU R128 broadcast), -24 (ATSC A/85), -16 (web, podcasts), -14 (music platforms). Ignored for an input without audio.
@@ -538,6 +539,14 @@ export interface LoudnessOption1 {
    * Ceiling of the output's true peak, dBTP. Default -1.
    */
   truePeakDbtp?: number;
+}
+/**
+ * The part of the input to use, in seconds from its first frame: from `startSeconds` (default 0) to `endSeconds`, or for `durationSeconds` (neither: to the end). The cut is frame-accurate (the output is re-encoded from the first frame at or after the start) and the audio is cut with it. A part that lies outside the input fails the job with `input_too_short` once the input's length is known.
+ */
+export interface TrimOption1 {
+  startSeconds?: number;
+  endSeconds?: number;
+  durationSeconds?: number;
 }
 /**
  * What a stream job makes: an adaptive bitrate ladder of CMAF segments with HLS and/or DASH manifests, and optionally thumbnails. The body of POST /streams carries these fields at its top level; a media.job.requested event of kind stream carries them under `stream`. Each of the two closes it (unevaluatedProperties), since the body holds its locations beside these fields: a field added here is taken by both.
