@@ -19,6 +19,7 @@ import {
   withDeadline,
 } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+import { createReadyProbe } from './kafka-ready-probe.ts';
 import { TopicDurabilityError } from './topic-durability.ts';
 import { startKafkaTail } from './kafka-tail.ts';
 import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
@@ -135,6 +136,12 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     log,
     publishTimeoutMs,
   );
+  const readiness = createReadyProbe(
+    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 3 }),
+    producers,
+    log,
+    publishTimeoutMs,
+  );
   const batches = createBatchingSender(
     producers,
     options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
@@ -190,10 +197,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     async isReady(): Promise<boolean> {
       if (closed || consumerDown) return false;
       if (producers.healthy()) return true;
-      return producers.connect(Date.now() + publishTimeoutMs).then(
-        () => true,
-        () => false,
-      );
+      return readiness.check();
     },
 
     async close(): Promise<void> {
@@ -203,7 +207,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       await forwarder.close();
       // Publishes already taken are sent (or failed) before the producer disconnects.
       await batches.drain();
-      await producers.close();
+      await Promise.all([producers.close(), readiness.close()]);
     },
   };
 }

@@ -1,6 +1,11 @@
-import kafkajs, { type Kafka, type Message, type Producer, type TopicMessages } from 'kafkajs';
+import kafkajs, {
+  type Message,
+  type ProducerBatch,
+  type ProducerConfig,
+  type TopicMessages,
+} from 'kafkajs';
 import type { Logger } from '../observability/logger.ts';
-import { BusUnavailableError } from './event-bus.ts';
+import { BusUncertainError, BusUnavailableError } from './event-bus.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { asBusUnavailable, withDeadline } from './kafka-support.ts';
 
@@ -8,17 +13,36 @@ const { Partitioners } = kafkajs;
 
 /** One idempotent producer at a time; replaced after any failure. */
 export interface ProducerSlot {
-  /** Resolves once the broker acknowledged every message (acks=all), before `deadline` (epoch ms). */
+  /**
+   * Resolves once the broker acknowledged every message (acks=all), before `deadline` (epoch ms).
+   * Rejects with BusUnavailableError when nothing was sent (no producer connected in time), and
+   * with BusUncertainError once the messages were handed to the producer: they may be written.
+   */
   send(topicMessages: TopicMessages[], deadline: number): Promise<void>;
-  /** A producer is connected and the last send (or connect) did not fail. */
+  /** A producer is connected and no publish failed since the last that succeeded (or `recovered`). */
   healthy(): boolean;
+  /** Topics of the publishes that failed since the last success (empty when none did). */
+  failedTopics(): readonly string[];
+  /** Tells the slot the brokers take publishes again (a probe succeeded): healthy once connected. */
+  recovered(): void;
   /** Connects a producer (a fresh one after a failure) before `deadline`. */
   connect(deadline: number): Promise<void>;
   close(): Promise<void>;
 }
 
+/** What the slot uses of a kafkajs producer (and of the client that makes them). */
+export interface SlotProducer {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  sendBatch(batch: ProducerBatch): Promise<unknown>;
+}
+
+export interface ProducerFactory {
+  producer(config: ProducerConfig): SlotProducer;
+}
+
 interface Handle {
-  producer: Producer;
+  producer: SlotProducer;
   connected: Promise<void>;
   isConnected: boolean;
   /** Operations started on this producer and not settled yet (they may outlive a deadline). */
@@ -35,13 +59,15 @@ interface Handle {
  * which kafkajs keeps retrying for a bounded time, have settled.
  */
 export function createProducerSlot(
-  kafka: Kafka,
+  kafka: ProducerFactory,
   log: Logger,
   publishTimeoutMs: number,
 ): ProducerSlot {
   const handles = new Set<Handle>();
   let current: Handle | undefined;
-  let failedSinceConnect = false;
+  // A connect that works says nothing about the partitions' leaders: after a failed publish the
+  // slot stays unhealthy until a publish, or a probe of the failed topics, succeeds.
+  const failed = new Set<string>();
 
   const track = async <T>(handle: Handle, op: () => Promise<T>): Promise<T> => {
     handle.pending += 1;
@@ -94,31 +120,50 @@ export function createProducerSlot(
   const run = async (
     what: string,
     deadline: number,
-    op: (handle: Handle) => Promise<void>,
+    op: (handle: Handle, sent: () => void) => Promise<void>,
   ): Promise<void> => {
     const handle = (current ??= open());
+    let handedOver = false;
     try {
       await withDeadline(
-        track(handle, () => op(handle)),
+        track(handle, () => op(handle, () => (handedOver = true))),
         deadline,
         what,
       );
-      failedSinceConnect = false;
     } catch (error) {
-      failedSinceConnect = true;
       discard(handle);
-      throw asBusUnavailable(error, what);
+      const failure = asBusUnavailable(error, what);
+      if (!handedOver) throw failure;
+      throw new BusUncertainError(`${failure.message}; the records may be written`, {
+        cause: error,
+      });
     }
   };
 
   return {
-    send: (topicMessages, deadline) =>
-      run('publish', deadline, async (handle) => {
-        await handle.connected;
-        await handle.producer.sendBatch({ acks: -1, timeout: publishTimeoutMs, topicMessages });
-      }),
+    send: async (topicMessages, deadline) => {
+      try {
+        await run('publish', deadline, async (handle, sent) => {
+          await handle.connected;
+          // The connect may outlast the deadline (withDeadline does not stop it): a caller told
+          // "nothing was queued" by then must stay right, so nothing is sent after it.
+          if (handle.discarded || Date.now() >= deadline)
+            throw new BusUnavailableError('publish: connected too late');
+          sent();
+          await handle.producer.sendBatch({ acks: -1, timeout: publishTimeoutMs, topicMessages });
+        });
+        failed.clear();
+      } catch (error) {
+        for (const { topic } of topicMessages) failed.add(topic);
+        throw error;
+      }
+    },
 
-    healthy: () => current?.isConnected === true && !failedSinceConnect,
+    healthy: () => current?.isConnected === true && failed.size === 0,
+
+    failedTopics: () => [...failed],
+
+    recovered: () => failed.clear(),
 
     connect: (deadline) => run('connect', deadline, (handle) => handle.connected),
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { createEmbeddedBus } from '../../../services/core/bus/embedded-bus.ts';
-import { topics, type EventBus } from '../../../services/core/bus/event-bus.ts';
+import { BusUncertainError, topics, type EventBus } from '../../../services/core/bus/event-bus.ts';
 import { loadContracts } from '../../../services/core/contracts/load-contracts.ts';
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../../services/core/errors.ts';
@@ -208,6 +208,39 @@ describe('job worker: cancels and duplicate requests', () => {
     await w.until(() => w.ended(redelivered) !== undefined, 'the outcome after the redelivery');
     expect(runs).to.equal(2);
     expect(w.ended(redelivered)?.type).to.equal('media.job.succeeded');
+    await real.close();
+  });
+
+  it('an outcome the bus does not acknowledge is published again, the record kept: the job runs once', async () => {
+    const real = createEmbeddedBus({ path: ':memory:', redeliveryDelayMs: 10 });
+    let refusals = 2;
+    const bus: EventBus = {
+      ...real,
+      publish: async (records) => {
+        if (refusals > 0 && records.some((r) => r.value.includes('media.job.succeeded'))) {
+          refusals--;
+          throw new BusUncertainError('publish: no answer from Kafka in time');
+        }
+        await real.publish(records);
+      },
+    };
+    let runs = 0;
+    const w = await worker(async () => {
+      runs++;
+      return result;
+    }, bus);
+    const slow = job();
+    await w.request(slow, 'the-one-record');
+    await w.until(() => w.ended(slow) !== undefined, 'the outcome');
+    // The record, committed once the outcome is out, is not delivered again.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(runs).to.equal(1);
+    expect(refusals).to.equal(0);
+    expect(w.events.filter((e) => e.type === 'media.job.succeeded')).to.have.length(1);
+    // The same record once more (its commit lost): the outcome exists, it does not run.
+    await w.request(slow, 'the-one-record');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(runs).to.equal(1);
     await real.close();
   });
 });
