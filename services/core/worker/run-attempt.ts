@@ -15,8 +15,8 @@ const CANCELED_BEFORE_START: ErrorData = {
 };
 
 /**
- * One attempt of a job, once: an attempt whose outcome this process published, and a duplicate
- * request, are ignored; a job canceled before it started fails as canceled; otherwise it is
+ * One attempt of a job, once: an attempt whose outcome is known (job-outcomes.ts), and a
+ * duplicate request, are ignored; a job canceled before it started fails as canceled; otherwise it is
  * marked processing, run, and its one outcome published, tried until acknowledged (or, when the
  * worker lost the record, handed back). Resolves with the attempt's error.
  */
@@ -26,7 +26,7 @@ export async function runAttempt(
 ): Promise<ErrorData | undefined> {
   const { worker, job, record, log } = attempt;
   const { deps } = worker;
-  if (worker.ledger.ended(job.jobId, job.attempt)) {
+  if (worker.outcomes.ended(job.jobId, job.attempt)) {
     log.info('job.outcome_exists', { eventId: record.eventId });
     return undefined;
   }
@@ -37,7 +37,7 @@ export async function runAttempt(
   const persistent = untilAcknowledged(log, delivery.signal, deps.random);
   if (worker.cancels.isCanceled(job.jobId, job.orgId)) {
     await publishOutcome(attempt, { handedBack: false, error: CANCELED_BEFORE_START }, persistent);
-    worker.ledger.end(job.jobId, job.attempt);
+    worker.outcomes.end(job.jobId, job.attempt);
     return CANCELED_BEFORE_START;
   }
   await markProcessing(attempt);
@@ -62,7 +62,7 @@ export async function runAttempt(
     throw new HandBack();
   }
   await publishOutcome(attempt, run, persistent);
-  worker.ledger.end(job.jobId, job.attempt);
+  worker.outcomes.end(job.jobId, job.attempt);
   deps.metrics.jobDuration.observe(
     {
       kind: job.kind,

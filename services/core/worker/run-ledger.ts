@@ -9,9 +9,6 @@
  * second is recognised here by its other event id. The same record delivered again (a hand-back,
  * a redelivery after a crash) keeps its event id and runs again, as it must.
  *
- * Once the attempt's outcome is published, every record of it is skipped, the first one too: it
- * comes again when its commit did not go through (a broker's death, a lost partition).
- *
  * Kept in memory: when the worker restarts between the two records, or the partition moves to
  * another worker between them, the duplicate runs again. That run writes the same output
  * object and publishes outcome events with the same ids, so the notifier's callback has the
@@ -20,10 +17,6 @@
 export interface RunLedger {
   /** False when another record of this job and attempt (another event id) was taken before. */
   claim(jobId: string, attempt: number, eventId: string): boolean;
-  /** Marks the attempt's outcome as published: its records, even the first one, no longer run. */
-  end(jobId: string, attempt: number): void;
-  /** True once the attempt's outcome was published by this process. */
-  ended(jobId: string, attempt: number): boolean;
 }
 
 /** Runs remembered (about 150 bytes each); the oldest are forgotten first. */
@@ -31,24 +24,17 @@ const MAX_RUNS = 50_000;
 
 export function createRunLedger(maxRuns = MAX_RUNS): RunLedger {
   const runs = new Map<string, string>();
-  const ENDED = '\u0000ended';
   return {
     claim(jobId, attempt, eventId) {
       const key = `${jobId}:${attempt}`;
       const first = runs.get(key);
-      if (first !== undefined) return first === eventId && first !== ENDED;
+      if (first !== undefined) return first === eventId;
       runs.set(key, eventId);
       if (runs.size > maxRuns) {
         const oldest = runs.keys().next();
         if (!oldest.done) runs.delete(oldest.value);
       }
       return true;
-    },
-    end(jobId, attempt) {
-      runs.set(`${jobId}:${attempt}`, ENDED);
-    },
-    ended(jobId, attempt) {
-      return runs.get(`${jobId}:${attempt}`) === ENDED;
     },
   };
 }

@@ -243,4 +243,42 @@ describe('job worker: cancels and duplicate requests', () => {
     expect(runs).to.equal(1);
     await real.close();
   });
+
+  it('a request of an attempt the status topic shows ended is not run by a worker that never saw it', async () => {
+    const bus = createEmbeddedBus({ path: ':memory:' });
+    const ended = job();
+    const now = new Date().toISOString();
+    // What the status writer wrote when the job succeeded elsewhere (or before a restart).
+    await bus.publish([
+      {
+        topic: topics.jobStatus,
+        key: ended.jobId,
+        value: Buffer.from(
+          JSON.stringify({
+            id: ended.jobId,
+            orgId: ended.orgId,
+            type: 'transcode',
+            status: 'succeeded',
+            attempt: 1,
+            createdAt: now,
+            updatedAt: now,
+            rev: 1,
+          }),
+        ),
+      },
+    ]);
+    const ran: string[] = [];
+    const w = await worker(async (j) => {
+      ran.push(j.jobId);
+      return result;
+    }, bus);
+    const other = job();
+    // A duplicate record of the ended job (a submission retried after bus_uncertain), then a new job.
+    await w.request(ended, 'the-duplicate');
+    await w.request(other);
+    await w.until(() => w.ended(other) !== undefined, 'the other job to end');
+    expect(ran).to.deep.equal([other.jobId]);
+    expect(w.events.filter((e) => e.data.jobId === ended.jobId)).to.deep.equal([]);
+    await bus.close();
+  });
 });
