@@ -130,6 +130,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     nudgeClient: () => kafkaClient(options),
   };
   const kafka = kafkaClient(options);
+  const consumers = kafkaClient(options, CONSUMER_RETRY);
   // The producer's connection attempts give up within a publish's deadline, like its sends.
   const producers = createProducerSlot(
     kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }),
@@ -149,7 +150,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   const ensureTopics = ensureTopicsOnce(kafka, options, prefix, log);
   const subscriptions = new Set<Subscription>();
   const forwarder = lazyForwarder(() =>
-    startDelayForwarder(kafka, log, {
+    startDelayForwarder(consumers, log, {
       settings: consumerSettings,
       ...(options.schedulerGroup ? { group: options.schedulerGroup } : {}),
       send: (topicMessages) => producers.send(topicMessages, Date.now() + publishTimeoutMs),
@@ -177,7 +178,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       // A process that consumes also forwards scheduled records, so that they move on as long
       // as any worker runs; an ingress that only publishes needs none.
       await forwarder.start();
-      const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
+      const sub = await startKafkaSubscription(consumers, log, consumerSettings, subscribeOptions);
       if (closed) {
         await sub.close(0);
         throw new BusUnavailableError('the Kafka bus closed while subscribing');
@@ -188,7 +189,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     async tail(tailOptions): Promise<Subscription> {
       assertOpen();
       await ensureTopics();
-      const sub = await openTail(kafka, log, options, consumerSettings, tailOptions);
+      const sub = await openTail(consumers, log, options, consumerSettings, tailOptions);
       const tail = tracked(subscriptions, () => sub.close());
       if (closed) await tail.close();
       return tail;
@@ -311,6 +312,16 @@ function tracked(
   open.add(subscription);
   return subscription;
 }
+
+/**
+ * The consumers' retries (fetch, heartbeat, commit, join), about 80 s in all (300 ms doubling to
+ * 5 s apart), against kafkajs's default of about 10 s. A consumer whose retries run out crashes:
+ * kafkajs leaves the group, which aborts its running handlers (jobs and callbacks run again
+ * elsewhere) and rebalances every other member, then starts it again; with the default that
+ * happened every 10 to 15 s while a broker was gone (a cluster's failover takes about 9 s, a
+ * broker's restart longer). Starting and topic set-up keep the short default, to fail fast.
+ */
+const CONSUMER_RETRY = { initialRetryTime: 300, maxRetryTime: 5000, retries: 20 };
 
 function kafkaClient(options: KafkaBusOptions, retry?: KafkaConfig['retry']): KafkaClient {
   return new Kafka({

@@ -33,7 +33,7 @@ export function untilAcknowledged(
         return;
       } catch (error) {
         if (!(error instanceof BusUnavailableError) || signal.aborted) throw error;
-        log.warn('job.outcome_publish_retried', { tries, error });
+        log.warn('bus.publish_retried', { tries, error });
         await delay(fullJitterBackoffMs(BACKOFF, tries, random), undefined, { signal }).catch(
           () => {
             throw error;
