@@ -9,7 +9,13 @@ import {
   type Subscription,
 } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { createBatchingSender, createProducerSlot, type PendingMessage } from './kafka-producer.ts';
+import {
+  createBatchingSender,
+  createProducerSlot,
+  type BatchingSender,
+  type PendingMessage,
+  type ProducerSlot,
+} from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import {
   asBusUnavailable,
@@ -19,7 +25,7 @@ import {
   withDeadline,
 } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
-import { createReadyProbe } from './kafka-ready-probe.ts';
+import { createReadyProbe, type ReadyProbe } from './kafka-ready-probe.ts';
 import { TopicDurabilityError } from './topic-durability.ts';
 import { startKafkaTail } from './kafka-tail.ts';
 import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
@@ -131,22 +137,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
   };
   const kafka = kafkaClient(options);
   const consumers = kafkaClient(options, CONSUMER_RETRY);
-  // The producer's connection attempts give up within a publish's deadline, like its sends.
-  const producers = createProducerSlot(
-    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }),
-    log,
-    publishTimeoutMs,
-  );
-  const readiness = createReadyProbe(
-    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 3 }),
-    producers,
-    log,
-    publishTimeoutMs,
-  );
-  const batches = createBatchingSender(
-    producers,
-    options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
-  );
+  const { producers, readiness, batches } = openPublishing(options, log, publishTimeoutMs);
   const ensureTopics = ensureTopicsOnce(kafka, options, prefix, log);
   const subscriptions = new Set<Subscription>();
   const forwarder = lazyForwarder(() =>
@@ -211,6 +202,35 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       await Promise.all([producers.close(), readiness.close()]);
     },
   };
+}
+
+/** The producer slot, the probe that tells when it may publish again, and the batching over it. */
+function openPublishing(
+  options: KafkaBusOptions,
+  log: Logger,
+  publishTimeoutMs: number,
+): {
+  producers: ProducerSlot;
+  readiness: ReadyProbe;
+  batches: BatchingSender;
+} {
+  // The producer's connection attempts give up within a publish's deadline, like its sends.
+  const producers = createProducerSlot(
+    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }),
+    log,
+    publishTimeoutMs,
+  );
+  const readiness = createReadyProbe(
+    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 3 }),
+    producers,
+    log,
+    publishTimeoutMs,
+  );
+  const batches = createBatchingSender(
+    producers,
+    options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
+  );
+  return { producers, readiness, batches };
 }
 
 /** A tail of the bus's topics, read by its own group (one per reader). */
