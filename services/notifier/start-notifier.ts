@@ -59,6 +59,10 @@ export async function startNotifier(
       ...options,
       hostSlots: createHostSlots(options.maxInFlightPerHost),
       canceledAt: (jobId, orgId) => cancels.canceledAt(jobId, orgId),
+      handled: {
+        has: (jobId, eventId) => outcomes.deliveryHandled(jobId, eventId),
+        add: (jobId, eventId) => outcomes.noteDelivery(jobId, eventId),
+      },
     }),
   });
   return {

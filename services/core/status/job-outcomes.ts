@@ -27,6 +27,14 @@ export interface JobOutcomes {
   claimCallback(jobId: string, webhookId: string): boolean;
   /** Gives a claim back (its delivery record could not be published: the event comes again). */
   releaseCallback(jobId: string, webhookId: string): void;
+  /**
+   * True when this process handled the callback delivery record `eventId` (an attempt made and
+   * settled). Delivery records carry no stable id across processes (a manual redelivery is a
+   * new record of attempt 1, with the same webhook-id), so this is the process's own memory.
+   */
+  deliveryHandled(jobId: string, eventId: string): boolean;
+  /** Notes a callback delivery record this process handled. */
+  noteDelivery(jobId: string, eventId: string): void;
   close(): Promise<void>;
 }
 
@@ -35,6 +43,8 @@ interface Known {
   ended: boolean;
   /** Webhook ids of the job's callbacks scheduled (by this process) or tried (status). */
   callbacks: Set<string>;
+  /** Event ids of the job's callback delivery records this process handled. */
+  deliveries?: Set<string>;
 }
 
 /** Jobs remembered (about 200 bytes each); the least recently changed are forgotten first. */
@@ -101,6 +111,10 @@ export async function startJobOutcomes(deps: { bus: EventBus; log: Logger }): Pr
     },
     releaseCallback(jobId, webhookId) {
       jobs.get(jobId)?.callbacks.delete(webhookId);
+    },
+    deliveryHandled: (jobId, eventId) => jobs.get(jobId)?.deliveries?.has(eventId) === true,
+    noteDelivery(jobId, eventId) {
+      (known(jobId).deliveries ??= new Set()).add(eventId);
     },
     close: () => subscription.close(0),
   };
