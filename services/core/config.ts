@@ -226,7 +226,7 @@ const settings = {
   }),
   /**
    * How long a publish may wait for the brokers' acknowledgement before it fails (the ingress then
-   * answers 503, a worker hands its job's record back): longer than the cluster's failover, the
+   * answers 503, a worker publishes its job's outcome again): longer than the cluster's failover, the
    * time a broker's death takes to be noticed and its partitions led elsewhere (about 9 s on a
    * three-broker KRaft cluster at Kafka's defaults), so that a failover costs latency, not errors.
    */
@@ -234,7 +234,7 @@ const settings = {
     default: 15_000,
     minimum: 1000,
     maximum: 120_000,
-    doc: "how long a publish waits for the brokers' acknowledgement before it fails (a submission then gets 503 bus_unavailable; a worker hands its job back): keep it above the cluster's failover time (about 9 s for a broker's death at Kafka's defaults)",
+    doc: "how long a publish waits for the brokers' acknowledgement before it fails (a submission then gets 503 bus_unavailable, or bus_uncertain once its record was sent; a worker tries its job's outcome again): keep it above the cluster's failover time (about 9 s for a broker's death at Kafka's defaults)",
   }),
   /** Job records one worker holds fetched from its partitions, running ones included. */
   kafkaWindowRecords: integer('KAFKA_WINDOW_RECORDS', {

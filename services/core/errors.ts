@@ -88,7 +88,13 @@ export const errorCatalog = {
   bus_unavailable: {
     status: 503,
     retryable: true,
-    summary: 'The event bus did not accept the job; nothing was queued.',
+    summary: 'The event bus did not accept the job; nothing was queued and nothing will run.',
+  },
+  bus_uncertain: {
+    status: 503,
+    retryable: true,
+    summary:
+      'The event bus did not confirm the job in time, but it may have been queued (`jobId` in the body): retry with the same Idempotency-Key, which never makes a second job, or see GET /jobs/:id.',
   },
   internal: {
     status: 500,
@@ -197,15 +203,18 @@ export class MediaError extends Error {
   readonly code: ErrorCode;
   readonly retryable: boolean;
   readonly status: number;
+  /** The job the error is about, answered beside the message (bus_uncertain). */
+  readonly jobId: string | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options?: { cause?: unknown; retryable?: boolean },
+    options?: { cause?: unknown; retryable?: boolean; jobId?: string },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'MediaError';
     this.code = code;
+    this.jobId = options?.jobId;
     this.status = errorCatalog[code].status;
     this.retryable = options?.retryable ?? errorCatalog[code].retryable;
   }

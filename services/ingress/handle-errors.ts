@@ -36,7 +36,9 @@ export function handleErrors(log: Logger) {
     } catch (error) {
       if (error instanceof MediaError) {
         ctx.status = error.status;
-        ctx.body = { error: error.message };
+        ctx.body = error.jobId
+          ? { error: error.message, jobId: error.jobId }
+          : { error: error.message };
         if (error.status >= 500)
           log.error('http.error', { requestId, code: error.code, path: ctx.path, error });
         return;

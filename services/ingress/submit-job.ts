@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { BusUnavailableError, requestTopicOf } from '../core/bus/event-bus.ts';
+import { BusUncertainError, BusUnavailableError, requestTopicOf } from '../core/bus/event-bus.ts';
 import type { Checked, Contracts } from '../core/contracts/load-contracts.ts';
 import type { JobAck, JobRequested } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
@@ -133,15 +133,25 @@ async function publishRequest(
     );
   } catch (error) {
     if (!(error instanceof BusUnavailableError)) throw error;
-    deps.log.warn('job.not_queued', {
+    const uncertain = error instanceof BusUncertainError;
+    deps.log.warn(uncertain ? 'job.queued_uncertain' : 'job.not_queued', {
       requestId: requestIdOf(ctx),
       jobId: job.jobId,
       kind: job.kind,
       error,
     });
+    // The record went to the brokers and may be written after this answer: saying "nothing was
+    // queued" could be false, so the caller hears which job may run (docs/errors.md).
+    if (uncertain)
+      throw new MediaError(
+        'bus_uncertain',
+        'the event bus did not confirm the job in time; it may have been queued: retry with the same Idempotency-Key (never a second job) or see GET /jobs/:id',
+        { jobId: job.jobId, cause: error },
+      );
     throw new MediaError(
       'bus_unavailable',
       'the job could not be queued because the event bus is unavailable; nothing was queued, try again',
+      { cause: error },
     );
   }
   deps.statusView.applyRequested(job, job.submittedAt);

@@ -8,6 +8,7 @@ import { HandBack } from '../core/bus/hand-back.ts';
 import type { CallbackDelivery, CallbackStatus } from '../core/contracts/types.generated.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
 import { deadLetter } from '../core/worker/dead-letter.ts';
+import { untilAcknowledged, type UntilAcknowledged } from '../core/worker/until-acknowledged.ts';
 import type { HttpClient } from '../core/net/guarded-http.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import type { Metrics } from '../core/observability/metrics.ts';
@@ -50,6 +51,15 @@ export interface DeliveryOptions {
   random?: () => number;
   /** When the job's organisation last canceled it (job-cancels.ts); undefined: never. */
   canceledAt?: (jobId: string, orgId: string) => string | undefined;
+  /**
+   * The delivery records this process handled, by event id (job-outcomes.ts): one read again (a
+   * publish tried again that was written twice, a record read again after its commit was lost)
+   * is skipped. A record is noted once its attempt is settled. Default: none remembered.
+   */
+  handled?: {
+    has(jobId: string, eventId: string): boolean;
+    add(jobId: string, eventId: string): void;
+  };
 }
 
 /**
@@ -69,6 +79,11 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
         `${decoded.event.type} on the callbacks topic`,
       );
     const job = decoded.event.data;
+    const eventId = decoded.event.id;
+    if (options.handled?.has(job.jobId, eventId)) {
+      deps.log.info('callback.duplicate_attempt', { jobId: job.jobId, attempt: job.attempt });
+      return;
+    }
     if (stoppedByCancel(job, options)) return stop(deps, record, job);
     const release = options.hostSlots.tryAcquire(new URL(job.url).host);
     if (!release) return defer(deps, options, record);
@@ -118,7 +133,11 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
       (performance.now() - started) / 1000,
     );
     const firstAttemptAt = job.firstAttemptAt ?? startedAt.toISOString();
-    await settle(deps, options, record, { ...job, firstAttemptAt }, outcome);
+    // The attempt was made: its outcome is published until acknowledged, since a hand-back
+    // (a failover that outlasts one publish) would make the attempt, and call back, again.
+    const persist = untilAcknowledged(deps.log, delivery.signal, options.random);
+    await settle(deps, options, record, { ...job, firstAttemptAt }, outcome, persist);
+    options.handled?.add(job.jobId, eventId);
   };
 }
 
@@ -181,6 +200,7 @@ async function settle(
   record: BusRecord,
   job: CallbackDelivery & { firstAttemptAt: string },
   outcome: AttemptOutcome,
+  persist: UntilAcknowledged,
 ): Promise<void> {
   const log = deps.log.child({
     jobId: job.jobId,
@@ -194,7 +214,7 @@ async function settle(
   const status = statusEvents(deps, job, outcome, trace, now);
 
   if (outcome.kind === 'delivered') {
-    await deps.bus.publish([status('delivered')]);
+    await persist(() => deps.bus.publish([status('delivered')]));
     deps.metrics.callbacks.inc({ outcome: 'delivered' });
     log.info('callback.delivered', { status: outcome.status });
     return;
@@ -208,10 +228,12 @@ async function settle(
       }),
       trace,
     );
-    await deps.bus.publish([
-      { ...next, notBefore: plan.dueAt.getTime() },
-      status('retrying', { nextAttemptAt: plan.dueAt.toISOString() }),
-    ]);
+    await persist(() =>
+      deps.bus.publish([
+        { ...next, notBefore: plan.dueAt.getTime() },
+        status('retrying', { nextAttemptAt: plan.dueAt.toISOString() }),
+      ]),
+    );
     deps.metrics.callbacks.inc({ outcome: 'retried' });
     log.info('callback.retry_scheduled', {
       error: outcome.error,
@@ -219,7 +241,7 @@ async function settle(
     });
     return;
   }
-  await deps.bus.publish([status('given_up')]);
+  await persist(() => deps.bus.publish([status('given_up')]));
   const reason = outcome.kind === 'permanent' ? 'callback_rejected' : 'callback_exhausted';
   await deadLetter(
     deps,

@@ -3,8 +3,11 @@ import { ConfigError } from '../core/config.ts';
 import { callbackFor, firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
 import { deadLetter } from '../core/worker/dead-letter.ts';
 import { startJobCancels } from '../core/status/job-cancels.ts';
+import { startJobOutcomes, type JobOutcomes } from '../core/status/job-outcomes.ts';
+import { untilAcknowledged } from '../core/worker/until-acknowledged.ts';
 import type { Logger } from '../core/observability/logger.ts';
 import { extractTraceContext, withTraceHeaders } from '../core/observability/tracing.ts';
+import type { BusRecord, DeliveryContext } from '../core/bus/event-bus.ts';
 import type { Runtime } from '../core/runtime/create-runtime.ts';
 import {
   createDeliveryHandler,
@@ -35,24 +38,15 @@ export async function startNotifier(
   deps: NotifierDeps,
   options: NotifierOptions,
 ): Promise<Subscription> {
+  // Read before the first event: a terminal event read again (a worker's outcome published
+  // twice, a redelivery) must not make a second callback, in this process or after a restart.
+  const outcomes = await startJobOutcomes(deps);
   const scheduler = await deps.bus.subscribe({
     group: options.group,
     topics: [topics.jobEvents],
     concurrency: 4,
     fromBeginning: true,
-    handler: async (record) => {
-      const decoded = deps.codec.decode(record);
-      if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
-      const callback = callbackFor(decoded.event);
-      if (!callback) return;
-      // The delivery record carries the job's trace on to the attempt and its HTTP request.
-      await deps.bus.publish([
-        withTraceHeaders(
-          firstDeliveryRecord(deps.codec, callback, decoded.event.data),
-          extractTraceContext(record.headers),
-        ),
-      ]);
-    },
+    handler: (record, delivery) => scheduleCallback(deps, outcomes, record, delivery),
   });
   // A cancel of an ended job stops its callback's retries (handle-delivery.ts).
   const cancels = await startJobCancels(deps);
@@ -65,14 +59,51 @@ export async function startNotifier(
       ...options,
       hostSlots: createHostSlots(options.maxInFlightPerHost),
       canceledAt: (jobId, orgId) => cancels.canceledAt(jobId, orgId),
+      handled: {
+        has: (jobId, eventId) => outcomes.deliveryHandled(jobId, eventId),
+        add: (jobId, eventId) => outcomes.noteDelivery(jobId, eventId),
+      },
     }),
   });
   return {
     async close(graceMs) {
       await Promise.all([scheduler.close(graceMs), attempts.close(graceMs)]);
-      await cancels.close();
+      await Promise.all([cancels.close(), outcomes.close()]);
     },
   };
+}
+
+/**
+ * A terminal event with a callback URL becomes one delivery record, once per event id (the
+ * callback's webhook-id): the record is published until acknowledged rather than handed back,
+ * since a hand-back after a publish that was written all the same would queue a second one.
+ */
+async function scheduleCallback(
+  deps: NotifierDeps,
+  outcomes: JobOutcomes,
+  record: BusRecord,
+  delivery: DeliveryContext,
+): Promise<void> {
+  const decoded = deps.codec.decode(record);
+  if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
+  const callback = callbackFor(decoded.event);
+  if (!callback) return;
+  const { jobId } = decoded.event.data;
+  if (!outcomes.claimCallback(jobId, callback.webhookId)) {
+    deps.log.info('callback.duplicate_event', { jobId, webhookId: callback.webhookId });
+    return;
+  }
+  // The delivery record carries the job's trace on to the attempt and its HTTP request.
+  const first = withTraceHeaders(
+    firstDeliveryRecord(deps.codec, callback, decoded.event.data),
+    extractTraceContext(record.headers),
+  );
+  try {
+    await untilAcknowledged(deps.log, delivery.signal)(() => deps.bus.publish([first]));
+  } catch (error) {
+    outcomes.releaseCallback(jobId, callback.webhookId);
+    throw error;
+  }
 }
 
 /**

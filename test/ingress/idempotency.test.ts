@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { createEmbeddedBus } from '../../services/core/bus/embedded-bus.ts';
-import { topics, type OutgoingRecord } from '../../services/core/bus/event-bus.ts';
+import {
+  BusUncertainError,
+  BusUnavailableError,
+  topics,
+  type OutgoingRecord,
+} from '../../services/core/bus/event-bus.ts';
 import { codec, decodeAll, recordingBus } from '../notifier/notifier-fixture.ts';
 import { KEY_A, KEY_B, makeIngress, validSummary, validTranscode } from './ingress-fixture.ts';
 
@@ -246,5 +251,40 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     const later = await send(copyB);
     expect(later.status).to.equal(200);
     expect(later.body).to.deep.equal(first.body);
+  });
+
+  it('a publish the bus cannot confirm is 503 bus_uncertain with the job id; a retry with the key is that job', async () => {
+    const bus = recordingBus();
+    // The first record reaches the brokers but its acknowledgement does not come in time.
+    let answers = [new BusUncertainError('publish: timed out; the records may be written')];
+    bus.publish = async (records) => {
+      bus.published.push(...records);
+      const error = answers.shift();
+      if (error) throw error;
+    };
+    const ingress = await makeIngress({ bus });
+    const send = () =>
+      request(ingress.server)
+        .post('/transcode')
+        .set('Idempotency-Key', 'order-uncertain')
+        .send(validTranscode);
+    const first = await send();
+    expect(first.status).to.equal(503);
+    expect(first.body.error).to.match(/may have been queued/);
+    expect(first.body.jobId).to.match(/^[0-9a-f-]{36}$/);
+    const retry = await send();
+    expect(retry.status).to.equal(200);
+    expect(retry.body.id).to.equal(first.body.jobId);
+    const jobIds = decodeAll(requests(bus.published)).map((e) =>
+      e.type === 'media.job.requested' ? e.data.jobId : undefined,
+    );
+    expect(jobIds).to.deep.equal([first.body.jobId, first.body.jobId]);
+
+    // A publish that sent nothing stays a plain 503 bus_unavailable, without a job id.
+    answers = [new BusUnavailableError('connect: refused')];
+    const refused = await request(ingress.server).post('/transcode').send(validTranscode);
+    expect(refused.status).to.equal(503);
+    expect(Object.keys(refused.body)).to.deep.equal(['error']);
+    expect(refused.body.error).to.match(/nothing was queued/);
   });
 });

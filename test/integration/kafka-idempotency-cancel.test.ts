@@ -115,7 +115,12 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
       i.process.logs.some((r) => r['msg'] === 'job.queued' && r['jobId'] === id),
     ).length;
     const skipped = stack.workers.transcoder.flatMap((w) =>
-      w.logs.filter((r) => r['msg'] === 'job.duplicate_request' && r['jobId'] === id),
+      // Skipped as a duplicate while the first ran, or as an attempt that had ended by then.
+      w.logs.filter(
+        (r) =>
+          (r['msg'] === 'job.duplicate_request' || r['msg'] === 'job.outcome_exists') &&
+          r['jobId'] === id,
+      ),
     ).length;
     expect(skipped, `${published} request records published`).to.equal(published - 1);
     // GET at either copy shows the earliest createdAt of the two.

@@ -2,10 +2,13 @@ import { expect } from 'chai';
 import { isHandBack } from '../../services/core/bus/hand-back.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { topics, type BusRecord } from '../../services/core/bus/event-bus.ts';
+import { BusUncertainError, topics, type BusRecord } from '../../services/core/bus/event-bus.ts';
 import type { CallbackDelivery } from '../../services/core/contracts/types.generated.ts';
 import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
-import { createDeliveryHandler } from '../../services/notifier/handle-delivery.ts';
+import {
+  createDeliveryHandler,
+  type DeliveryOptions,
+} from '../../services/notifier/handle-delivery.ts';
 import { createHostSlots } from '../../services/notifier/host-slots.ts';
 import { codec, decodeAll, log, newMetrics, recordingBus } from './notifier-fixture.ts';
 
@@ -28,7 +31,7 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
   });
   after(() => receiver.close());
 
-  const setup = (slots = createHostSlots(2)) => {
+  const setup = (slots = createHostSlots(2), extra: Partial<DeliveryOptions> = {}) => {
     const bus = recordingBus();
     const metrics = newMetrics();
     const handler = createDeliveryHandler(
@@ -40,7 +43,14 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
         metrics,
         clock: { now: () => NOW },
       },
-      { policy, timeoutMs: 2000, hostSlots: slots, secretFor: () => undefined, random: () => 0.5 },
+      {
+        policy,
+        timeoutMs: 2000,
+        hostSlots: slots,
+        secretFor: () => undefined,
+        random: () => 0.5,
+        ...extra,
+      },
     );
     return { bus, metrics, handler, slots };
   };
@@ -219,5 +229,40 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
     expect(bus.published).to.have.length(0);
     silent.closeAllConnections();
     silent.close();
+  });
+
+  it('a delivery record read again (same event id) makes no second attempt once the first settled', async () => {
+    const seen = new Set<string>();
+    const { bus, handler } = setup(createHostSlots(2), {
+      handled: {
+        has: (jobId, eventId) => seen.has(`${jobId}/${eventId}`),
+        add: (jobId, eventId) => seen.add(`${jobId}/${eventId}`),
+      },
+    });
+    const once = record('/twice');
+    const before = hits;
+    await handler(once, context());
+    await handler(once, context());
+    expect(hits - before, 'requests to the receiver').to.equal(1);
+    // A new record of the same callback (a manual redelivery) is a new attempt.
+    await handler(record('/twice'), context());
+    expect(hits - before, 'requests to the receiver').to.equal(2);
+    expect(
+      decodeAll(bus.published).filter((e) => e.type === 'media.callback.status'),
+    ).to.have.length(2);
+  });
+
+  it('an attempt made is not made again because its outcome was slow to publish: the publish is tried again', async () => {
+    const { bus, handler } = setup();
+    let refusals = 2;
+    bus.publish = async (records) => {
+      if (refusals-- > 0) throw new BusUncertainError('publish: no answer in time');
+      bus.published.push(...records);
+    };
+    const before = hits;
+    await handler(record('/slow-outcome'), context());
+    expect(hits - before, 'requests to the receiver').to.equal(1);
+    const [status] = decodeAll(bus.published);
+    expect(status?.data).to.deep.include({ state: 'delivered', attempts: 1 });
   });
 });

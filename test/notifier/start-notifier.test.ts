@@ -66,6 +66,76 @@ describe('notifier on the embedded bus', function () {
   });
 });
 
+describe('notifier: one callback per terminal event, even when the event comes twice', function () {
+  this.timeout(30_000);
+  let bus: EventBus;
+  let notifier: Subscription | undefined;
+  let files: TestServer;
+  const options = {
+    concurrency: 4,
+    maxInFlightPerHost: 2,
+    timeoutMs: 5000,
+    policy: { backoffMs: 100, backoffMaxMs: 1000, horizonMs: 60_000 },
+  };
+
+  beforeEach(async () => {
+    bus = createEmbeddedBus({ path: ':memory:' });
+    files = await startTestServer();
+  });
+  afterEach(async () => {
+    await notifier?.close(0);
+    await bus.close();
+    await files.close();
+  });
+
+  it('the same event record twice (an outcome published again) makes one callback', async () => {
+    notifier = await startTestNotifier(bus, options);
+    const event = succeeded(`${files.url}/callbacks/twice`);
+    await bus.publish([event]);
+    await bus.publish([event]);
+    const marker = succeeded(`${files.url}/callbacks/marker`);
+    await bus.publish([marker]);
+    await files.waitForCallback((c) => c.body['jobId'] === marker.key, 5000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === event.key)).to.have.length(1);
+  });
+
+  it('an event whose callback the status topic shows delivered makes none (a restarted notifier)', async () => {
+    const event = succeeded(`${files.url}/callbacks/done-before`);
+    const now = new Date().toISOString();
+    await bus.publish([
+      {
+        topic: topics.jobStatus,
+        key: event.key,
+        value: Buffer.from(
+          JSON.stringify({
+            id: event.key,
+            orgId: 'org-a',
+            type: 'transcode',
+            status: 'succeeded',
+            attempt: 1,
+            createdAt: now,
+            updatedAt: now,
+            rev: 1,
+            callback: {
+              state: 'delivered',
+              webhookId: `${event.key}:media.job.succeeded:1`,
+              attempts: 1,
+            },
+          }),
+        ),
+      },
+    ]);
+    notifier = await startTestNotifier(bus, options);
+    await bus.publish([event]);
+    const marker = succeeded(`${files.url}/callbacks/marker`);
+    await bus.publish([marker]);
+    await files.waitForCallback((c) => c.body['jobId'] === marker.key, 5000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(files.callbacks.filter((c) => c.body['jobId'] === event.key)).to.deep.equal([]);
+  });
+});
+
 describe('notifier: a cancel after the job ended stops its callback', function () {
   this.timeout(30_000);
   let bus: EventBus;

@@ -36,6 +36,7 @@ export interface KafkaStack {
     path: string,
     body: Record<string, unknown>,
     ingress?: number,
+    headers?: Record<string, string>,
   ): Promise<{ status: number; body: Record<string, unknown>; ms: number }>;
   status(id: string, ingress?: number): Promise<Record<string, unknown>>;
   close(): Promise<void>;
@@ -99,7 +100,8 @@ export async function startKafkaStack(
     ingresses,
     workers,
     start,
-    submit: (path, body, ingress = 0) => submitTo(base(ingress) + path, body),
+    submit: (path, body, ingress = 0, headers = {}) =>
+      submitTo(base(ingress) + path, body, headers),
     async status(id, ingress = 0) {
       const res = await fetch(`${base(ingress)}/jobs/${id}`, {
         headers: { 'x-api-key': STACK_KEY },
@@ -143,11 +145,12 @@ function stackEnv(
 async function submitTo(
   url: string,
   body: Record<string, unknown>,
+  headers: Record<string, string>,
 ): Promise<{ status: number; body: Record<string, unknown>; ms: number }> {
   const started = performance.now();
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ apiKey: STACK_KEY, ...body }),
     signal: AbortSignal.timeout(30_000),
   });

@@ -118,7 +118,11 @@ export interface Subscription {
 }
 
 export interface EventBus {
-  /** Resolves only once every record is durable; rejects with BusUnavailableError otherwise. */
+  /**
+   * Resolves only once every record is durable; rejects with BusUnavailableError otherwise: with
+   * BusUncertainError when the records may have been written all the same, with its parent class
+   * only when none was.
+   */
   publish(records: readonly OutgoingRecord[]): Promise<void>;
   subscribe(options: SubscribeOptions): Promise<Subscription>;
   /**
@@ -135,6 +139,15 @@ export interface EventBus {
 
 export class BusUnavailableError extends Error {
   override name = 'BusUnavailableError';
+}
+
+/**
+ * A publish that failed after its records went to the brokers: they may have been written (and
+ * may still be, by a request in flight), or not. Only the Kafka bus says so; a caller that must
+ * not claim "nothing was queued" tells the two apart (the ingress answers `bus_uncertain`).
+ */
+export class BusUncertainError extends BusUnavailableError {
+  override name = 'BusUncertainError';
 }
 
 /** Topic names; the topic table of docs/design.md ("Events") lists the same. */

@@ -9,7 +9,13 @@ import {
   type Subscription,
 } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { createBatchingSender, createProducerSlot, type PendingMessage } from './kafka-producer.ts';
+import {
+  createBatchingSender,
+  createProducerSlot,
+  type BatchingSender,
+  type PendingMessage,
+  type ProducerSlot,
+} from './kafka-producer.ts';
 import { startKafkaSubscription, type ConsumerSettings } from './kafka-subscription.ts';
 import {
   asBusUnavailable,
@@ -19,6 +25,7 @@ import {
   withDeadline,
 } from './kafka-support.ts';
 import { ensureKafkaTopics, type TopicReport } from './kafka-topics.ts';
+import { createReadyProbe, type ReadyProbe } from './kafka-ready-probe.ts';
 import { TopicDurabilityError } from './topic-durability.ts';
 import { startKafkaTail } from './kafka-tail.ts';
 import { routeRecord, startDelayForwarder, type DelayForwarder } from './kafka-delay.ts';
@@ -129,20 +136,12 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     nudgeClient: () => kafkaClient(options),
   };
   const kafka = kafkaClient(options);
-  // The producer's connection attempts give up within a publish's deadline, like its sends.
-  const producers = createProducerSlot(
-    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }),
-    log,
-    publishTimeoutMs,
-  );
-  const batches = createBatchingSender(
-    producers,
-    options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
-  );
+  const consumers = kafkaClient(options, CONSUMER_RETRY);
+  const { producers, readiness, batches } = openPublishing(options, log, publishTimeoutMs);
   const ensureTopics = ensureTopicsOnce(kafka, options, prefix, log);
   const subscriptions = new Set<Subscription>();
   const forwarder = lazyForwarder(() =>
-    startDelayForwarder(kafka, log, {
+    startDelayForwarder(consumers, log, {
       settings: consumerSettings,
       ...(options.schedulerGroup ? { group: options.schedulerGroup } : {}),
       send: (topicMessages) => producers.send(topicMessages, Date.now() + publishTimeoutMs),
@@ -170,7 +169,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       // A process that consumes also forwards scheduled records, so that they move on as long
       // as any worker runs; an ingress that only publishes needs none.
       await forwarder.start();
-      const sub = await startKafkaSubscription(kafka, log, consumerSettings, subscribeOptions);
+      const sub = await startKafkaSubscription(consumers, log, consumerSettings, subscribeOptions);
       if (closed) {
         await sub.close(0);
         throw new BusUnavailableError('the Kafka bus closed while subscribing');
@@ -181,7 +180,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     async tail(tailOptions): Promise<Subscription> {
       assertOpen();
       await ensureTopics();
-      const sub = await openTail(kafka, log, options, consumerSettings, tailOptions);
+      const sub = await openTail(consumers, log, options, consumerSettings, tailOptions);
       const tail = tracked(subscriptions, () => sub.close());
       if (closed) await tail.close();
       return tail;
@@ -190,10 +189,7 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
     async isReady(): Promise<boolean> {
       if (closed || consumerDown) return false;
       if (producers.healthy()) return true;
-      return producers.connect(Date.now() + publishTimeoutMs).then(
-        () => true,
-        () => false,
-      );
+      return readiness.check();
     },
 
     async close(): Promise<void> {
@@ -203,9 +199,38 @@ export function createKafkaBus(options: KafkaBusOptions): KafkaBus {
       await forwarder.close();
       // Publishes already taken are sent (or failed) before the producer disconnects.
       await batches.drain();
-      await producers.close();
+      await Promise.all([producers.close(), readiness.close()]);
     },
   };
+}
+
+/** The producer slot, the probe that tells when it may publish again, and the batching over it. */
+function openPublishing(
+  options: KafkaBusOptions,
+  log: Logger,
+  publishTimeoutMs: number,
+): {
+  producers: ProducerSlot;
+  readiness: ReadyProbe;
+  batches: BatchingSender;
+} {
+  // The producer's connection attempts give up within a publish's deadline, like its sends.
+  const producers = createProducerSlot(
+    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 5 }),
+    log,
+    publishTimeoutMs,
+  );
+  const readiness = createReadyProbe(
+    kafkaClient(options, { initialRetryTime: 100, maxRetryTime: 1000, retries: 3 }),
+    producers,
+    log,
+    publishTimeoutMs,
+  );
+  const batches = createBatchingSender(
+    producers,
+    options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs },
+  );
+  return { producers, readiness, batches };
 }
 
 /** A tail of the bus's topics, read by its own group (one per reader). */
@@ -307,6 +332,16 @@ function tracked(
   open.add(subscription);
   return subscription;
 }
+
+/**
+ * The consumers' retries (fetch, heartbeat, commit, join), about 80 s in all (300 ms doubling to
+ * 5 s apart), against kafkajs's default of about 10 s. A consumer whose retries run out crashes:
+ * kafkajs leaves the group, which aborts its running handlers (jobs and callbacks run again
+ * elsewhere) and rebalances every other member, then starts it again; with the default that
+ * happened every 10 to 15 s while a broker was gone (a cluster's failover takes about 9 s, a
+ * broker's restart longer). Starting and topic set-up keep the short default, to fail fast.
+ */
+const CONSUMER_RETRY = { initialRetryTime: 300, maxRetryTime: 5000, retries: 20 };
 
 function kafkaClient(options: KafkaBusOptions, retry?: KafkaConfig['retry']): KafkaClient {
   return new Kafka({

@@ -1,6 +1,11 @@
-import kafkajs, { type Kafka, type Message, type Producer, type TopicMessages } from 'kafkajs';
+import kafkajs, {
+  type Message,
+  type ProducerBatch,
+  type ProducerConfig,
+  type TopicMessages,
+} from 'kafkajs';
 import type { Logger } from '../observability/logger.ts';
-import { BusUnavailableError } from './event-bus.ts';
+import { BusUncertainError, BusUnavailableError } from './event-bus.ts';
 import { createGroupCommit } from './group-commit.ts';
 import { asBusUnavailable, withDeadline } from './kafka-support.ts';
 
@@ -8,17 +13,36 @@ const { Partitioners } = kafkajs;
 
 /** One idempotent producer at a time; replaced after any failure. */
 export interface ProducerSlot {
-  /** Resolves once the broker acknowledged every message (acks=all), before `deadline` (epoch ms). */
+  /**
+   * Resolves once the broker acknowledged every message (acks=all), before `deadline` (epoch ms).
+   * Rejects with BusUnavailableError when nothing was sent (no producer connected in time), and
+   * with BusUncertainError once the messages were handed to the producer: they may be written.
+   */
   send(topicMessages: TopicMessages[], deadline: number): Promise<void>;
-  /** A producer is connected and the last send (or connect) did not fail. */
+  /** A producer is connected and no publish failed since the last that succeeded (or `recovered`). */
   healthy(): boolean;
+  /** Topics of the publishes that failed since the last success (empty when none did). */
+  failedTopics(): readonly string[];
+  /** Tells the slot the brokers take publishes again (a probe succeeded): healthy once connected. */
+  recovered(): void;
   /** Connects a producer (a fresh one after a failure) before `deadline`. */
   connect(deadline: number): Promise<void>;
   close(): Promise<void>;
 }
 
+/** What the slot uses of a kafkajs producer (and of the client that makes them). */
+export interface SlotProducer {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  sendBatch(batch: ProducerBatch): Promise<unknown>;
+}
+
+export interface ProducerFactory {
+  producer(config: ProducerConfig): SlotProducer;
+}
+
 interface Handle {
-  producer: Producer;
+  producer: SlotProducer;
   connected: Promise<void>;
   isConnected: boolean;
   /** Operations started on this producer and not settled yet (they may outlive a deadline). */
@@ -35,23 +59,74 @@ interface Handle {
  * which kafkajs keeps retrying for a bounded time, have settled.
  */
 export function createProducerSlot(
-  kafka: Kafka,
+  kafka: ProducerFactory,
   log: Logger,
   publishTimeoutMs: number,
 ): ProducerSlot {
+  const pool = createHandlePool(kafka, log, publishTimeoutMs);
+  // A connect that works says nothing about the partitions' leaders: after a failed publish the
+  // slot stays unhealthy until a publish, or a probe of the failed topics, succeeds.
+  const failed = new Set<string>();
+
+  return {
+    send: async (topicMessages, deadline) => {
+      try {
+        await runOnProducer(pool, 'publish', deadline, (handle, sent) =>
+          sendBefore(
+            handle,
+            sent,
+            { acks: -1, timeout: publishTimeoutMs, topicMessages },
+            deadline,
+          ),
+        );
+        failed.clear();
+      } catch (error) {
+        for (const { topic } of topicMessages) failed.add(topic);
+        throw error;
+      }
+    },
+
+    healthy: () => pool.current()?.isConnected === true && failed.size === 0,
+
+    failedTopics: () => [...failed],
+
+    recovered: () => failed.clear(),
+
+    connect: (deadline) => runOnProducer(pool, 'connect', deadline, (handle) => handle.connected),
+
+    close: async () => {
+      pool.discardAll();
+      await withDeadline(
+        pool.disposed(),
+        Date.now() + publishTimeoutMs,
+        'producer disconnect',
+      ).catch((error: unknown) => log.warn('kafka.producer_close_incomplete', { error }));
+    },
+  };
+}
+
+/** The slot's producers: the current one, and those discarded whose operations still run. */
+interface HandlePool {
+  /** The producer in use, undefined after a failure until the next operation opens one. */
+  current(): Handle | undefined;
+  /** The producer in use, a fresh one when there is none. */
+  take(): Handle;
+  /** Runs `op` on `handle`, counted, so that a discarded producer is disconnected only after it. */
+  track<T>(handle: Handle, op: () => Promise<T>): Promise<T>;
+  /** Takes `handle` out of use; it is disconnected once its operations have settled. */
+  discard(handle: Handle): void;
+  discardAll(): void;
+  /** Settles once every discarded producer whose disconnect began has disconnected. */
+  disposed(): Promise<unknown>;
+}
+
+function createHandlePool(
+  kafka: ProducerFactory,
+  log: Logger,
+  publishTimeoutMs: number,
+): HandlePool {
   const handles = new Set<Handle>();
   let current: Handle | undefined;
-  let failedSinceConnect = false;
-
-  const track = async <T>(handle: Handle, op: () => Promise<T>): Promise<T> => {
-    handle.pending += 1;
-    try {
-      return await op();
-    } finally {
-      handle.pending -= 1;
-      disposeIfIdle(handle);
-    }
-  };
 
   const disposeIfIdle = (handle: Handle): void => {
     if (!handle.discarded || handle.pending > 0 || handle.disposed) return;
@@ -61,76 +136,105 @@ export function createProducerSlot(
       .finally(() => handles.delete(handle));
   };
 
-  const discard = (handle: Handle): void => {
-    handle.discarded = true;
-    if (current === handle) current = undefined;
-    disposeIfIdle(handle);
+  const pool: HandlePool = {
+    current: () => current,
+    take: () => (current ??= openHandle(kafka, publishTimeoutMs, pool, handles)),
+    track: async (handle, op) => {
+      handle.pending += 1;
+      try {
+        return await op();
+      } finally {
+        handle.pending -= 1;
+        disposeIfIdle(handle);
+      }
+    },
+    discard: (handle) => {
+      handle.discarded = true;
+      if (current === handle) current = undefined;
+      disposeIfIdle(handle);
+    },
+    discardAll: () => {
+      for (const handle of handles) pool.discard(handle);
+    },
+    disposed: () => Promise.all([...handles].flatMap((h) => (h.disposed ? [h.disposed] : []))),
   };
+  return pool;
+}
 
-  const open = (): Handle => {
-    const producer = kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      createPartitioner: Partitioners.DefaultPartitioner,
-      retry: producerRetry(publishTimeoutMs),
-    });
-    const handle: Handle = {
-      producer,
-      connected: Promise.resolve(),
-      isConnected: false,
-      pending: 0,
-      discarded: false,
-    };
-    handle.connected = track(handle, () => producer.connect()).then(() => {
+/** A fresh idempotent producer, its connect begun (and tracked) at once. */
+function openHandle(
+  kafka: ProducerFactory,
+  publishTimeoutMs: number,
+  pool: HandlePool,
+  handles: Set<Handle>,
+): Handle {
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+    retry: producerRetry(publishTimeoutMs),
+  });
+  const handle: Handle = {
+    producer,
+    connected: Promise.resolve(),
+    isConnected: false,
+    pending: 0,
+    discarded: false,
+  };
+  handle.connected = pool
+    .track(handle, () => producer.connect())
+    .then(() => {
       handle.isConnected = true;
     });
-    // Failures surface through send/connect; this only keeps an unused attempt from being unhandled.
-    handle.connected.catch(() => undefined);
-    handles.add(handle);
-    return handle;
-  };
+  // Failures surface through send/connect; this only keeps an unused attempt from being unhandled.
+  handle.connected.catch(() => undefined);
+  handles.add(handle);
+  return handle;
+}
 
-  const run = async (
-    what: string,
-    deadline: number,
-    op: (handle: Handle) => Promise<void>,
-  ): Promise<void> => {
-    const handle = (current ??= open());
-    try {
-      await withDeadline(
-        track(handle, () => op(handle)),
-        deadline,
-        what,
-      );
-      failedSinceConnect = false;
-    } catch (error) {
-      failedSinceConnect = true;
-      discard(handle);
-      throw asBusUnavailable(error, what);
-    }
-  };
+/**
+ * Runs `op` on the current producer before `deadline`. On failure the producer is discarded, and
+ * the error is BusUnavailableError if `op` had not called `sent` yet, else BusUncertainError.
+ */
+async function runOnProducer(
+  pool: HandlePool,
+  what: string,
+  deadline: number,
+  op: (handle: Handle, sent: () => void) => Promise<void>,
+): Promise<void> {
+  const handle = pool.take();
+  let handedOver = false;
+  try {
+    await withDeadline(
+      pool.track(handle, () => op(handle, () => (handedOver = true))),
+      deadline,
+      what,
+    );
+  } catch (error) {
+    pool.discard(handle);
+    const failure = asBusUnavailable(error, what);
+    if (!handedOver) throw failure;
+    throw new BusUncertainError(`${failure.message}; the records may be written`, {
+      cause: error,
+    });
+  }
+}
 
-  return {
-    send: (topicMessages, deadline) =>
-      run('publish', deadline, async (handle) => {
-        await handle.connected;
-        await handle.producer.sendBatch({ acks: -1, timeout: publishTimeoutMs, topicMessages });
-      }),
-
-    healthy: () => current?.isConnected === true && !failedSinceConnect,
-
-    connect: (deadline) => run('connect', deadline, (handle) => handle.connected),
-
-    close: async () => {
-      for (const handle of handles) discard(handle);
-      await withDeadline(
-        Promise.all([...handles].flatMap((h) => (h.disposed ? [h.disposed] : []))),
-        Date.now() + publishTimeoutMs,
-        'producer disconnect',
-      ).catch((error: unknown) => log.warn('kafka.producer_close_incomplete', { error }));
-    },
-  };
+/** Sends `batch` once `handle` is connected, unless the deadline passed by then. */
+async function sendBefore(
+  handle: Handle,
+  sent: () => void,
+  batch: ProducerBatch,
+  deadline: number,
+): Promise<void> {
+  await handle.connected;
+  // The connect may outlast the deadline (withDeadline does not stop it): a caller told
+  // "nothing was queued" by then must stay right, so nothing is sent after it.
+  if (handle.discarded || Date.now() >= deadline)
+    throw new BusUnavailableError('publish: connected too late');
+  sent();
+  await handle.producer.sendBatch(batch);
 }
 
 /**

@@ -781,6 +781,10 @@ export interface CallbackRedelivery {
 // from schemas/http/error.v1.schema.json
 export interface ErrorBody {
   error: string;
+  /**
+   * With bus_uncertain only: the job that may have been queued (GET /jobs/:id shows it if it was; a retry with the same Idempotency-Key is the same job).
+   */
+  jobId?: string;
 }
 // from schemas/http/job-ack.v1.schema.json
 export interface JobAck {

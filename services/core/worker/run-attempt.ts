@@ -5,6 +5,7 @@ import { attemptOutcome, jobFormat, queueWaitSeconds } from './attempt-metrics.t
 import { publishOutcome } from './publish-outcome.ts';
 import { jobIdentity, publishJobEvent } from './publish-job-event.ts';
 import { runHandler, type RunOutcome } from './run-handler.ts';
+import { untilAcknowledged } from './until-acknowledged.ts';
 import type { AttemptContext } from './worker-context.ts';
 
 const CANCELED_BEFORE_START: ErrorData = {
@@ -14,9 +15,10 @@ const CANCELED_BEFORE_START: ErrorData = {
 };
 
 /**
- * One attempt of a job, once: a duplicate request is ignored, a job canceled before it started
- * fails as canceled; otherwise it is marked processing, run, and its one outcome published
- * (or, when the worker lost the record, handed back). Resolves with the attempt's error.
+ * One attempt of a job, once: an attempt whose outcome is known (job-outcomes.ts), and a
+ * duplicate request, are ignored; a job canceled before it started fails as canceled; otherwise it is
+ * marked processing, run, and its one outcome published, tried until acknowledged (or, when the
+ * worker lost the record, handed back). Resolves with the attempt's error.
  */
 export async function runAttempt(
   attempt: AttemptContext,
@@ -24,12 +26,18 @@ export async function runAttempt(
 ): Promise<ErrorData | undefined> {
   const { worker, job, record, log } = attempt;
   const { deps } = worker;
+  if (worker.outcomes.ended(job.jobId, job.attempt)) {
+    log.info('job.outcome_exists', { eventId: record.eventId });
+    return undefined;
+  }
   if (!worker.ledger.claim(job.jobId, job.attempt, record.eventId)) {
     log.info('job.duplicate_request', { eventId: record.eventId });
     return undefined;
   }
+  const persistent = untilAcknowledged(log, delivery.signal, deps.random);
   if (worker.cancels.isCanceled(job.jobId, job.orgId)) {
-    await publishOutcome(attempt, { handedBack: false, error: CANCELED_BEFORE_START });
+    await publishOutcome(attempt, { handedBack: false, error: CANCELED_BEFORE_START }, persistent);
+    worker.outcomes.end(job.jobId, job.attempt);
     return CANCELED_BEFORE_START;
   }
   await markProcessing(attempt);
@@ -53,7 +61,8 @@ export async function runAttempt(
     } else log.warn('job.handed_back', { reason: 'worker stopping or record lost' });
     throw new HandBack();
   }
-  await publishOutcome(attempt, run);
+  await publishOutcome(attempt, run, persistent);
+  worker.outcomes.end(job.jobId, job.attempt);
   deps.metrics.jobDuration.observe(
     {
       kind: job.kind,

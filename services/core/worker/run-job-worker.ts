@@ -17,6 +17,7 @@ import {
 } from '../observability/tracing.ts';
 import type { JobRequested } from '../contracts/types.generated.ts';
 import { startJobCancels } from '../status/job-cancels.ts';
+import { startJobOutcomes } from '../status/job-outcomes.ts';
 import { admissionRefusal } from './admit-job.ts';
 import { refuseRecord } from './refuse-record.ts';
 import { runAttempt } from './run-attempt.ts';
@@ -41,10 +42,13 @@ export async function startJobWorker(
   const topic = requestTopicOf[options.kind];
   // Cancels are read first, so that a restarted worker knows the old ones before its first job.
   const cancels = await startJobCancels(deps);
+  // Outcomes too: an attempt that ended elsewhere (or before a restart) is not run again.
+  const outcomes = await startJobOutcomes(deps);
   const worker: WorkerContext = {
     deps,
     options,
     cancels,
+    outcomes,
     ledger: createRunLedger(),
     running: createRunningJobs(),
   };
@@ -68,7 +72,7 @@ export async function startJobWorker(
       const drained = worker.running.drain(deps.log, deps.metrics, options, graceMs);
       await jobs.close(graceMs);
       drained();
-      await cancels.close();
+      await Promise.all([cancels.close(), outcomes.close()]);
     },
   };
 }

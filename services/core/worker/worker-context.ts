@@ -7,6 +7,7 @@ import type { TraceContext, Tracing } from '../observability/tracing.ts';
 import type { SealingKey } from '../crypto/secret-box.ts';
 import type { Clock } from '../time.ts';
 import type { JobCancels } from '../status/job-cancels.ts';
+import type { JobOutcomes } from '../status/job-outcomes.ts';
 import type { AdmissionRules } from './admit-job.ts';
 import type { JobHandler, JobKind } from './job-handler.ts';
 import type { RunLedger } from './run-ledger.ts';
@@ -58,13 +59,14 @@ export interface JobWorkerOptions {
 }
 
 /**
- * What the records of one worker share: its deps and options, the cancels read so far, and the
- * runs it made and makes.
+ * What the records of one worker share: its deps and options, the cancels and outcomes read so
+ * far, and the runs it made and makes.
  */
 export interface WorkerContext {
   deps: JobWorkerDeps;
   options: JobWorkerOptions;
   cancels: JobCancels;
+  outcomes: JobOutcomes;
   ledger: RunLedger;
   running: RunningJobs;
 }

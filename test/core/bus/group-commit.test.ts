@@ -108,6 +108,8 @@ describe('Kafka batching sender', () => {
   const fakeSlot = (send: ProducerSlot['send']): ProducerSlot => ({
     send,
     healthy: () => true,
+    failedTopics: () => [],
+    recovered: () => {},
     connect: async () => {},
     close: async () => {},
   });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { createEmbeddedBus } from '../../../services/core/bus/embedded-bus.ts';
-import { topics, type EventBus } from '../../../services/core/bus/event-bus.ts';
+import { BusUncertainError, topics, type EventBus } from '../../../services/core/bus/event-bus.ts';
 import { loadContracts } from '../../../services/core/contracts/load-contracts.ts';
 import type { JobRequested } from '../../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../../services/core/errors.ts';
@@ -209,5 +209,76 @@ describe('job worker: cancels and duplicate requests', () => {
     expect(runs).to.equal(2);
     expect(w.ended(redelivered)?.type).to.equal('media.job.succeeded');
     await real.close();
+  });
+
+  it('an outcome the bus does not acknowledge is published again, the record kept: the job runs once', async () => {
+    const real = createEmbeddedBus({ path: ':memory:', redeliveryDelayMs: 10 });
+    let refusals = 2;
+    const bus: EventBus = {
+      ...real,
+      publish: async (records) => {
+        if (refusals > 0 && records.some((r) => r.value.includes('media.job.succeeded'))) {
+          refusals--;
+          throw new BusUncertainError('publish: no answer from Kafka in time');
+        }
+        await real.publish(records);
+      },
+    };
+    let runs = 0;
+    const w = await worker(async () => {
+      runs++;
+      return result;
+    }, bus);
+    const slow = job();
+    await w.request(slow, 'the-one-record');
+    await w.until(() => w.ended(slow) !== undefined, 'the outcome');
+    // The record, committed once the outcome is out, is not delivered again.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(runs).to.equal(1);
+    expect(refusals).to.equal(0);
+    expect(w.events.filter((e) => e.type === 'media.job.succeeded')).to.have.length(1);
+    // The same record once more (its commit lost): the outcome exists, it does not run.
+    await w.request(slow, 'the-one-record');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(runs).to.equal(1);
+    await real.close();
+  });
+
+  it('a request of an attempt the status topic shows ended is not run by a worker that never saw it', async () => {
+    const bus = createEmbeddedBus({ path: ':memory:' });
+    const ended = job();
+    const now = new Date().toISOString();
+    // What the status writer wrote when the job succeeded elsewhere (or before a restart).
+    await bus.publish([
+      {
+        topic: topics.jobStatus,
+        key: ended.jobId,
+        value: Buffer.from(
+          JSON.stringify({
+            id: ended.jobId,
+            orgId: ended.orgId,
+            type: 'transcode',
+            status: 'succeeded',
+            attempt: 1,
+            createdAt: now,
+            updatedAt: now,
+            rev: 1,
+          }),
+        ),
+      },
+    ]);
+    const ran: string[] = [];
+    const w = await worker(async (j) => {
+      ran.push(j.jobId);
+      return result;
+    }, bus);
+    const other = job();
+    // A duplicate record of the ended job (a submission retried after bus_uncertain), then a new job.
+    await w.request(ended, 'the-duplicate');
+    await w.request(other);
+    await w.until(() => w.ended(other) !== undefined, 'the other job to end');
+    expect(ran).to.deep.equal([other.jobId]);
+    expect(w.events.filter((e) => e.data.jobId === ended.jobId)).to.deep.equal([]);
+    await bus.close();
   });
 });
