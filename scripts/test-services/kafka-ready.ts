@@ -1,7 +1,9 @@
 // Readiness probe for the test Kafka broker: succeeds once an admin client's
 // describeCluster() answers (an open port alone is not enough), and, when NODE_IDS (comma-
-// separated) are given, lists each of those brokers (a restarted cluster node is listed once
-// the controller has unfenced it).
+// separated) are given, each broker of BROKERS asked on its own lists each of those brokers (a
+// restarted cluster node is listed once the controller has unfenced it, and a node that has
+// just started lists the others only once it has caught up: a service that asked it then counted
+// one broker and made its topics with one replica).
 // Usage: node kafka-ready.ts BROKERS PIDS TIMEOUT_SECONDS [NODE_IDS]
 // Exit codes: 0 ready, 1 timed out, 2 a broker process (of PIDS, comma-separated) is gone.
 import kafkajs from 'kafkajs';
@@ -30,9 +32,15 @@ function alive(p: number): boolean {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function probe(): Promise<boolean> {
+  if (nodeIds.length === 0) return probeOne(brokers);
+  for (const broker of brokers) if (!(await probeOne([broker]))) return false;
+  return true;
+}
+
+async function probeOne(bootstrap: string[]): Promise<boolean> {
   const kafka = new Kafka({
     clientId: 'test-services-ready',
-    brokers,
+    brokers: bootstrap,
     connectionTimeout: 1000,
     requestTimeout: 3000,
     retry: { retries: 0 },

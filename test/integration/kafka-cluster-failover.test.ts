@@ -1,6 +1,8 @@
 // Issue 28, item 5, drills: the ingress, a transcoder and a notifier on the three-node cluster;
 // a broker (the leader of most of the job topic's partitions, then the controller quorum's
-// leader) is SIGKILLed while a burst of short transcodes arrives, and restarted 20 s later.
+// leader) is SIGKILLed while a burst of short transcodes arrives, and restarted 20 s later; in
+// the first, once it is back, another broker is SIGKILLed while the burst's jobs still run, and
+// restarted 20 s later too.
 // A third drill sets the publish deadline below the failover time (5 s), so that submissions are
 // answered 503. In each: every submission answered 200 runs once (one success callback, its
 // output uploaded once); none answered 503 `bus_unavailable` runs; one answered `bus_uncertain`
@@ -67,8 +69,13 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
     await kafkaCluster('cluster-stop');
   });
 
-  it("the leader of most of the job topic's partitions: every job answered 200 runs once", async () => {
-    await drill('job-leader', (prefix) => leaderOfMost(cluster, prefix + topics.transcodeRequests));
+  it("the leader of most of the job topic's partitions, then another broker while the jobs run: every job answered 200 runs once", async () => {
+    await drill(
+      'job-leader',
+      (prefix) => leaderOfMost(cluster, prefix + topics.transcodeRequests),
+      {},
+      true,
+    );
   });
 
   it("the controller quorum's leader: every job answered 200 runs once", async () => {
@@ -88,6 +95,7 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
     name: string,
     pickVictim: (prefix: string) => Promise<1 | 2 | 3>,
     env: Record<string, string> = {},
+    thenAnother = false,
   ): Promise<void> {
     const server = files;
     if (!server) throw new Error('no file server');
@@ -104,6 +112,17 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
     const victim = await pickVictim(s.prefix);
     const burst = await burstWithKill(name, server, s, victim);
     const seen = seenOf(name, server, uploads);
+    if (thenAnother) {
+      const running = burst.submissions.filter(
+        (x) => x.last === 'accepted' && seen.callbacks(x.i, 'ok') === 0,
+      ).length;
+      const second = ((victim % 3) + 1) as 1 | 2 | 3;
+      console.log(`      cluster drill: broker ${second} killed with ${running} jobs still to run`);
+      expect(running, 'jobs still to run when the second broker dies').to.be.above(0);
+      await kafkaCluster('cluster-kill', second);
+      await sleep(RESTART_AFTER_MS);
+      await kafkaCluster('cluster-start-node', second);
+    }
     await eventually(
       () => burst.submissions.every((x) => x.last !== 'accepted' || seen.callbacks(x.i, 'ok') > 0),
       180_000,
