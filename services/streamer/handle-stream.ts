@@ -1,8 +1,5 @@
-import { createWriteStream } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type {
   JobRequested,
   JobResult,
@@ -33,7 +30,7 @@ import type { MediaStore } from '../core/storage/media-store.ts';
 import { inPool, publishObjects } from './publish-objects.ts';
 import { AUDIO_RENDITION, firstPassShare } from './build-ladder-args.ts';
 import { publishDuringEncode } from './publish-during-encode.ts';
-import { measureRungs, RUNG_FRAMES_FILE } from './measure-rungs.ts';
+import { joinRendition, measureRungs, RUNG_FRAMES_FILE } from './measure-rungs.ts';
 import { item, publishPhases, streamResult } from './publish-stream.ts';
 import { planThumbnails } from './thumbnails.ts';
 import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladder.ts';
@@ -143,15 +140,7 @@ async function streamLoudness(
   if (!audio) throw new MediaError('output_invalid', 'the audio rendition is missing');
   const dir = join(o.outDir, AUDIO_RENDITION);
   const outputPath = join(o.workDir, 'loudness-audio.mp4');
-  await pipeline(
-    Readable.from(
-      (async function* () {
-        for (const file of [audio.init, ...audio.segments.map((s) => s.uri)])
-          yield await readFile(join(dir, file));
-      })(),
-    ),
-    createWriteStream(outputPath),
-  );
+  await joinRendition(dir, audio, outputPath);
   return reportLoudness(deps, ctx, plan, { outputPath, workDir: o.workDir });
 }
 

@@ -1,7 +1,8 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { finished, pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { StreamSpec } from '../core/contracts/types.generated.ts';
 import type { Rung } from './ladder.ts';
 import type { JobInput } from '../core/media/read-input.ts';
@@ -99,12 +100,18 @@ function rungOutput(
 /** A CMAF rendition's init segment followed by its media segments, as one file at `path`. */
 export async function joinRendition(
   dir: string,
-  rendition: Pick<MeasuredRendition, 'init' | 'segments'>,
+  rendition: Pick<MeasuredRendition, 'init'> & { segments: readonly { uri: string }[] },
   path: string,
 ): Promise<void> {
-  const out = createWriteStream(path);
-  for (const file of [rendition.init, ...rendition.segments.map((s) => s.uri)])
-    await pipeline(createReadStream(join(dir, file)), out, { end: false });
-  out.end();
-  await finished(out);
+  const files = [rendition.init, ...rendition.segments.map((s) => s.uri)];
+  // One pipeline over every file: a pipeline per file into one writer left a listener on it per
+  // segment (Node warned past ten).
+  await pipeline(
+    Readable.from(
+      (async function* () {
+        for (const file of files) yield* createReadStream(join(dir, file));
+      })(),
+    ),
+    createWriteStream(path),
+  );
 }

@@ -1,31 +1,22 @@
 // Issue 30's loudness normalisation through the stream handler with real ffmpeg: the audio
 // rendition measured by ffmpeg's ebur128 summary (the transcode's cases: test/transcoder/).
 import { expect } from 'chai';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createStreamHandler } from '../../services/streamer/handle-stream.ts';
-import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
+import {
+  joinedRendition,
+  startStreamFileServer,
+  type StreamFileServer,
+} from '../support/stream-file-server.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { ebur128Summary, makeLoudnessInput } from '../support/loudness-inputs.ts';
 
 describe('loudness normalisation of a stream (services/streamer/handle-stream.ts)', function () {
   this.timeout(180_000);
   let files: StreamFileServer;
   const handler = createStreamHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'stream',
-    orgId: 'o',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
+  const ctx = testJobContext('stream');
 
   before(async () => {
     files = await startStreamFileServer();
@@ -54,16 +45,10 @@ describe('loudness normalisation of a stream (services/streamer/handle-stream.ts
       ctx,
     );
     const dir = join(files.dir, 'streams/loud/audio');
-    const names = (await readdir(dir)).sort();
-    const init = names.filter((n) => n.startsWith('init'));
-    const segments = names.filter((n) => n.endsWith('.m4s'));
+    const joined = join(files.dir, 'audio-joined.mp4');
+    const { init, segments } = await joinedRendition(dir, joined);
     expect(init).to.have.length(1);
     expect(segments.length).to.be.at.least(4);
-    const joined = join(files.dir, 'audio-joined.mp4');
-    await writeFile(
-      joined,
-      Buffer.concat(await Promise.all([...init, ...segments].map((n) => readFile(join(dir, n))))),
-    );
     const output = await ebur128Summary(joined);
     const says = `input ${JSON.stringify(input)}, output ${JSON.stringify(output)}`;
     expect(input.integratedLufs + 23, says).to.be.at.least(9.5);

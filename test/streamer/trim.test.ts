@@ -1,43 +1,24 @@
 // Issue 30's trimming of a stream, with real ffmpeg: the top rung's segments joined, its first
 // and last frames found among the input's; the audio rendition ends with it.
 import { expect } from 'chai';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createStreamHandler } from '../../services/streamer/handle-stream.ts';
-import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
+import {
+  joinedRendition,
+  startStreamFileServer,
+  type StreamFileServer,
+} from '../support/stream-file-server.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { closestFrame, frameBytes, frameCount, streamSpans } from '../support/frame-match.ts';
-
-/** A rendition's init and media segments joined into one file. */
-async function joinRendition(dir: string, out: string): Promise<string> {
-  const names = (await readdir(dir)).sort();
-  const parts = [
-    ...names.filter((n) => n.startsWith('init')),
-    ...names.filter((n) => n.endsWith('.m4s')),
-  ];
-  await writeFile(out, Buffer.concat(await Promise.all(parts.map((n) => readFile(join(dir, n))))));
-  return out;
-}
+import { closestFrame, frameBytes, frameCount, streamSpan } from '../support/frame-match.ts';
 
 describe('trimming a stream (services/streamer/handle-stream.ts)', function () {
   this.timeout(180_000);
   let files: StreamFileServer;
   const handler = createStreamHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'stream',
-    orgId: 'o',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
+  const ctx = testJobContext('stream');
 
   before(async () => {
     files = await startStreamFileServer();
@@ -73,21 +54,16 @@ describe('trimming a stream (services/streamer/handle-stream.ts)', function () {
     const rungs = (await readdir(join(files.dir, 'streams/cut'))).filter((n) => n !== 'audio');
     const rung = rungs.find((n) => n.endsWith('p'));
     if (!rung) throw new Error(`no rung folder in ${rungs.join(', ')}`);
-    const video = await joinRendition(
-      join(files.dir, 'streams/cut', rung),
-      join(files.dir, 'v.mp4'),
-    );
-    const audio = await joinRendition(
-      join(files.dir, 'streams/cut/audio'),
-      join(files.dir, 'a.mp4'),
-    );
+    const [video, audio] = [join(files.dir, 'v.mp4'), join(files.dir, 'a.mp4')];
+    await joinedRendition(join(files.dir, 'streams/cut', rung), video);
+    await joinedRendition(join(files.dir, 'streams/cut/audio'), audio);
     const frames = await frameCount(video);
     expect(frames).to.be.within(137, 139);
     const head = await closestFrame(input, [62, 63, 64], await frameBytes(video, 0));
     expect(head.index, JSON.stringify(head.differences)).to.equal(63);
     const tail = await closestFrame(input, [199, 200, 201], await frameBytes(video, frames - 1));
     expect(tail.index, JSON.stringify(tail.differences)).to.be.within(200, 201);
-    const [v, a] = [(await streamSpans(video)).video, await audioSpan(audio)];
+    const [v, a] = [await streamSpan(video, 'v:0'), await streamSpan(audio, 'a:0')];
     expect(a[1], `audio ${JSON.stringify(a)} against video ${JSON.stringify(v)}`).to.be.closeTo(
       v[1],
       0.05,
@@ -96,21 +72,3 @@ describe('trimming a stream (services/streamer/handle-stream.ts)', function () {
     expect(result.input?.durationSeconds).to.be.closeTo(10, 0.1);
   });
 });
-
-async function audioSpan(path: string): Promise<[number, number]> {
-  const { execFile } = await import('node:child_process');
-  const { promisify } = await import('node:util');
-  const { stdout } = await promisify(execFile)(process.env['TEST_FFPROBE'] ?? 'ffprobe', [
-    ...['-v', 'error', '-select_streams', 'a:0', '-show_entries'],
-    ...['packet=pts_time,duration_time', '-of', 'csv=p=0', path],
-  ]);
-  // Fragmented MP4 gives its audio packets no duration: the last one lasts as long as the one
-  // before it (AAC frames are all 1024 samples).
-  const starts = stdout
-    .trim()
-    .split('\n')
-    .map((l) => Number(l.split(',')[0]))
-    .sort((x, y) => x - y);
-  const last = starts.at(-1) ?? 0;
-  return [starts[0] ?? 0, last + (last - (starts.at(-2) ?? last))];
-}

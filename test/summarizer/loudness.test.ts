@@ -2,29 +2,18 @@
 // measured by ffmpeg's ebur128 summary apart from the service (transcodes: test/transcoder/).
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { jobRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { ebur128Summary, makeLoudnessInput } from '../support/loudness-inputs.ts';
 
 describe('loudness normalisation of an MP4 summary (services/summarizer/handle-summary.ts)', function () {
   this.timeout(180_000);
   let files: TestServer;
   const handler = createSummaryHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'summary',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
+  const ctx = testJobContext('summary');
 
   before(async () => {
     files = await startTestServer();

@@ -3,12 +3,11 @@
 // starts, counted from the trim.
 import { expect } from 'chai';
 import { join } from 'node:path';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createSummaryHandler } from '../../services/summarizer/handle-summary.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { jobRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { generateClip } from '../support/generate-clip.ts';
 import { closestFrame, frameBytes } from '../support/frame-match.ts';
 
@@ -16,17 +15,7 @@ describe('trimming an MP4 summary (services/summarizer/handle-summary.ts)', func
   this.timeout(180_000);
   let files: TestServer;
   const handler = createSummaryHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'summary',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
+  const ctx = testJobContext('summary');
 
   before(async () => {
     files = await startTestServer();

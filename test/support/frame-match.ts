@@ -33,23 +33,25 @@ export async function frameCount(path: string): Promise<number> {
   return Number(stdout.trim());
 }
 
-/** Where each stream (video, audio) starts and ends by its packets, seconds, from ffprobe. */
-export async function streamSpans(
-  path: string,
-): Promise<{ video: [number, number]; audio: [number, number] }> {
-  const span = async (stream: string): Promise<[number, number]> => {
-    const { stdout } = await run(ffprobe(), [
-      ...['-v', 'error', '-select_streams', stream, '-show_entries'],
-      ...['packet=pts_time,duration_time', '-of', 'csv=p=0', path],
-    ]);
-    const packets = stdout
-      .trim()
-      .split('\n')
-      .map((line) => line.split(',').map(Number))
-      .map(([pts = 0, duration = 0]) => [pts, pts + duration] as const);
-    return [Math.min(...packets.map((p) => p[0])), Math.max(...packets.map((p) => p[1]))];
-  };
-  return { video: await span('v:0'), audio: await span('a:0') };
+/**
+ * Where a stream (`v:0`, `a:0`) starts and ends by its packets, seconds, from ffprobe. A packet
+ * without a duration (audio in fragmented MP4) lasts as long as the gap before it.
+ */
+export async function streamSpan(path: string, stream: string): Promise<[number, number]> {
+  const { stdout } = await run(ffprobe(), [
+    ...['-v', 'error', '-select_streams', stream, '-show_entries'],
+    ...['packet=pts_time,duration_time', '-of', 'csv=p=0', path],
+  ]);
+  const packets = stdout
+    .trim()
+    .split('\n')
+    .map((line) => line.split(',').map(Number))
+    .sort((a, b) => (a[0] ?? 0) - (b[0] ?? 0));
+  const ends = packets.map(([pts = 0, duration = NaN], k) => {
+    const gap = pts - (packets[k - 1]?.[0] ?? pts);
+    return pts + (Number.isFinite(duration) ? duration : gap);
+  });
+  return [packets[0]?.[0] ?? 0, Math.max(...ends)];
 }
 
 /**

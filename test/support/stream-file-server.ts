@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { AddressInfo } from 'node:net';
+import { joinRendition } from '../../services/streamer/measure-rungs.ts';
 
 const TYPES: Record<string, string> = {
   m3u8: 'application/vnd.apple.mpegurl',
@@ -139,4 +140,23 @@ async function storeUpload(req: http.IncomingMessage, file: string, holdMs: numb
   }
   if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
   await rename(arriving, file);
+}
+
+/**
+ * A rendition folder as stored (its init segment, then its media segments in name order)
+ * joined into one file at `out` by the streamer's own joinRendition; resolves with the names.
+ */
+export async function joinedRendition(
+  dir: string,
+  out: string,
+): Promise<{ init: string[]; segments: string[] }> {
+  const names = (await readdir(dir)).sort();
+  const init = names.filter((n) => n.startsWith('init'));
+  const segments = names.filter((n) => n.endsWith('.m4s'));
+  await joinRendition(
+    dir,
+    { init: init[0] ?? 'init.mp4', segments: segments.map((uri) => ({ uri })) },
+    out,
+  );
+  return { init, segments };
 }

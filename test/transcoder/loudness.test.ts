@@ -7,12 +7,11 @@ import type {
   JobResult,
   TranscodeSpec,
 } from '../../services/core/contracts/types.generated.ts';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { transcodeRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { generateClip } from '../support/generate-clip.ts';
 import {
   ebur128Summary,
@@ -24,17 +23,7 @@ describe('loudness normalisation of a transcode (services/core/media/loudness.ts
   this.timeout(180_000);
   let files: TestServer;
   const handler = createTranscodeHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'transcode',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
+  const ctx = testJobContext('transcode');
   const inputs: Record<string, Ebur128Summary> = {};
   const job = (input: string, output: string, spec: TranscodeSpec): JobRequested =>
     transcodeRequested(files, input, output, {

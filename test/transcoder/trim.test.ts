@@ -8,14 +8,13 @@ import type {
   TrimOption,
 } from '../../services/core/contracts/types.generated.ts';
 import { MediaError } from '../../services/core/errors.ts';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createTranscodeHandler } from '../../services/transcoder/handle-transcode.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { transcodeRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { generateClip } from '../support/generate-clip.ts';
-import { closestFrame, frameBytes, frameCount, streamSpans } from '../support/frame-match.ts';
+import { closestFrame, frameBytes, frameCount, streamSpan } from '../support/frame-match.ts';
 
 /** Where a trim must start and end, in frames of a 25 fps input. */
 export async function expectTrimmedFrames(
@@ -39,7 +38,10 @@ export async function expectTrimmedFrames(
     await frameBytes(outputPath, frames - 1),
   );
   expect(tail.index, `last frame ${JSON.stringify(tail.differences)}`).to.be.within(last, last + 1);
-  const spans = await streamSpans(outputPath);
+  const spans = {
+    video: await streamSpan(outputPath, 'v:0'),
+    audio: await streamSpan(outputPath, 'a:0'),
+  };
   const seconds = trim.endSeconds - trim.startSeconds;
   const says = JSON.stringify(spans);
   // WebM keeps the input's timing: from this TS input its video starts 47 ms after zero and its
@@ -55,17 +57,7 @@ describe('trimming a transcode (services/core/media/trim.ts)', function () {
   this.timeout(180_000);
   let files: TestServer;
   const handler = createTranscodeHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'transcode',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
+  const ctx = testJobContext('transcode');
   const job = (input: string, output: string, spec: TranscodeSpec): JobRequested =>
     transcodeRequested(files, input, output, {
       jobId: '00000000-0000-4000-8000-000000000032',
