@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { BusUnavailableError } from '../core/bus/event-bus.ts';
 import { firstDeliveryRecord } from '../core/callbacks/callback-request.ts';
@@ -10,7 +11,8 @@ import type { IngressDeps } from './ingress-context.ts';
 
 /**
  * POST /jobs/:id/callbacks/redeliver: queues the job's final callback again, with its
- * webhook-id; attempts count from 1 again.
+ * webhook-id; attempts count from 1 again, in a new chain of delivery records (never skipped as
+ * one already delivered).
  */
 export async function redeliverCallback(
   ctx: Context,
@@ -34,7 +36,8 @@ export async function redeliverCallback(
   try {
     await deps.bus.publish([
       withTraceHeaders(
-        firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId }),
+        // A chain of its own: the notifier skips only records of attempts already settled.
+        firstDeliveryRecord(deps.codec, callback, { jobId: id, orgId }, randomUUID()),
         extractTraceContext(ctx.headers),
       ),
     ]);

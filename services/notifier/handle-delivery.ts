@@ -1,10 +1,12 @@
 import {
   topics,
   type BusRecord,
+  type DeliveryContext,
   type EventBus,
   type RecordHandler,
 } from '../core/bus/event-bus.ts';
 import { HandBack } from '../core/bus/hand-back.ts';
+import { deliveryRecordId, parseDeliveryRecordId } from '../core/callbacks/callback-request.ts';
 import type { CallbackDelivery, CallbackStatus } from '../core/contracts/types.generated.ts';
 import type { EventCodec } from '../core/events/event-codec.ts';
 import { deadLetter } from '../core/worker/dead-letter.ts';
@@ -52,13 +54,15 @@ export interface DeliveryOptions {
   /** When the job's organisation last canceled it (job-cancels.ts); undefined: never. */
   canceledAt?: (jobId: string, orgId: string) => string | undefined;
   /**
-   * The delivery records this process handled, by event id (job-outcomes.ts): one read again (a
-   * publish tried again that was written twice, a record read again after its commit was lost)
+   * The delivery records already settled, by record id (job-outcomes.ts: noted by this process,
+   * and read from the callback-status events of every notifier, at start and while running): a
+   * record that comes again (a publish tried again that was written twice, a record read again
+   * after its commit was lost, a restart or a rebalance, the same terminal event scheduled twice)
    * is skipped. A record is noted once its attempt is settled. Default: none remembered.
    */
   handled?: {
-    has(jobId: string, eventId: string): boolean;
-    add(jobId: string, eventId: string): void;
+    has(jobId: string, deliveryId: string): boolean;
+    add(jobId: string, deliveryId: string): void;
   };
 }
 
@@ -68,6 +72,8 @@ export interface DeliveryOptions {
  * for a due time or a busy host: both are republished, and the record is committed.
  */
 export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptions): RecordHandler {
+  // Two copies of one record in flight at once (a partition's window) make one attempt.
+  const inFlight = new Set<string>();
   return async (record, delivery) => {
     const decoded = deps.codec.decode(record);
     if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
@@ -79,66 +85,85 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
         `${decoded.event.type} on the callbacks topic`,
       );
     const job = decoded.event.data;
-    const eventId = decoded.event.id;
-    if (options.handled?.has(job.jobId, eventId)) {
+    const deliveryId = decoded.event.id;
+    if (inFlight.has(deliveryId) || options.handled?.has(job.jobId, deliveryId)) {
       deps.log.info('callback.duplicate_attempt', { jobId: job.jobId, attempt: job.attempt });
       return;
     }
-    if (stoppedByCancel(job, options)) return stop(deps, record, job);
+    if (stoppedByCancel(job, options)) {
+      await stop(deps, record, job, deliveryId);
+      return options.handled?.add(job.jobId, deliveryId);
+    }
     const release = options.hostSlots.tryAcquire(new URL(job.url).host);
     if (!release) return defer(deps, options, record);
-    const startedAt = deps.clock.now();
-    const started = performance.now();
-    const { span, context } = startChildSpan(
-      (deps.tracing ?? tracingOff).tracer,
-      'callback delivery',
-      extractTraceContext(record.headers),
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'http.request.method': 'POST',
-          'server.address': new URL(job.url).hostname,
-          'media.job.id': job.jobId,
-          'media.callback.attempt': job.attempt,
-        },
-      },
-    );
-    let outcome: AttemptOutcome;
+    inFlight.add(deliveryId);
     try {
-      await delivery.heartbeat();
-      outcome = await deliverCallback(deps.http, job, {
-        timeoutMs: options.timeoutMs,
-        secret: options.secretFor(job.orgId),
-        signal: delivery.signal,
-        now: () => deps.clock.now(),
-        headers: traceHeaders(context),
-      });
-    } catch (error) {
-      markFailed(span, error);
-      span.end();
-      throw error;
+      await attemptOnce(deps, options, { record, job, deliveryId }, delivery, release);
     } finally {
-      release();
+      inFlight.delete(deliveryId);
     }
-    if (outcome.status !== undefined)
-      span.setAttribute('http.response.status_code', outcome.status);
-    if (outcome.kind !== 'delivered') markFailed(span, { code: outcome.kind });
-    span.end();
-    // Cut short by a stop: not an attempt; the record is delivered again with the same number.
-    if (delivery.signal.aborted && outcome.kind !== 'delivered')
-      throw new HandBack('notifier stopping');
-    deps.metrics.callbackAttempts.inc({ result: attemptResult(outcome) });
-    deps.metrics.callbackDuration.observe(
-      { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },
-      (performance.now() - started) / 1000,
-    );
-    const firstAttemptAt = job.firstAttemptAt ?? startedAt.toISOString();
-    // The attempt was made: its outcome is published until acknowledged, since a hand-back
-    // (a failover that outlasts one publish) would make the attempt, and call back, again.
-    const persist = untilAcknowledged(deps.log, delivery.signal, options.random);
-    await settle(deps, options, record, { ...job, firstAttemptAt }, outcome, persist);
-    options.handled?.add(job.jobId, eventId);
+    options.handled?.add(job.jobId, deliveryId);
   };
+}
+
+/** One attempt of a delivery record, and its outcome settled on the bus. */
+async function attemptOnce(
+  deps: DeliveryDeps,
+  options: DeliveryOptions,
+  { record, job, deliveryId }: { record: BusRecord; job: CallbackDelivery; deliveryId: string },
+  delivery: DeliveryContext,
+  release: () => void,
+): Promise<void> {
+  const startedAt = deps.clock.now();
+  const started = performance.now();
+  const { span, context } = startChildSpan(
+    (deps.tracing ?? tracingOff).tracer,
+    'callback delivery',
+    extractTraceContext(record.headers),
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': 'POST',
+        'server.address': new URL(job.url).hostname,
+        'media.job.id': job.jobId,
+        'media.callback.attempt': job.attempt,
+      },
+    },
+  );
+  let outcome: AttemptOutcome;
+  try {
+    await delivery.heartbeat();
+    outcome = await deliverCallback(deps.http, job, {
+      timeoutMs: options.timeoutMs,
+      secret: options.secretFor(job.orgId),
+      signal: delivery.signal,
+      now: () => deps.clock.now(),
+      headers: traceHeaders(context),
+    });
+  } catch (error) {
+    markFailed(span, error);
+    span.end();
+    throw error;
+  } finally {
+    release();
+  }
+  if (outcome.status !== undefined) span.setAttribute('http.response.status_code', outcome.status);
+  if (outcome.kind !== 'delivered') markFailed(span, { code: outcome.kind });
+  span.end();
+  // Cut short by a stop: not an attempt; the record is delivered again with the same number.
+  if (delivery.signal.aborted && outcome.kind !== 'delivered')
+    throw new HandBack('notifier stopping');
+  deps.metrics.callbackAttempts.inc({ result: attemptResult(outcome) });
+  deps.metrics.callbackDuration.observe(
+    { outcome: outcome.kind === 'delivered' ? 'ok' : 'error' },
+    (performance.now() - started) / 1000,
+  );
+  const firstAttemptAt = job.firstAttemptAt ?? startedAt.toISOString();
+  // The attempt was made: its outcome is published until acknowledged, since a hand-back
+  // (a failover that outlasts one publish) would make the attempt, and call back, again.
+  const persist = untilAcknowledged(deps.log, delivery.signal, options.random);
+  const settled = { record, deliveryId, job: { ...job, firstAttemptAt } };
+  await settle(deps, options, settled, outcome, persist);
 }
 
 /**
@@ -154,7 +179,12 @@ function stoppedByCancel(job: CallbackDelivery, options: DeliveryOptions): boole
   return endedAt !== undefined && Date.parse(canceledAt) >= Date.parse(endedAt);
 }
 
-async function stop(deps: DeliveryDeps, record: BusRecord, job: CallbackDelivery): Promise<void> {
+async function stop(
+  deps: DeliveryDeps,
+  record: BusRecord,
+  job: CallbackDelivery,
+  deliveryId: string,
+): Promise<void> {
   await deps.bus.publish([
     withTraceHeaders(
       deps.codec.encode(topics.jobEvents, 'media.callback.status', {
@@ -164,6 +194,7 @@ async function stop(deps: DeliveryDeps, record: BusRecord, job: CallbackDelivery
         state: 'given_up',
         attempts: job.attempt - 1,
         lastError: 'stopped: the job was canceled after it ended',
+        deliveryId,
         at: deps.clock.now().toISOString(),
       }),
       extractTraceContext(record.headers),
@@ -194,11 +225,17 @@ async function defer(
   deps.metrics.callbacks.inc({ outcome: 'deferred' });
 }
 
+/** An attempt made: its record, the record's id and the job with its first attempt's time. */
+interface Settled {
+  record: BusRecord;
+  deliveryId: string;
+  job: CallbackDelivery & { firstAttemptAt: string };
+}
+
 async function settle(
   deps: DeliveryDeps,
   options: DeliveryOptions,
-  record: BusRecord,
-  job: CallbackDelivery & { firstAttemptAt: string },
+  { record, deliveryId, job }: Settled,
   outcome: AttemptOutcome,
   persist: UntilAcknowledged,
 ): Promise<void> {
@@ -211,7 +248,7 @@ async function settle(
   const now = deps.clock.now();
   // Every attempt of one callback is a child of the job's trace, not of the attempt before.
   const trace = extractTraceContext(record.headers);
-  const status = statusEvents(deps, job, outcome, trace, now);
+  const status = statusEvents(deps, { job, deliveryId }, outcome, trace, now);
 
   if (outcome.kind === 'delivered') {
     await persist(() => deps.bus.publish([status('delivered')]));
@@ -221,11 +258,15 @@ async function settle(
   }
   const plan = nextAttempt(options, job, outcome, now);
   if (plan.retry) {
+    // A stable id in the record's chain: the next record published twice is one attempt.
+    const nextId = deliveryRecordId(parseDeliveryRecordId(deliveryId).chain, job.attempt + 1);
     const next = withTraceHeaders(
-      deps.codec.encode(topics.callbacks, 'media.callback.delivery', {
-        ...job,
-        attempt: job.attempt + 1,
-      }),
+      deps.codec.encode(
+        topics.callbacks,
+        'media.callback.delivery',
+        { ...job, attempt: job.attempt + 1 },
+        nextId,
+      ),
       trace,
     );
     await persist(() =>
@@ -256,7 +297,7 @@ async function settle(
 /** The callback-status events of this attempt's outcome, in the job's trace. */
 function statusEvents(
   deps: DeliveryDeps,
-  job: CallbackDelivery,
+  { job, deliveryId }: { job: CallbackDelivery; deliveryId: string },
   outcome: AttemptOutcome,
   trace: ReturnType<typeof extractTraceContext>,
   now: Date,
@@ -275,6 +316,7 @@ function statusEvents(
         attempts: job.attempt,
         ...last,
         ...extra,
+        deliveryId,
         at: now.toISOString(),
       }),
       trace,

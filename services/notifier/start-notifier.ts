@@ -38,9 +38,10 @@ export async function startNotifier(
   deps: NotifierDeps,
   options: NotifierOptions,
 ): Promise<Subscription> {
-  // Read before the first event: a terminal event read again (a worker's outcome published
-  // twice, a redelivery) must not make a second callback, in this process or after a restart.
-  const outcomes = await startJobOutcomes(deps);
+  // Read before the first event: a terminal event or a delivery record read again (a worker's
+  // outcome published twice, a redelivery, a publish tried again) must not make a second
+  // callback, in this process or another, or after a restart (the callback statuses).
+  const outcomes = await startJobOutcomes(deps, { callbacks: true });
   const scheduler = await deps.bus.subscribe({
     group: options.group,
     topics: [topics.jobEvents],
@@ -95,7 +96,7 @@ async function scheduleCallback(
   }
   // The delivery record carries the job's trace on to the attempt and its HTTP request.
   const first = withTraceHeaders(
-    firstDeliveryRecord(deps.codec, callback, decoded.event.data),
+    firstDeliveryRecord(deps.codec, callback, decoded.event.data, callback.webhookId),
     extractTraceContext(record.headers),
   );
   try {

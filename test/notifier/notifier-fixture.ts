@@ -8,8 +8,12 @@ import {
 } from '../../services/core/bus/event-bus.ts';
 import { loadContracts } from '../../services/core/contracts/load-contracts.ts';
 import { createEventCodec, type JobEvent } from '../../services/core/events/event-codec.ts';
+import {
+  callbackFor,
+  firstDeliveryRecord,
+} from '../../services/core/callbacks/callback-request.ts';
 import { createGuardedHttp } from '../../services/core/net/guarded-http.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
+import { createLogger, silentLogger } from '../../services/core/observability/logger.ts';
 import { createMetrics } from '../../services/core/observability/metrics.ts';
 import { systemClock } from '../../services/core/time.ts';
 import { startNotifier, type NotifierOptions } from '../../services/notifier/start-notifier.ts';
@@ -26,12 +30,13 @@ export const log = silentLogger;
 export function startTestNotifier(
   bus: EventBus,
   options: Omit<NotifierOptions, 'group' | 'secretFor'> & Partial<NotifierOptions>,
+  logger = log,
 ): Promise<Subscription> {
   const deps = {
     bus,
     codec,
     http: createGuardedHttp({ allowPrivateNetworks: true }),
-    log,
+    log: logger,
     metrics: newMetrics(),
     clock: systemClock,
   };
@@ -80,4 +85,93 @@ export function decodeAll(records: readonly OutgoingRecord[]): JobEvent[] {
       if (!decoded.ok) throw new Error(decoded.reason);
       return decoded.event;
     });
+}
+
+/**
+ * The delivery record of the callback a terminal event asks for, in `chain` (the notifier's:
+ * the event id; a manual redelivery's: a new random one).
+ */
+export function deliveryRecordOf(event: OutgoingRecord, chain: string): OutgoingRecord {
+  const decoded = codec.decode(event);
+  if (!decoded.ok) throw new Error(decoded.reason);
+  const callback = callbackFor(decoded.event);
+  if (!callback || !('orgId' in decoded.event.data)) throw new Error('no callback asked for');
+  return firstDeliveryRecord(codec, callback, decoded.event.data, chain);
+}
+
+/** A log that keeps its records, parsed, and can wait for one. */
+export function capturedLog() {
+  const records: Record<string, unknown>[] = [];
+  return {
+    records,
+    logger: createLogger({
+      level: 'info',
+      write: (line) => void records.push(JSON.parse(line) as Record<string, unknown>),
+    }),
+    async waitFor(match: (r: Record<string, unknown>) => boolean, ms: number, what: string) {
+      const end = Date.now() + ms;
+      while (!records.some(match)) {
+        if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+  };
+}
+
+interface Receiver {
+  url: string;
+  callbacks: readonly { body: Record<string, unknown> }[];
+  waitForCallback(
+    predicate: (c: { body: Record<string, unknown> }) => boolean,
+    timeoutMs: number,
+  ): Promise<unknown>;
+}
+
+/**
+ * What a restarted notifier must do, on any bus that keeps its records (`openBus` opens the same
+ * one again): a terminal event delivered before the restart, and the same event record or its
+ * delivery record coming again after it, make no second callback; another event still makes
+ * one; a manual redelivery (a chain of its own) is still sent.
+ */
+export async function onceAcrossRestart(
+  openBus: () => EventBus,
+  files: Receiver,
+  options: Omit<NotifierOptions, 'group' | 'secretFor'>,
+): Promise<void> {
+  const event = succeeded(`${files.url}/callbacks/once`);
+  const jobId = event.key;
+  const ofJob = () => files.callbacks.filter((c) => c.body['jobId'] === jobId);
+  let bus = openBus();
+  let notifier = await startTestNotifier(bus, options);
+  try {
+    await bus.publish([event]);
+    await files.waitForCallback((c) => c.body['jobId'] === jobId, 20_000);
+  } finally {
+    await notifier.close(5000);
+    await bus.close();
+  }
+
+  const log = capturedLog();
+  bus = openBus();
+  notifier = await startTestNotifier(bus, options, log.logger);
+  try {
+    const webhookId = `${jobId}:media.job.succeeded:1`;
+    await bus.publish([event]);
+    await bus.publish([deliveryRecordOf(event, webhookId)]);
+    const other = succeeded(`${files.url}/callbacks/other`);
+    await bus.publish([other]);
+    await files.waitForCallback((c) => c.body['jobId'] === other.key, 20_000);
+    const about = (msg: string) => (r: Record<string, unknown>) =>
+      r['msg'] === msg && r['jobId'] === jobId;
+    await log.waitFor(about('callback.duplicate_event'), 20_000, 'the event skipped');
+    await log.waitFor(about('callback.duplicate_attempt'), 20_000, 'the record skipped');
+    if (ofJob().length !== 1) throw new Error(`${ofJob().length} callbacks before the redelivery`);
+
+    await bus.publish([deliveryRecordOf(event, randomUUID())]);
+    await log.waitFor(about('callback.delivered'), 20_000, 'the redelivery sent');
+    if (ofJob().length !== 2) throw new Error(`${ofJob().length} callbacks after the redelivery`);
+  } finally {
+    await notifier.close(5000);
+    await bus.close();
+  }
 }

@@ -14,7 +14,7 @@ import { silentLogger } from '../../services/core/observability/logger.ts';
 import { webhookSecretResolver } from '../../services/notifier/start-notifier.ts';
 import { freePort, spawnService } from '../support/spawn-service.ts';
 import { startTestServer, type TestServer } from '../support/file-server.ts';
-import { codec, startTestNotifier, succeeded } from './notifier-fixture.ts';
+import { codec, onceAcrossRestart, startTestNotifier, succeeded } from './notifier-fixture.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -275,5 +275,29 @@ describe('notifier: a signing secret, or an explicit choice of unsigned callback
       await service.stop();
       await rm(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('notifier: once per terminal event across a restart (embedded bus on a file)', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let files: TestServer;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'notifier-once-'));
+    files = await startTestServer();
+  });
+  afterEach(async () => {
+    await files.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the same event or delivery record after a restart makes no second callback; a redelivery does', async () => {
+    await onceAcrossRestart(() => createEmbeddedBus({ path: join(dir, 'bus.db') }), files, {
+      concurrency: 4,
+      maxInFlightPerHost: 2,
+      timeoutMs: 5000,
+      policy: { backoffMs: 100, backoffMaxMs: 1000, horizonMs: 60_000 },
+    });
   });
 });

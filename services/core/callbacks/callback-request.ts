@@ -49,13 +49,36 @@ export function callbackFor(event: JobEvent): CallbackRequest | undefined {
 }
 
 /**
- * The record that makes a callback's first attempt (due at once). `firstAttemptAt` is left out:
- * the retry horizon starts when the notifier first tries, not when the record was queued.
+ * The id of the delivery record of `attempt` in a chain of attempts: `<chain>:callback:<attempt>`.
+ * The notifier's chain is the callback's webhook-id, so the first record scheduled again for the
+ * same terminal event (after a restart, or from a second producer of the event) has the same id
+ * as the first and is skipped once that one is settled; a manual redelivery starts a chain of
+ * its own (a random id), so it is sent.
+ */
+export function deliveryRecordId(chain: string, attempt: number): string {
+  return `${chain}:callback:${attempt}`;
+}
+
+/**
+ * The chain and attempt a delivery record id names (`deliveryRecordId`); a record of an older
+ * release (a random id) is a chain of its own at attempt 0.
+ */
+export function parseDeliveryRecordId(id: string): { chain: string; attempt: number } {
+  const match = /^(.+):callback:(\d{1,6})$/.exec(id);
+  if (!match?.[1] || !match[2]) return { chain: id, attempt: 0 };
+  return { chain: match[1], attempt: Number(match[2]) };
+}
+
+/**
+ * The record that makes a callback's first attempt (due at once), in the chain `chain` (the
+ * notifier's: the webhook-id; a manual redelivery's: a new random one). `firstAttemptAt` is left
+ * out: the retry horizon starts when the notifier first tries, not when the record was queued.
  */
 export function firstDeliveryRecord(
   codec: EventCodec,
   request: CallbackRequest,
   job: { jobId: string; orgId: string },
+  chain: string,
 ): OutgoingRecord {
   const data: CallbackDelivery = {
     webhookId: request.webhookId,
@@ -65,5 +88,10 @@ export function firstDeliveryRecord(
     body: request.body,
     attempt: 1,
   };
-  return codec.encode(topics.callbacks, 'media.callback.delivery', data);
+  return codec.encode(
+    topics.callbacks,
+    'media.callback.delivery',
+    data,
+    deliveryRecordId(chain, 1),
+  );
 }

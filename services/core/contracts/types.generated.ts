@@ -379,6 +379,10 @@ export interface CallbackStatus {
    */
   nextAttemptAt?: string;
   /**
+   * The id of the callback delivery record (topic media.callbacks.v1) whose attempt this settles, so that any notifier skips that record if it comes again.
+   */
+  deliveryId?: string;
+  /**
    * When the attempt ended.
    */
   at: string;

@@ -1,4 +1,6 @@
-import { topics, type EventBus } from '../bus/event-bus.ts';
+import { topics, type BusRecord, type EventBus } from '../bus/event-bus.ts';
+import { parseDeliveryRecordId } from '../callbacks/callback-request.ts';
+import type { EventCodec } from '../events/event-codec.ts';
 import type { Logger } from '../observability/logger.ts';
 import { readStatusRecord } from './job-status-fold.ts';
 
@@ -10,10 +12,18 @@ import { readStatusRecord } from './job-status-fold.ts';
  * record again after its commit was lost) is not run again by whichever worker takes it, after a
  * restart or a rebalance too; a terminal event read twice does not make a second callback.
  *
+ * With `callbacks` (the notifier) it also reads the callback-status events of the events topic
+ * (`media.jobs.events.v1`, published by every notifier after each attempt, with the id of the
+ * delivery record the attempt settled): the newest CALLBACK_EVENTS_AT_START records at start,
+ * then each new one, so any notifier instance knows which delivery records were settled and
+ * which terminal events' callbacks were tried, whether or not a status writer runs.
+ *
  * What it cannot see: an outcome the status writer has not written back yet (it follows the
- * events topic, about a fetch wait behind), and jobs older than the newest READ_AT_START records
- * at the process's start. Within one process the outcomes it published itself, and the
- * callbacks it scheduled, are known at once (`end`, `claimCallback`).
+ * events topic, about a fetch wait behind), a callback status another notifier published less
+ * than a fetch wait ago, jobs older than the newest READ_AT_START records, and callback statuses
+ * older than the newest CALLBACK_EVENTS_AT_START events, at the process's start. Within one
+ * process the outcomes it published itself, and the callbacks it scheduled and settled, are
+ * known at once (`end`, `claimCallback`, `noteDelivery`).
  */
 export interface JobOutcomes {
   /** True when the attempt has ended: a terminal status at it, or a later attempt exists. */
@@ -28,13 +38,14 @@ export interface JobOutcomes {
   /** Gives a claim back (its delivery record could not be published: the event comes again). */
   releaseCallback(jobId: string, webhookId: string): void;
   /**
-   * True when this process handled the callback delivery record `eventId` (an attempt made and
-   * settled). Delivery records carry no stable id across processes (a manual redelivery is a
-   * new record of attempt 1, with the same webhook-id), so this is the process's own memory.
+   * True when the callback delivery record `deliveryId` was settled (its attempt made and its
+   * outcome published), by this process or, with `callbacks`, by any notifier. Record ids name
+   * a chain and an attempt (`deliveryRecordId`): a record is settled once its attempt, or a
+   * later one of its chain, is. A manual redelivery starts a chain of its own.
    */
-  deliveryHandled(jobId: string, eventId: string): boolean;
-  /** Notes a callback delivery record this process handled. */
-  noteDelivery(jobId: string, eventId: string): void;
+  deliveryHandled(jobId: string, deliveryId: string): boolean;
+  /** Notes a callback delivery record settled. */
+  noteDelivery(jobId: string, deliveryId: string): void;
   close(): Promise<void>;
 }
 
@@ -43,8 +54,8 @@ interface Known {
   ended: boolean;
   /** Webhook ids of the job's callbacks scheduled (by this process) or tried (status). */
   callbacks: Set<string>;
-  /** Event ids of the job's callback delivery records this process handled. */
-  deliveries?: Set<string>;
+  /** The highest attempt settled of each chain of the job's callback delivery records. */
+  chains?: Map<string, number>;
 }
 
 /** Jobs remembered (about 200 bytes each); the least recently changed are forgotten first. */
@@ -57,10 +68,29 @@ const MAX_REMEMBERED = 100_000;
  */
 export const READ_AT_START = 20_000;
 
+/**
+ * How many records of the events topic a notifier's start reads for callback statuses (with
+ * `callbacks`). The topic holds every event (progress ticks too, about 10–30 per job), so this
+ * is a few thousand jobs back, the window in which a duplicate of a terminal event or of a
+ * delivery record comes (within minutes); beyond it the status topic's callback state
+ * (READ_AT_START jobs) still stops a terminal event's second callback.
+ */
+export const CALLBACK_EVENTS_AT_START = 100_000;
+
 /** How long a start waits for the old records before taking work (the reading goes on). */
 const READY_WITHIN_MS = 15_000;
 
-export async function startJobOutcomes(deps: { bus: EventBus; log: Logger }): Promise<JobOutcomes> {
+export interface JobOutcomesDeps {
+  bus: EventBus;
+  log: Logger;
+  /** With `callbacks`: decodes the callback-status events. */
+  codec?: EventCodec;
+}
+
+export async function startJobOutcomes(
+  deps: JobOutcomesDeps,
+  options: { callbacks?: boolean } = {},
+): Promise<JobOutcomes> {
   const jobs = new Map<string, Known>();
 
   const known = (jobId: string): Known => {
@@ -81,6 +111,12 @@ export async function startJobOutcomes(deps: { bus: EventBus; log: Logger }): Pr
     else if (attempt === entry.attempt) entry.ended ||= ended;
   };
 
+  const settle = (jobId: string, deliveryId: string): void => {
+    const { chain, attempt } = parseDeliveryRecordId(deliveryId);
+    const chains = (known(jobId).chains ??= new Map());
+    if ((chains.get(chain) ?? -1) < attempt) chains.set(chain, attempt);
+  };
+
   const subscription = await deps.bus.tail({
     topics: [{ topic: topics.jobStatus, last: READ_AT_START }],
     reader: 'outcomes',
@@ -95,6 +131,14 @@ export async function startJobOutcomes(deps: { bus: EventBus; log: Logger }): Pr
         known(entry.id).callbacks.add(callback.webhookId);
     },
   });
+
+  const callbackStatuses =
+    options.callbacks && deps.codec
+      ? await tailCallbackStatuses(deps.bus, deps.codec, (jobId, webhookId, deliveryId) => {
+          known(jobId).callbacks.add(webhookId);
+          if (deliveryId !== undefined) settle(jobId, deliveryId);
+        })
+      : undefined;
 
   return {
     ended(jobId, attempt) {
@@ -112,10 +156,38 @@ export async function startJobOutcomes(deps: { bus: EventBus; log: Logger }): Pr
     releaseCallback(jobId, webhookId) {
       jobs.get(jobId)?.callbacks.delete(webhookId);
     },
-    deliveryHandled: (jobId, eventId) => jobs.get(jobId)?.deliveries?.has(eventId) === true,
-    noteDelivery(jobId, eventId) {
-      (known(jobId).deliveries ??= new Set()).add(eventId);
+    deliveryHandled(jobId, deliveryId) {
+      const { chain, attempt } = parseDeliveryRecordId(deliveryId);
+      return (jobs.get(jobId)?.chains?.get(chain) ?? -1) >= attempt;
     },
-    close: () => subscription.close(0),
+    noteDelivery: settle,
+    async close() {
+      await Promise.all([subscription.close(0), callbackStatuses?.close(0)]);
+    },
   };
+}
+
+/**
+ * Follows the callback-status events of the events topic, from CALLBACK_EVENTS_AT_START back.
+ * Its own reader kind: every member of a tail group reads the same topics (kafka-tail.ts).
+ */
+function tailCallbackStatuses(
+  bus: EventBus,
+  codec: EventCodec,
+  note: (jobId: string, webhookId: string, deliveryId: string | undefined) => void,
+) {
+  return bus.tail({
+    topics: [{ topic: topics.jobEvents, last: CALLBACK_EVENTS_AT_START }],
+    reader: 'callback-status',
+    readyWithinMs: READY_WITHIN_MS,
+    handler: async (record: BusRecord) => {
+      // Most of the topic is other events: the header spares decoding them.
+      const type = record.headers['ce-type'] ?? record.headers['ce_type'];
+      if (type !== undefined && type !== 'media.callback.status') return;
+      const decoded = codec.decode(record);
+      if (!decoded.ok || decoded.event.type !== 'media.callback.status') return;
+      const { jobId, webhookId, deliveryId } = decoded.event.data;
+      note(jobId, webhookId, deliveryId);
+    },
+  });
 }
