@@ -252,6 +252,47 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
     ).to.have.length(2);
   });
 
+  it("the next attempt has a stable id in the record's chain, and each status names the record it settles", async () => {
+    answers.set('/chain', [503, {}]);
+    const first = {
+      ...codec.encode(
+        topics.callbacks,
+        'media.callback.delivery',
+        {
+          webhookId: 'w-1',
+          jobId: '6f1c2e0a-0000-4000-8000-000000000001',
+          orgId: 'org-a',
+          url: `${base}/chain`,
+          body: { a: 1 },
+          attempt: 1,
+        },
+        'w-1:callback:1',
+      ),
+      headers: {},
+    };
+    const { bus, handler } = setup();
+    // Without a memory of settled records (a crash before the commit), the attempt is made
+    // again, but its outcome names the same next record: one retry chain, not two.
+    await handler(first, context());
+    await handler(first, context());
+    const events = decodeAll(bus.published);
+    const next = events.filter((e) => e.type === 'media.callback.delivery');
+    expect(next.map((e) => e.id)).to.deep.equal(['w-1:callback:2', 'w-1:callback:2']);
+    const statuses = events.filter((e) => e.type === 'media.callback.status');
+    expect(statuses.map((e) => (e.data as { deliveryId?: string }).deliveryId)).to.deep.equal([
+      'w-1:callback:1',
+      'w-1:callback:1',
+    ]);
+  });
+
+  it('two copies of one record in flight at once make one attempt', async () => {
+    const { handler } = setup();
+    const once = record('/in-flight-twice');
+    const before = hits;
+    await Promise.all([handler(once, context()), handler(once, context())]);
+    expect(hits - before, 'requests to the receiver').to.equal(1);
+  });
+
   it('an attempt made is not made again because its outcome was slow to publish: the publish is tried again', async () => {
     const { bus, handler } = setup();
     let refusals = 2;
