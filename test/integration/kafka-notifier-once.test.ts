@@ -8,7 +8,7 @@ import { onceAcrossRestart } from '../notifier/notifier-fixture.ts';
 // the callbacks settled before it, from the callback-status events (job-outcomes.ts).
 
 describe('Kafka: the notifier delivers each terminal event once across a restart', function () {
-  this.timeout(120_000);
+  this.timeout(240_000);
   let files: TestServer;
   let logLines: string[] = [];
 
@@ -21,22 +21,27 @@ describe('Kafka: the notifier delivers each terminal event once across a restart
     logLines = [];
   });
 
-  it('the same event or delivery record after a restart makes no second callback; a redelivery does', async () => {
-    const prefix = newPrefix();
-    const openBus = () =>
-      createKafkaBus({
-        brokers: brokers(),
-        clientId: 'kafka-notifier-once-test',
-        topicPrefix: prefix,
-        logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
-        maxWaitTimeMs: 200,
-        sessionTimeoutMs: 6000,
-      });
-    await onceAcrossRestart(openBus, files, {
-      concurrency: 4,
-      maxInFlightPerHost: 2,
-      timeoutMs: 5000,
-      policy: { backoffMs: 100, backoffMaxMs: 1000, horizonMs: 60_000 },
+  const options = {
+    concurrency: 4,
+    maxInFlightPerHost: 2,
+    timeoutMs: 5000,
+    policy: { backoffMs: 100, backoffMaxMs: 1000, horizonMs: 60_000 },
+  };
+  const busesOn = (prefix: string) => () =>
+    createKafkaBus({
+      brokers: brokers(),
+      clientId: 'kafka-notifier-once-test',
+      topicPrefix: prefix,
+      logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
+      maxWaitTimeMs: 200,
+      sessionTimeoutMs: 6000,
     });
+
+  it('the same event or delivery record after a restart makes no second callback; a redelivery does', async () => {
+    await onceAcrossRestart(busesOn(newPrefix()), files, options);
+  });
+
+  it('the same, read by another instance that took the partitions over (a rebalance)', async () => {
+    await onceAcrossRestart(busesOn(newPrefix()), files, options, { handOver: true });
   });
 });

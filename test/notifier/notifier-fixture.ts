@@ -131,46 +131,63 @@ interface Receiver {
  * What a restarted notifier must do, on any bus that keeps its records (`openBus` opens the same
  * one again): a terminal event delivered before the restart, and the same event record or its
  * delivery record coming again after it, make no second callback; another event still makes
- * one; a manual redelivery (a chain of its own) is still sent.
+ * one; a manual redelivery (a chain of its own) is still sent. With `handOver`, the second
+ * notifier joins while the first runs and takes its partitions when it stops (a rebalance).
  */
 export async function onceAcrossRestart(
   openBus: () => EventBus,
   files: Receiver,
   options: Omit<NotifierOptions, 'group' | 'secretFor'>,
+  { handOver = false } = {},
 ): Promise<void> {
   const event = succeeded(`${files.url}/callbacks/once`);
   const jobId = event.key;
   const ofJob = () => files.callbacks.filter((c) => c.body['jobId'] === jobId);
-  let bus = openBus();
-  let notifier = await startTestNotifier(bus, options);
+  const firstBus = openBus();
+  const first = await startTestNotifier(firstBus, options);
+  let firstRuns = true;
+  const stopFirst = async () => {
+    if (!firstRuns) return;
+    firstRuns = false;
+    await first.close(5000);
+    await firstBus.close();
+  };
   try {
-    await bus.publish([event]);
-    await files.waitForCallback((c) => c.body['jobId'] === jobId, 20_000);
-  } finally {
-    await notifier.close(5000);
-    await bus.close();
+    await firstBus.publish([event]);
+    await files.waitForCallback((c) => c.body['jobId'] === jobId, 45_000);
+  } catch (error) {
+    await stopFirst();
+    throw error;
   }
+  if (!handOver) await stopFirst();
 
   const log = capturedLog();
-  bus = openBus();
-  notifier = await startTestNotifier(bus, options, log.logger);
+  const bus = openBus();
+  const notifier = await startTestNotifier(bus, options, log.logger);
   try {
+    if (handOver) await stopFirst();
     const webhookId = `${jobId}:media.job.succeeded:1`;
     await bus.publish([event]);
     await bus.publish([deliveryRecordOf(event, webhookId)]);
     const other = succeeded(`${files.url}/callbacks/other`);
     await bus.publish([other]);
-    await files.waitForCallback((c) => c.body['jobId'] === other.key, 20_000);
+    await files.waitForCallback((c) => c.body['jobId'] === other.key, 45_000);
     const about = (msg: string) => (r: Record<string, unknown>) =>
       r['msg'] === msg && r['jobId'] === jobId;
-    await log.waitFor(about('callback.duplicate_event'), 20_000, 'the event skipped');
-    await log.waitFor(about('callback.duplicate_attempt'), 20_000, 'the record skipped');
-    if (ofJob().length !== 1) throw new Error(`${ofJob().length} callbacks before the redelivery`);
+    const skipped = (msg: string, what: string) =>
+      log.waitFor(about(msg), 45_000, what).catch((error: unknown) => {
+        throw new Error(`the job got ${ofJob().length} callbacks, not 1`, { cause: error });
+      });
+    await skipped('callback.duplicate_event', 'the event skipped');
+    await skipped('callback.duplicate_attempt', 'the record skipped');
+    if (ofJob().length !== 1)
+      throw new Error(`${ofJob().length} callbacks of the job before the redelivery`);
 
     await bus.publish([deliveryRecordOf(event, randomUUID())]);
-    await log.waitFor(about('callback.delivered'), 20_000, 'the redelivery sent');
+    await log.waitFor(about('callback.delivered'), 45_000, 'the redelivery sent');
     if (ofJob().length !== 2) throw new Error(`${ofJob().length} callbacks after the redelivery`);
   } finally {
+    await stopFirst();
     await notifier.close(5000);
     await bus.close();
   }
