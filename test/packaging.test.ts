@@ -141,14 +141,15 @@ function readImageLayout(dockerfile: string): ImageLayout {
 // node images), and its default command is run as that user. As root, that is uid 1000
 // through setpriv; as any other user (chown and setpriv need root), it is this user, with the
 // code made read-only, as root's code is to the node user: the same check either way.
+const NODE_UID = 1000;
+const asRoot = process.getuid?.() === 0;
+const runUid = asRoot ? NODE_UID : (process.getuid?.() ?? NODE_UID);
+const code = ['package.json', 'schemas', 'services'];
+let base: string;
+let app = '';
+
 describe("packaging: the image's default command runs as the node user", function () {
   this.timeout(120_000);
-  const NODE_UID = 1000;
-  const asRoot = process.getuid?.() === 0;
-  const runUid = asRoot ? NODE_UID : (process.getuid?.() ?? NODE_UID);
-  const code = ['package.json', 'schemas', 'services'];
-  let base: string;
-  let app = '';
 
   before(async () => {
     base = await mkdtemp(join(tmpdir(), 'media-image-'));
@@ -165,6 +166,10 @@ describe("packaging: the image's default command runs as the node user", functio
     await rm(base, { recursive: true, force: true });
   });
 
+  describesDeclaresADataFolderOwned();
+});
+
+function describesDeclaresADataFolderOwned(): void {
   it('declares a data folder owned by node as a volume, and all-in-one mode starts and answers /readyz', async () => {
     const layout = readImageLayout(await readFile(join(root, 'Dockerfile'), 'utf8'));
     expect(layout.user).to.equal('node');
@@ -253,7 +258,7 @@ describe("packaging: the image's default command runs as the node user", functio
       expect(code, stderr.slice(-800)).to.be.oneOf([0, null]);
     }
   });
-});
+}
 
 /** docker-compose.yml's services, each as its block of text (two-space keys under `services:`). */
 function composeServices(compose: string): Map<string, string> {

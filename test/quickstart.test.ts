@@ -95,11 +95,12 @@ async function type(terminal: Terminal, lines: string[], timeoutMs: number): Pro
   return terminal.output().slice(before).split(marker)[0] ?? '';
 }
 
+let clone: string;
+const terminals: Terminal[] = [];
+
 describe('the README Quick start, as written, from a clean clone', function () {
   this.timeout(240_000);
   let dir: string;
-  let clone: string;
-  const terminals: Terminal[] = [];
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'quickstart-'));
@@ -112,6 +113,12 @@ describe('the README Quick start, as written, from a clean clone', function () {
     await rm(dir, { recursive: true, force: true });
   });
 
+  describesRunsTheBlocksAJob();
+
+  describesTheReceiverOfTerminal1();
+});
+
+function describesRunsTheBlocksAJob(): void {
   it('runs the blocks: a job succeeds and its signed callback arrives and verifies, within a minute', async () => {
     const readme = await readFile(join(clone, 'README.md'), 'utf8');
     const blocks = quickStartBlocks(readme);
@@ -174,7 +181,9 @@ describe('the README Quick start, as written, from a clean clone', function () {
     expect(job.result.outputUrl).to.equal(`http://127.0.0.1:${filesPort}/files/out.mp4`);
     expect(job.callback).to.include({ state: 'delivered', lastStatus: 204 });
   });
+}
 
+function describesTheReceiverOfTerminal1(): void {
   it('the receiver of terminal 1 refuses a callback signed with another secret', async () => {
     const terminal1 = terminals[0];
     expect(terminal1, 'the Quick start ran').to.not.equal(undefined);
@@ -198,4 +207,4 @@ describe('the README Quick start, as written, from a clean clone', function () {
     expect(res.status).to.equal(400);
     await terminal1?.waitFor(/job forged failed: x y; signature NOT verified/, 5_000);
   });
-});
+}

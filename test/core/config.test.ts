@@ -9,6 +9,12 @@ import {
 } from '../../services/core/config.ts';
 
 describe('config', () => {
+  describesHasSafeDefaultsLoopbackNo();
+
+  describesNamesTheVariableAndThe();
+});
+
+function describesHasSafeDefaultsLoopbackNo(): void {
   it('has safe defaults: loopback, no keys, private networks refused', () => {
     const config = loadConfig({});
     expect(config).to.include({
@@ -48,7 +54,9 @@ describe('config', () => {
     ).to.include({ rateLimitPerSecond: 0, rateLimitBurst: 5, maxActiveJobsPerOrg: 0 });
     expect(() => loadConfig({ RATE_LIMIT_BURST: '0' })).to.throw(ConfigError, /RATE_LIMIT_BURST/);
   });
+}
 
+function describesNamesTheVariableAndThe(): void {
   it('names the variable and the rule when a value is wrong', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).to.throw(
       ConfigError,
@@ -103,7 +111,7 @@ describe('config', () => {
       expect(error?.stderr).to.match(message);
     }
   });
-});
+}
 
 describe('config: callbacks', () => {
   const secret = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;

@@ -35,10 +35,11 @@ async function jobStatus(base: string, id: string): Promise<Record<string, unkno
   return (await res.json()) as Record<string, unknown>;
 }
 
+let files: TestServer;
+let app: AllInOne;
+
 describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback', function () {
   this.timeout(120_000);
-  let files: TestServer;
-  let app: AllInOne;
   let dataDir: string;
 
   before(async () => {
@@ -61,6 +62,16 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  describesTranscodesToH264Mp4At();
+
+  describesAPortraitPhoneVideoComes();
+
+  describesMakesAGIFSummaryAnd();
+
+  describesMakesAnMP4SummaryWhose();
+});
+
+function describesTranscodesToH264Mp4At(): void {
   it('transcodes to h264/mp4 at the requested size, uploads it and calls successUrl', async () => {
     const ack = await post(
       app.ingress.url,
@@ -108,7 +119,9 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     } else expect(quality.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
     expect((status['result'] as { quality: unknown }).quality).to.deep.equal(quality);
   });
+}
 
+function describesAPortraitPhoneVideoComes(): void {
   it('a portrait phone video comes out upright, and the callback and status say what the service saw', async () => {
     // A phone stores a landscape frame and asks players to turn it (ffmpeg 5.1 writes the tag
     // as a display matrix on a stream copy).
@@ -166,7 +179,9 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect(status['status']).to.equal('failed');
     expect(status['error']).to.deep.include({ code: 'input_not_found' });
   });
+}
 
+function describesMakesAGIFSummaryAnd(): void {
   it('makes a GIF summary and reports the chosen segments', async () => {
     await generateClip(join(files.dir, 'long.mp4'), { seconds: 24, width: 320, height: 240 });
     const ack = await post(app.ingress.url, '/summary/gif', {
@@ -213,7 +228,9 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect(quality.missing[0]?.reason).to.match(/GIF/);
     expect((status['result'] as { quality: unknown }).quality).to.deep.equal(quality);
   });
+}
 
+function describesMakesAnMP4SummaryWhose(): void {
   it('makes an MP4 summary whose quality report is in the callback and GET /jobs/:id alike', async () => {
     await generateClip(join(files.dir, 'long-mp4.mp4'), { seconds: 24, width: 320, height: 240 });
     const ack = await post(app.ingress.url, '/summary/mp4', {
@@ -245,4 +262,4 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     expect(status['type']).to.equal('summary/mp4');
     expect((status['result'] as { quality: unknown }).quality).to.deep.equal(quality);
   });
-});
+}

@@ -13,12 +13,13 @@ const KEY = 'callback-durability-key-0123';
 const SECRET = `whsec_${Buffer.alloc(32, 5).toString('base64')}`;
 const main = new URL('../../services/all-in-one/main.ts', import.meta.url).pathname;
 
+let files: TestServer;
+let receiver: CallbackReceiver;
+let dataDir: string;
+let service: SpawnedService | undefined;
+
 describe('all-in-one as a process: a pending callback survives a restart', function () {
   this.timeout(240_000);
-  let files: TestServer;
-  let receiver: CallbackReceiver;
-  let dataDir: string;
-  let service: SpawnedService | undefined;
 
   before(async () => {
     files = await startTestServer();
@@ -32,6 +33,10 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  describesReceiverAnswering503ThenDown();
+});
+
+function describesReceiverAnswering503ThenDown(): void {
   it('receiver answering 503, then down for a minute across a restart: delivered afterwards, attempts continued, one webhook-id, signed', async () => {
     const port = await freePort();
     const env = {
@@ -115,4 +120,4 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
     });
     expect(await service.stop()).to.equal(0);
   });
-});
+}

@@ -21,41 +21,41 @@ async function ffmpegChildren(): Promise<string[]> {
   return stdout.split('\n').filter((line) => /ffmpeg/.test(line));
 }
 
+let files: TestServer;
+let app: AllInOne;
+let dataDir: string;
+const start = () =>
+  startTestAllInOne(dataDir, {
+    API_KEYS: `${API_KEY}:org-c`,
+    WORKER_CONCURRENCY: '1',
+    TRANSFER_CONCURRENCY: '1',
+  });
+const post = async (path: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const res = await fetch(app.ingress.url + path, {
+    method: 'POST',
+    headers: body
+      ? { 'content-type': 'application/json', ...headers }
+      : { 'x-api-key': API_KEY, ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+const status = async (id: string) =>
+  (await (
+    await fetch(`${app.ingress.url}/jobs/${id}`, { headers: { 'x-api-key': API_KEY } })
+  ).json()) as Record<string, unknown>;
+const transcode = (name: string) =>
+  transcodeBody(files, 'long.mp4', name, { apiKey: API_KEY, ...fileCallbacks(files) });
+const until = async (check: () => Promise<boolean>, ms: number, what: string) => {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
 describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', function () {
   this.timeout(240_000);
-  let files: TestServer;
-  let app: AllInOne;
-  let dataDir: string;
-  const start = () =>
-    startTestAllInOne(dataDir, {
-      API_KEYS: `${API_KEY}:org-c`,
-      WORKER_CONCURRENCY: '1',
-      TRANSFER_CONCURRENCY: '1',
-    });
-
-  const post = async (path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(app.ingress.url + path, {
-      method: 'POST',
-      headers: body
-        ? { 'content-type': 'application/json', ...headers }
-        : { 'x-api-key': API_KEY, ...headers },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  const status = async (id: string) =>
-    (await (
-      await fetch(`${app.ingress.url}/jobs/${id}`, { headers: { 'x-api-key': API_KEY } })
-    ).json()) as Record<string, unknown>;
-  const transcode = (name: string) =>
-    transcodeBody(files, 'long.mp4', name, { apiKey: API_KEY, ...fileCallbacks(files) });
-  const until = async (check: () => Promise<boolean>, ms: number, what: string) => {
-    const end = Date.now() + ms;
-    while (!(await check())) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
 
   before(async () => {
     files = await serveClips({ 'long.mp4': longClip(20) });
@@ -68,6 +68,12 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  describesCancelsARunningEncodeFfmpeg();
+
+  describesAnIdempotencyKeyKeepsIts();
+});
+
+function describesCancelsARunningEncodeFfmpeg(): void {
   it('cancels a running encode (ffmpeg killed), a job waiting for a slot and a queued one; each ends canceled with a failure callback', async () => {
     // Two jobs fit the bus slots (1 CPU + 1 transfer): A encodes, B waits for the CPU slot, C is queued.
     const ids: string[] = [];
@@ -108,7 +114,9 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
       3,
     );
   });
+}
 
+function describesAnIdempotencyKeyKeepsIts(): void {
   it('an Idempotency-Key keeps its acknowledgement across a restart of the process', async () => {
     const body = { ...transcode('idem.mp4'), inputUrl: `${files.url}/files/missing.mp4` };
     const first = await post('/transcode', body, { 'Idempotency-Key': 'restart-me' });
@@ -129,4 +137,4 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
     );
     expect(other.status).to.equal(409);
   });
-});
+}

@@ -138,11 +138,12 @@ interface InputFacts {
   sdrStats?: { luma: number; saturation: number };
 }
 
+const facts = new Map<string, InputFacts>();
+const cases = uploadCases('');
+
 describe('real uploads end to end (issue 21)', function () {
   this.timeout(180_000);
   let files: TestServer;
-  const facts = new Map<string, InputFacts>();
-  const cases = uploadCases('');
   const deps = testMediaJobDeps();
   const handlers: Record<'transcode' | 'summary', JobHandler> = {
     transcode: createTranscodeHandler(deps),
@@ -179,36 +180,7 @@ describe('real uploads end to end (issue 21)', function () {
   });
   after(() => files?.close());
 
-  it('the corpus is what it claims: displayed size, rotation, audio, and the quirks of each file', async () => {
-    const problems: string[] = [];
-    for (const c of cases.filter((c) => c.kind !== 'broken')) {
-      const { probed } = facts.get(c.name) ?? {};
-      const video = probed && videoStream(probed);
-      if (!probed || !video) {
-        problems.push(`${c.name}: no video`);
-        continue;
-      }
-      const shown = displayedSize(probed);
-      const channels = audioStreams(probed)[0]?.channels ?? 0;
-      const seen = [shown.width, shown.height, clockwiseRotation(video), channels];
-      const claimed = [c.expect.displayWidth, c.expect.displayHeight, c.expect.rotation];
-      if (seen.join() !== [...claimed, c.expect.audioChannels].join())
-        problems.push(`${c.name}: ${seen.join()} instead of ${claimed.join()}`);
-    }
-    const probeOf = (name: string): Probed | undefined => facts.get(name)?.probed;
-    // MediaRecorder-like files carry no duration; the unflagged interlaced file no field order.
-    for (const name of ['browser-vp8-opus', 'browser-vp9-opus', 'browser-vp9-screen-share'])
-      if (probeOf(name)?.format.duration !== undefined) problems.push(`${name} has a duration`);
-    const xvid = probeOf('broadcast-unflagged-xvid');
-    if (xvid && videoStream(xvid)?.field_order !== undefined)
-      problems.push('broadcast-unflagged-xvid has a field order');
-    // The joined segments' header says one segment's length; the 10-hour stream starts late.
-    if (Number(probeOf('saved-stream-cat-ts')?.format.duration) > 2.5)
-      problems.push('saved-stream-cat-ts: header duration not that of one segment');
-    if (!(Number(probeOf('saved-stream-10h-start')?.format.start_time) > 36_000))
-      problems.push('saved-stream-10h-start does not start after 10 h');
-    expect(problems).to.deep.equal([]);
-  });
+  describesTheCorpusIsWhatIt();
 
   for (const c of cases)
     for (const [job, plan] of Object.entries(JOBS) as [JobName, JobPlan][])
@@ -453,6 +425,39 @@ describe('real uploads end to end (issue 21)', function () {
     return problems;
   }
 });
+
+function describesTheCorpusIsWhatIt(): void {
+  it('the corpus is what it claims: displayed size, rotation, audio, and the quirks of each file', async () => {
+    const problems: string[] = [];
+    for (const c of cases.filter((c) => c.kind !== 'broken')) {
+      const { probed } = facts.get(c.name) ?? {};
+      const video = probed && videoStream(probed);
+      if (!probed || !video) {
+        problems.push(`${c.name}: no video`);
+        continue;
+      }
+      const shown = displayedSize(probed);
+      const channels = audioStreams(probed)[0]?.channels ?? 0;
+      const seen = [shown.width, shown.height, clockwiseRotation(video), channels];
+      const claimed = [c.expect.displayWidth, c.expect.displayHeight, c.expect.rotation];
+      if (seen.join() !== [...claimed, c.expect.audioChannels].join())
+        problems.push(`${c.name}: ${seen.join()} instead of ${claimed.join()}`);
+    }
+    const probeOf = (name: string): Probed | undefined => facts.get(name)?.probed;
+    // MediaRecorder-like files carry no duration; the unflagged interlaced file no field order.
+    for (const name of ['browser-vp8-opus', 'browser-vp9-opus', 'browser-vp9-screen-share'])
+      if (probeOf(name)?.format.duration !== undefined) problems.push(`${name} has a duration`);
+    const xvid = probeOf('broadcast-unflagged-xvid');
+    if (xvid && videoStream(xvid)?.field_order !== undefined)
+      problems.push('broadcast-unflagged-xvid has a field order');
+    // The joined segments' header says one segment's length; the 10-hour stream starts late.
+    if (Number(probeOf('saved-stream-cat-ts')?.format.duration) > 2.5)
+      problems.push('saved-stream-cat-ts: header duration not that of one segment');
+    if (!(Number(probeOf('saved-stream-10h-start')?.format.start_time) > 36_000))
+      problems.push('saved-stream-10h-start does not start after 10 h');
+    expect(problems).to.deep.equal([]);
+  });
+}
 
 function refusalProblems(
   c: UploadCase,

@@ -12,11 +12,12 @@ import { startStreamFileServer, type StreamFileServer } from '../support/stream-
 const API_KEY = 'e2e-stream-key-0123456789';
 const VMAF_FFMPEG = process.env['TEST_VMAF_FFMPEG'];
 
+let hooks: TestServer;
+let files: StreamFileServer;
+let app: AllInOne;
+
 describe('all-in-one: POST /streams → streamer → published ladder → status and callback', function () {
   this.timeout(120_000);
-  let hooks: TestServer;
-  let files: StreamFileServer;
-  let app: AllInOne;
   let dataDir: string;
 
   before(async () => {
@@ -42,6 +43,10 @@ describe('all-in-one: POST /streams → streamer → published ladder → status
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  describesTheCallbackAndGETJobs();
+});
+
+function describesTheCallbackAndGETJobs(): void {
   it('the callback and GET /jobs/:id carry the manifest URLs, rungs and their quality, thumbnails and totals', async () => {
     const prefix = `${files.url}/out/film/`;
     const res = await fetch(`${app.ingress.url}/streams`, {
@@ -106,4 +111,4 @@ describe('all-in-one: POST /streams → streamer → published ladder → status
     }
     expect(result.stream.rungs[0]?.quality).to.not.deep.equal(result.stream.rungs[1]?.quality);
   });
-});
+}

@@ -39,9 +39,10 @@ async function startApp(env: Record<string, string>): Promise<{ app: AllInOne; d
   return { app, dataDir };
 }
 
+let files: TestServer;
+
 describe('trace context from submission to callback (all-in-one)', function () {
   this.timeout(120_000);
-  let files: TestServer;
 
   before(async () => {
     files = await serveClips({ 'input.mp4': { seconds: 2, width: 320, height: 180 } });
@@ -50,6 +51,12 @@ describe('trace context from submission to callback (all-in-one)', function () {
     await files?.close();
   });
 
+  describesWithAnOTLPHTTPJSON();
+
+  describesWithTracingOffTheDefault();
+});
+
+function describesWithAnOTLPHTTPJSON(): void {
   describe('with an OTLP/HTTP JSON exporter configured', () => {
     let otlp: OtlpReceiver;
     let app: AllInOne;
@@ -123,7 +130,9 @@ describe('trace context from submission to callback (all-in-one)', function () {
       expect(request?.parentSpanId).to.equal('');
     });
   });
+}
 
+function describesWithTracingOffTheDefault(): void {
   describe('with tracing off (the default)', () => {
     let app: AllInOne;
     let dataDir: string;
@@ -149,4 +158,4 @@ describe('trace context from submission to callback (all-in-one)', function () {
       expect(callback.headers['traceparent']).to.equal(undefined);
     });
   });
-});
+}

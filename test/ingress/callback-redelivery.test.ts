@@ -4,44 +4,52 @@ import { topics } from '../../services/core/bus/event-bus.ts';
 import { codec, decodeAll, recordingBus } from '../notifier/notifier-fixture.ts';
 import { KEY_A, KEY_B, makeIngress, validTranscode } from './ingress-fixture.ts';
 
-describe('callback status and redelivery over HTTP', () => {
-  const setup = async () => {
-    const bus = recordingBus();
-    const ingress = await makeIngress({ bus });
-    const ack = await request(ingress.server)
-      .post('/transcode')
-      .send({ ...validTranscode, successUrl: 'https://hooks.example.com/ok' });
-    expect(ack.status).to.equal(200);
-    const id = String(ack.body.id);
-    const apply = (
-      type: 'media.job.succeeded' | 'media.callback.status',
-      data: Record<string, unknown>,
-    ) => {
-      const decoded = codec.decode(codec.encode(topics.jobEvents, type, data as never));
-      if (!decoded.ok) throw new Error(decoded.reason);
-      ingress.statusView.apply(decoded.event);
-    };
-    return { bus, ingress, id, apply };
+const setup = async () => {
+  const bus = recordingBus();
+  const ingress = await makeIngress({ bus });
+  const ack = await request(ingress.server)
+    .post('/transcode')
+    .send({ ...validTranscode, successUrl: 'https://hooks.example.com/ok' });
+  expect(ack.status).to.equal(200);
+  const id = String(ack.body.id);
+  const apply = (
+    type: 'media.job.succeeded' | 'media.callback.status',
+    data: Record<string, unknown>,
+  ) => {
+    const decoded = codec.decode(codec.encode(topics.jobEvents, type, data as never));
+    if (!decoded.ok) throw new Error(decoded.reason);
+    ingress.statusView.apply(decoded.event);
   };
-  const result = {
-    outputUrl: 'https://media.example.com/out.mp4',
-    format: 'mp4',
-    width: 320,
-    height: 240,
-    durationSeconds: 2,
-    sizeBytes: 1000,
-  };
-  const finish = (apply: Awaited<ReturnType<typeof setup>>['apply'], id: string) =>
-    apply('media.job.succeeded', {
-      jobId: id,
-      kind: 'transcode',
-      orgId: 'org-a',
-      attempt: 1,
-      finishedAt: '2026-03-01T12:00:00.000Z',
-      callbacks: { successUrl: 'https://hooks.example.com/ok' },
-      result,
-    });
+  return { bus, ingress, id, apply };
+};
+const result = {
+  outputUrl: 'https://media.example.com/out.mp4',
+  format: 'mp4',
+  width: 320,
+  height: 240,
+  durationSeconds: 2,
+  sizeBytes: 1000,
+};
+const finish = (apply: Awaited<ReturnType<typeof setup>>['apply'], id: string) =>
+  apply('media.job.succeeded', {
+    jobId: id,
+    kind: 'transcode',
+    orgId: 'org-a',
+    attempt: 1,
+    finishedAt: '2026-03-01T12:00:00.000Z',
+    callbacks: { successUrl: 'https://hooks.example.com/ok' },
+    result,
+  });
 
+describe('callback status and redelivery over HTTP', () => {
+  describesGetJobsIdShowsThe();
+
+  describesPostJobsIdCallbacksRedeliver();
+
+  describesAnotherOrganisationAndUnknownIds();
+});
+
+function describesGetJobsIdShowsThe(): void {
   it('GET /jobs/:id shows the callback: pending, then each attempt the notifier reports', async () => {
     const { ingress, id, apply } = await setup();
     finish(apply, id);
@@ -88,7 +96,9 @@ describe('callback status and redelivery over HTTP', () => {
     });
     expect(status.body).to.not.have.property('finalCallback');
   });
+}
 
+function describesPostJobsIdCallbacksRedeliver(): void {
   it('POST /jobs/:id/callbacks/redeliver queues the same callback with the same webhook-id', async () => {
     const { bus, ingress, id, apply } = await setup();
     finish(apply, id);
@@ -121,7 +131,9 @@ describe('callback status and redelivery over HTTP', () => {
       },
     });
   });
+}
 
+function describesAnotherOrganisationAndUnknownIds(): void {
   it('another organisation and unknown ids get 404; an unfinished job 409; no key 401', async () => {
     const { ingress, id } = await setup();
     expect(
@@ -174,4 +186,4 @@ describe('callback status and redelivery over HTTP', () => {
       (await request(ingress.server).get(`/jobs/${id}`).set('x-api-key', KEY_A)).body,
     ).to.not.have.property('callback');
   });
-});
+}

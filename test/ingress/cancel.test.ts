@@ -4,20 +4,28 @@ import { topics } from '../../services/core/bus/event-bus.ts';
 import { codec, decodeAll, recordingBus } from '../notifier/notifier-fixture.ts';
 import { KEY_A, KEY_B, makeIngress, validTranscode } from './ingress-fixture.ts';
 
-describe('POST /jobs/:id/cancel through the HTTP app', () => {
-  const setup = async () => {
-    const bus = recordingBus();
-    const ingress = await makeIngress({ bus });
-    const ack = await request(ingress.server)
-      .post('/transcode')
-      .send({ ...validTranscode, failureUrl: 'https://hooks.example.com/fail' });
-    const id = String(ack.body.id);
-    const cancel = (key = KEY_A, jobId = id) =>
-      request(ingress.server).post(`/jobs/${jobId}/cancel`).set('x-api-key', key);
-    const cancels = () => decodeAll(bus.published.filter((r) => r.topic === topics.jobCancels));
-    return { bus, ingress, id, cancel, cancels };
-  };
+const setup = async () => {
+  const bus = recordingBus();
+  const ingress = await makeIngress({ bus });
+  const ack = await request(ingress.server)
+    .post('/transcode')
+    .send({ ...validTranscode, failureUrl: 'https://hooks.example.com/fail' });
+  const id = String(ack.body.id);
+  const cancel = (key = KEY_A, jobId = id) =>
+    request(ingress.server).post(`/jobs/${jobId}/cancel`).set('x-api-key', key);
+  const cancels = () => decodeAll(bus.published.filter((r) => r.topic === topics.jobCancels));
+  return { bus, ingress, id, cancel, cancels };
+};
 
+describe('POST /jobs/:id/cancel through the HTTP app', () => {
+  describesAQueuedJob202The();
+
+  describesAJobThatHasEnded();
+
+  describesAJobThatHasEnded2();
+});
+
+function describesAQueuedJob202The(): void {
   it('a queued job: 202, the cancel goes on the bus, and the status shows when it was asked for', async () => {
     const { ingress, id, cancel, cancels } = await setup();
     const res = await cancel();
@@ -49,7 +57,9 @@ describe('POST /jobs/:id/cancel through the HTTP app', () => {
     expect((await cancel('no-such-key-0123456789')).status).to.equal(401);
     expect(cancels()).to.have.length(0);
   });
+}
 
+function describesAJobThatHasEnded(): void {
   it('a job that has ended is 409; one the worker canceled shows status canceled and can have its callback redelivered', async () => {
     const { ingress, id, cancel } = await setup();
     expect((await cancel()).status).to.equal(202);
@@ -77,7 +87,9 @@ describe('POST /jobs/:id/cancel through the HTTP app', () => {
       .set('x-api-key', KEY_A);
     expect(redeliver.status).to.equal(202);
   });
+}
 
+function describesAJobThatHasEnded2(): void {
   it('a job that has ended with its callback retrying: 202, and the cancel goes on the bus to stop it', async () => {
     const { ingress, id, cancel, cancels } = await setup();
     const event = (type: 'media.job.failed' | 'media.callback.status', data: object) => {
@@ -115,4 +127,4 @@ describe('POST /jobs/:id/cancel through the HTTP app', () => {
       { jobId: id, kind: 'transcode', orgId: 'org-a', requestedAt: res.body.cancelRequestedAt },
     ]);
   });
-});
+}

@@ -19,6 +19,20 @@ const requests = (published: readonly OutgoingRecord[]) =>
   );
 
 describe('Idempotency-Key on submissions, through the HTTP app', () => {
+  describesTheSameKeyAndBody();
+
+  describesAnotherOrganisationSIdenticalKey();
+
+  describesAnEmptyIdempotencyKeyOr();
+
+  describesHoldsAcrossARestartA();
+
+  describesTwoCopiesThatBothPublish();
+
+  describesAPublishTheBusCannot();
+});
+
+function describesTheSameKeyAndBody(): void {
   it('the same key and body answer the first acknowledgement (same id and createdAt); one record is queued', async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -68,7 +82,9 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     expect(otherPath.status).to.equal(409);
     expect(requests(bus.published)).to.have.length(1);
   });
+}
 
+function describesAnotherOrganisationSIdenticalKey(): void {
   it("another organisation's identical key is a job of its own", async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -118,7 +134,9 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     expect(bad.status).to.equal(400);
     expect(bad.body.error).to.match(/Idempotency-Key/);
   });
+}
 
+function describesAnEmptyIdempotencyKeyOr(): void {
   it('an empty Idempotency-Key, or one of blanks, is a 400 and queues nothing', async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -155,7 +173,9 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     expect((await send()).body).to.deep.equal(later.body);
     expect(requests(bus.published)).to.have.length(2);
   });
+}
 
+function describesHoldsAcrossARestartA(): void {
   it('holds across a restart: a new ingress on the same bus file answers the first acknowledgement', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'idempotency-restart-'));
     try {
@@ -197,7 +217,9 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+}
 
+function describesTwoCopiesThatBothPublish(): void {
   it('two copies that both publish (a race) give the same id; the view keeps the earliest createdAt', async () => {
     const bus = recordingBus();
     const copyA = await makeIngress({ bus });
@@ -252,7 +274,9 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     expect(later.status).to.equal(200);
     expect(later.body).to.deep.equal(first.body);
   });
+}
 
+function describesAPublishTheBusCannot(): void {
   it('a publish the bus cannot confirm is 503 bus_uncertain with the job id; a retry with the key is that job', async () => {
     const bus = recordingBus();
     // The first record reaches the brokers but its acknowledgement does not come in time.
@@ -287,4 +311,4 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
     expect(Object.keys(refused.body)).to.deep.equal(['error']);
     expect(refused.body.error).to.match(/nothing was queued/);
   });
-});
+}

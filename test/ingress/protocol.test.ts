@@ -20,6 +20,22 @@ function expectErrorBody(res: request.Response, status: number, message: RegExp)
 }
 
 describe('ingress: protocol errors, status, and what reaches the bus', () => {
+  describes404ForAnUnknownPath();
+
+  describesReadsGzipDeflateAndBr();
+
+  describes400ForABodyThat();
+
+  describesReadyzIs503FromThe();
+
+  describesGetJobsIdShowsThe();
+
+  describesServesHealthzAndReadyzCounts();
+
+  describesAClientThatGoesAway();
+});
+
+function describes404ForAnUnknownPath(): void {
   it('404 for an unknown path, naming it', async () => {
     const { server } = await makeIngress();
     expectErrorBody(
@@ -66,7 +82,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     expectErrorBody(await request(server).patch('/transcode').send({}), 405, /use POST/);
     expectErrorBody(await request(server).options('/nowhere'), 404, /no such path/);
   });
+}
 
+function describesReadsGzipDeflateAndBr(): void {
   it('reads gzip, deflate and br bodies; refuses other codings, corrupt data, and bodies that unfold past the limit', async () => {
     const { server } = await makeIngress({ maxBodyBytes: 4096 });
     const json = Buffer.from(JSON.stringify(validTranscode));
@@ -122,7 +140,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       /must be a JSON object/,
     );
   });
+}
 
+function describes400ForABodyThat(): void {
   it('400 for a body that is not valid UTF-8, and nothing is queued', async () => {
     const inner = createEmbeddedBus({ path: ':memory:' });
     let published = 0;
@@ -175,7 +195,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     );
     expectErrorBody(await request(server).get('/readyz'), 503, /not reachable/);
   });
+}
 
+function describesReadyzIs503FromThe(): void {
   it('/readyz is 503 from the moment the service begins to stop, while it still answers', async () => {
     let draining = false;
     const { server } = await makeIngress({ isDraining: () => draining });
@@ -207,7 +229,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
     expect(raw).not.to.contain(KEY_A);
     expect(JSON.parse(raw).data.input.creds).to.include({ alg: 'A256GCM', keyId: 'test' });
   });
+}
 
+function describesGetJobsIdShowsThe(): void {
   it('GET /jobs/:id shows the job to its organisation only', async () => {
     const { server } = await makeIngress();
     const ack = await request(server).post('/transcode').send(validTranscode);
@@ -243,7 +267,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       /no job/,
     );
   });
+}
 
+function describesServesHealthzAndReadyzCounts(): void {
   it('serves /healthz and /readyz, counts requests, and keeps /metrics off the API', async () => {
     const { server, metrics: registered } = await makeIngress();
     expect((await request(server).get('/healthz')).body).to.deep.equal({ status: 'ok' });
@@ -291,7 +317,9 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       expect(Object.keys(res.body as object)).to.deep.equal(['error']);
     }
   });
+}
 
+function describesAClientThatGoesAway(): void {
   it('a client that goes away mid-body is neither a 5xx nor an error log, and the next request is served', async () => {
     const lines: string[] = [];
     const log = createLogger({ level: 'debug', write: (l) => lines.push(l) });
@@ -321,7 +349,7 @@ describe('ingress: protocol errors, status, and what reaches the bus', () => {
       http.close();
     }
   });
-});
+}
 
 async function eventually(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -10,15 +10,55 @@ const validStream = {
   outputUrl: 'https://media.example.com/streams/film/',
 };
 
-describe('POST /streams', () => {
-  const setup = async () => {
-    const bus = recordingBus();
-    const ingress = await makeIngress({ bus });
-    const requests = () =>
-      decodeAll(bus.published.filter((r) => r.topic === topics.streamRequests));
-    return { bus, ingress, requests };
-  };
+const setup = async () => {
+  const bus = recordingBus();
+  const ingress = await makeIngress({ bus });
+  const requests = () => decodeAll(bus.published.filter((r) => r.topic === topics.streamRequests));
+  return { bus, ingress, requests };
+};
 
+describe('POST /streams', () => {
+  describesQueuesAStreamJobOn();
+
+  const refused: [string, Record<string, unknown>, RegExp][] = [
+    [
+      'an output that is not a folder',
+      { outputUrl: 'https://media.example.com/out.m3u8' },
+      /outputUrl must end with \//,
+    ],
+    ['an unknown format', { formats: ['smooth'] }, /formats/],
+    ['vp9 with HLS', { encoder: 'vp9' }, /formats must be \["dash"\] when encoder is vp9/],
+    ['vp9 with both formats', { encoder: 'vp9', formats: ['hls', 'dash'] }, /when encoder is vp9/],
+    ['a rung without bitrate', { ladder: [{ height: 720 }] }, /ladder/],
+    ['a rung under 144 lines', { ladder: [{ height: 100, bitrateKbps: 500 }] }, /ladder/],
+    [
+      'nine rungs',
+      { ladder: Array.from({ length: 9 }, (_, k) => ({ height: 200 + k, bitrateKbps: 500 })) },
+      /ladder/,
+    ],
+    ['a segment of 30 s', { segmentSeconds: 30 }, /segmentSeconds/],
+    ['a trim starting below zero', { trim: { startSeconds: -1 } }, /trim\.startSeconds/],
+    ['a loudness target under −36 LUFS', { loudness: { targetLufs: -50 } }, /loudness\.targetLufs/],
+    ['an unknown field', { bitrateKbps: '1000' }, /bitrateKbps/],
+    ['a bucket output without creds', { outputUrl: 's3://bucket-1/streams/' }, /outputCreds/],
+  ];
+  for (const [name, over, message] of refused)
+    it(`refuses ${name} with 400 and a message naming the field; nothing queued`, async () => {
+      const { ingress, requests } = await setup();
+      const res = await request(ingress.server)
+        .post('/streams')
+        .send({ ...validStream, ...over });
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.match(message);
+      expect(requests()).to.have.length(0);
+    });
+
+  describesVp9WithDASHOnlyIs();
+
+  describesIsInTheOpenAPIDocument();
+});
+
+function describesQueuesAStreamJobOn(): void {
   it('queues a stream job on its own topic: the options under `stream`, credentials sealed, no API key', async () => {
     const { ingress, requests } = await setup();
     const body = {
@@ -65,40 +105,9 @@ describe('POST /streams', () => {
     expect((await request(ingress.server).post('/streams').send(validStream)).status).to.equal(200);
     expect(requests()[0]?.data).to.have.property('stream').that.deep.equals({});
   });
+}
 
-  const refused: [string, Record<string, unknown>, RegExp][] = [
-    [
-      'an output that is not a folder',
-      { outputUrl: 'https://media.example.com/out.m3u8' },
-      /outputUrl must end with \//,
-    ],
-    ['an unknown format', { formats: ['smooth'] }, /formats/],
-    ['vp9 with HLS', { encoder: 'vp9' }, /formats must be \["dash"\] when encoder is vp9/],
-    ['vp9 with both formats', { encoder: 'vp9', formats: ['hls', 'dash'] }, /when encoder is vp9/],
-    ['a rung without bitrate', { ladder: [{ height: 720 }] }, /ladder/],
-    ['a rung under 144 lines', { ladder: [{ height: 100, bitrateKbps: 500 }] }, /ladder/],
-    [
-      'nine rungs',
-      { ladder: Array.from({ length: 9 }, (_, k) => ({ height: 200 + k, bitrateKbps: 500 })) },
-      /ladder/,
-    ],
-    ['a segment of 30 s', { segmentSeconds: 30 }, /segmentSeconds/],
-    ['a trim starting below zero', { trim: { startSeconds: -1 } }, /trim\.startSeconds/],
-    ['a loudness target under −36 LUFS', { loudness: { targetLufs: -50 } }, /loudness\.targetLufs/],
-    ['an unknown field', { bitrateKbps: '1000' }, /bitrateKbps/],
-    ['a bucket output without creds', { outputUrl: 's3://bucket-1/streams/' }, /outputCreds/],
-  ];
-  for (const [name, over, message] of refused)
-    it(`refuses ${name} with 400 and a message naming the field; nothing queued`, async () => {
-      const { ingress, requests } = await setup();
-      const res = await request(ingress.server)
-        .post('/streams')
-        .send({ ...validStream, ...over });
-      expect(res.status).to.equal(400);
-      expect(res.body.error).to.match(message);
-      expect(requests()).to.have.length(0);
-    });
-
+function describesVp9WithDASHOnlyIs(): void {
   it('vp9 with DASH only is taken', async () => {
     const { ingress } = await setup();
     const res = await request(ingress.server)
@@ -147,7 +156,9 @@ describe('POST /streams', () => {
       (await request(ingress.server).get(`/jobs/${first.body.id}`).set('x-api-key', KEY_B)).status,
     ).to.equal(404);
   });
+}
 
+function describesIsInTheOpenAPIDocument(): void {
   it('is in the OpenAPI document with its request schema', async () => {
     const { ingress } = await setup();
     const doc = (await request(ingress.server).get('/openapi.json')).body as {
@@ -157,4 +168,4 @@ describe('POST /streams', () => {
     expect(doc.paths['/streams']?.post?.requestBody).to.deep.include({ required: true });
     expect(doc.components.schemas).to.have.property('StreamRequest');
   });
-});
+}

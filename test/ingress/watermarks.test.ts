@@ -11,12 +11,19 @@ import { createFolderLibrary } from '../../services/core/watermarks/watermark-li
 import { generateImage } from '../support/generate-clip.ts';
 import { KEY_A, KEY_B, makeIngress } from './ingress-fixture.ts';
 
+let dir: string;
+let images: string;
+const bytes: Record<string, Buffer> = {};
+let handler: Awaited<ReturnType<typeof makeIngress>>['server'];
+const put = (name: string, body: Buffer, type: string, key = KEY_A) =>
+  request(handler)
+    .put(`/watermarks/${name}`)
+    .set('x-api-key', key)
+    .set('content-type', type)
+    .send(body);
+
 describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function () {
   this.timeout(30_000);
-  let dir: string;
-  let images: string;
-  const bytes: Record<string, Buffer> = {};
-  let handler: Awaited<ReturnType<typeof makeIngress>>['server'];
 
   before(async () => {
     images = await mkdtemp(join(tmpdir(), 'wm-images-'));
@@ -46,13 +53,18 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
   afterEach(() => rm(dir, { recursive: true, force: true }));
   after(() => rm(images, { recursive: true, force: true }));
 
-  const put = (name: string, body: Buffer, type: string, key = KEY_A) =>
-    request(handler)
-      .put(`/watermarks/${name}`)
-      .set('x-api-key', key)
-      .set('content-type', type)
-      .send(body);
+  describesStoresAnImageUnderA();
 
+  describesGivesAStoredImageBack();
+
+  describesRefusesWhatIsNotA();
+
+  describesRefusesABodyOverThe();
+
+  describesAnswers405WithAllowFor();
+});
+
+function describesStoresAnImageUnderA(): void {
   it('stores an image under a name, lists it with its facts, replaces and deletes it', async () => {
     const png = bytes['logo.png'] ?? Buffer.alloc(0);
     const created = await put('logo', png, 'image/png');
@@ -93,7 +105,9 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
     expect(again.status).to.equal(404);
     expect(again.body).to.deep.equal({ error: 'no watermark image named "logo" for this API key' });
   });
+}
 
+function describesGivesAStoredImageBack(): void {
   it('gives a stored image back, as stored and with its type, to its own organisation only', async () => {
     for (const [name, type] of [
       ['logo.png', 'image/png'],
@@ -141,7 +155,9 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
     const listA = await request(handler).get('/watermarks').set('x-api-key', KEY_A);
     expect(listA.body.images[0]).to.deep.include({ name: 'logo', type: 'image/png' });
   });
+}
 
+function describesRefusesWhatIsNotA(): void {
   it('refuses what is not a png, jpeg or webp of the declared type with 415', async () => {
     const cases: [Buffer, string, RegExp][] = [
       [
@@ -175,7 +191,9 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
     expect(gzipped.status).to.equal(415);
     expect(await readdir(dir)).to.deep.equal([]);
   });
+}
 
+function describesRefusesABodyOverThe(): void {
   it('refuses a body over the size cap with 413, declared or streamed', async () => {
     const big = Buffer.concat([bytes['logo.png'] ?? Buffer.alloc(0), Buffer.alloc(70 * 1024)]);
     const declared = await put('big', big, 'image/png');
@@ -233,7 +251,9 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
     expect(badKey.status).to.equal(401);
     expect(await readdir(dir)).to.deep.equal([]);
   });
+}
 
+function describesAnswers405WithAllowFor(): void {
   it('answers 405 with Allow for other methods, and says when no library is set up', async () => {
     const res = await request(handler).post('/watermarks/logo').set('x-api-key', KEY_A);
     expect(res.status).to.equal(405);
@@ -247,4 +267,4 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
       error: 'named watermark images are not set up on this service',
     });
   });
-});
+}

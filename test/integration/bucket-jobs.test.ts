@@ -17,35 +17,54 @@ import type { Readable } from 'node:stream';
 
 const KEY = 'bucket-jobs-key-0123456789';
 
+// Read in before(): a missing variable then fails this suite, not the whole run.
+let azureAccount: string, azureKey: string;
+const suffix = Math.random().toString(36).slice(2, 8);
+const s3Bucket = `in-${suffix}`;
+const container = `out-${suffix}`;
+const gcsBucket = `gcs-${suffix}`;
+const awsCreds = {
+  region: 'us-east-1',
+  accessKeyId: 'test',
+  secretAccessKey: 'test-secret-value',
+};
+let azureCreds: { accountName: string; accountKey: string };
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const gcpCreds = {
+  type: 'service_account',
+  project_id: 'test-project',
+  private_key_id: 'k',
+  private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  client_email: 'svc@test-project.iam.gserviceaccount.com',
+};
+let files: TestServer;
+let app: AllInOne;
+let workDir: string;
+let s3: S3Client;
+let blobs: BlobServiceClient;
+let gcs: Storage;
+async function run(
+  body: Record<string, unknown>,
+  path = '/transcode',
+): Promise<Record<string, unknown>> {
+  const res = await fetch(`${app.ingress.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      apiKey: KEY,
+      successUrl: `${files.url}/callbacks/ok`,
+      failureUrl: `${files.url}/callbacks/fail`,
+      ...body,
+    }),
+  });
+  expect(res.status).to.equal(200);
+  const { id } = (await res.json()) as { id: string };
+  return (await files.waitForCallback((c) => c.body['jobId'] === id, 120_000)).body;
+}
+
 describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-request credentials', function () {
   this.timeout(180_000);
-  // Read in before(): a missing variable then fails this suite, not the whole run.
-  let azureAccount: string, azureKey: string;
-  const suffix = Math.random().toString(36).slice(2, 8);
-  const s3Bucket = `in-${suffix}`;
-  const container = `out-${suffix}`;
-  const gcsBucket = `gcs-${suffix}`;
-  const awsCreds = {
-    region: 'us-east-1',
-    accessKeyId: 'test',
-    secretAccessKey: 'test-secret-value',
-  };
-  let azureCreds: { accountName: string; accountKey: string };
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const gcpCreds = {
-    type: 'service_account',
-    project_id: 'test-project',
-    private_key_id: 'k',
-    private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    client_email: 'svc@test-project.iam.gserviceaccount.com',
-  };
-  let files: TestServer;
-  let app: AllInOne;
   let dataDir: string;
-  let workDir: string;
-  let s3: S3Client;
-  let blobs: BlobServiceClient;
-  let gcs: Storage;
 
   before(async () => {
     const emulators = storageEmulators();
@@ -81,25 +100,12 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
     await rm(workDir, { recursive: true, force: true });
   });
 
-  async function run(
-    body: Record<string, unknown>,
-    path = '/transcode',
-  ): Promise<Record<string, unknown>> {
-    const res = await fetch(`${app.ingress.url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        apiKey: KEY,
-        successUrl: `${files.url}/callbacks/ok`,
-        failureUrl: `${files.url}/callbacks/fail`,
-        ...body,
-      }),
-    });
-    expect(res.status).to.equal(200);
-    const { id } = (await res.json()) as { id: string };
-    return (await files.waitForCallback((c) => c.body['jobId'] === id, 120_000)).body;
-  }
+  describesS3InAzureOutTranscoded();
 
+  describesGcpInS3OutAs();
+});
+
+function describesS3InAzureOutTranscoded(): void {
   it('s3:// in, azure:// out: transcoded, uploaded with the output credentials, verified', async () => {
     const done = await run({
       inputUrl: `s3://${s3Bucket}/videos/in.mp4`,
@@ -134,7 +140,9 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
     await gcs.bucket(gcsBucket).file('summaries/in.gif').download({ destination: local });
     expect((await ffprobe(local)).streams[0]?.codec_name).to.equal('gif');
   });
+}
 
+function describesGcpInS3OutAs(): void {
   it('gcp:// in, s3:// out as webm; then a missing object fails with input_not_found', async () => {
     const done = await run({
       inputUrl: `gcp://${gcsBucket}/summaries/in.gif`,
@@ -181,4 +189,4 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
     expect(done).to.include({ status: 'failed', code: 'output_rejected' });
     expect(String(done['message'])).not.to.contain(azureKey);
   });
-});
+}

@@ -93,63 +93,63 @@ function kafka(): Setup {
   };
 }
 
+let setup: Setup;
+let bus: EventBus;
+const events: JobEvent[] = [];
+const workers: Subscription[] = [];
+const startWorker = () =>
+  startJobWorker(
+    {
+      bus,
+      codec,
+      log: silentLogger,
+      metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+      clock: systemClock,
+      sealingKeys: [],
+    },
+    {
+      kind: 'transcode',
+      group: 'transcoder',
+      concurrency: 2,
+      maxAttempts: 3,
+      retryBackoffMs: 10,
+      jobTimeoutMs: 60_000,
+      progressIntervalMs: 0,
+      admission: {
+        addressPolicy: createAddressPolicy({ allowPrivateNetworks: false }),
+        contracts,
+      },
+      handler: runsUntilStopped,
+    },
+  ).then((w) => {
+    workers.push(w);
+    return w;
+  });
+const request = (j: JobRequested) =>
+  bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
+const cancel = (j: JobRequested) =>
+  bus.publish([
+    cancelRecord(codec, {
+      jobId: j.jobId,
+      kind: 'transcode',
+      orgId: j.orgId,
+      requestedAt: new Date().toISOString(),
+    }),
+  ]);
+const outcome = (j: JobRequested) =>
+  events.find((e) => e.type === 'media.job.failed' && e.data.jobId === j.jobId);
+const ran = (j: JobRequested) =>
+  events.some((e) => e.type === 'media.job.progress' && e.data.jobId === j.jobId);
+const canceledWithoutRunning = async (j: JobRequested): Promise<void> => {
+  await until(() => outcome(j) !== undefined, 30_000, `the outcome of ${j.jobId}`);
+  const o = outcome(j);
+  expect(o?.type === 'media.job.failed' && o.data.error.code).to.equal('canceled');
+  expect(ran(j), 'a job canceled before it started does not run').to.equal(false);
+};
+
 for (const kind of ['embedded', 'kafka'] as const) {
   describe(`cancels read through the bus's tail on the ${kind} bus`, function () {
     this.timeout(120_000);
-    let setup: Setup;
-    let bus: EventBus;
-    const events: JobEvent[] = [];
-    const workers: Subscription[] = [];
-
-    const startWorker = () =>
-      startJobWorker(
-        {
-          bus,
-          codec,
-          log: silentLogger,
-          metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-          clock: systemClock,
-          sealingKeys: [],
-        },
-        {
-          kind: 'transcode',
-          group: 'transcoder',
-          concurrency: 2,
-          maxAttempts: 3,
-          retryBackoffMs: 10,
-          jobTimeoutMs: 60_000,
-          progressIntervalMs: 0,
-          admission: {
-            addressPolicy: createAddressPolicy({ allowPrivateNetworks: false }),
-            contracts,
-          },
-          handler: runsUntilStopped,
-        },
-      ).then((w) => {
-        workers.push(w);
-        return w;
-      });
-    const request = (j: JobRequested) =>
-      bus.publish([codec.encode(topics.transcodeRequests, 'media.job.requested', j)]);
-    const cancel = (j: JobRequested) =>
-      bus.publish([
-        cancelRecord(codec, {
-          jobId: j.jobId,
-          kind: 'transcode',
-          orgId: j.orgId,
-          requestedAt: new Date().toISOString(),
-        }),
-      ]);
-    const outcome = (j: JobRequested) =>
-      events.find((e) => e.type === 'media.job.failed' && e.data.jobId === j.jobId);
-    const ran = (j: JobRequested) =>
-      events.some((e) => e.type === 'media.job.progress' && e.data.jobId === j.jobId);
-    const canceledWithoutRunning = async (j: JobRequested): Promise<void> => {
-      await until(() => outcome(j) !== undefined, 30_000, `the outcome of ${j.jobId}`);
-      const o = outcome(j);
-      expect(o?.type === 'media.job.failed' && o.data.error.code).to.equal('canceled');
-      expect(ran(j), 'a job canceled before it started does not run').to.equal(false);
-    };
 
     beforeEach(async () => {
       setup = kind === 'embedded' ? await embedded() : kafka();
@@ -163,37 +163,41 @@ for (const kind of ['embedded', 'kafka'] as const) {
       await setup.cleanup();
     });
 
-    it('a worker learns the cancels published before it started and every new one; starting workers again makes no new consumer group', async () => {
-      // Published before any worker runs: the job is queued and already canceled.
-      const early = job();
-      await cancel(early);
-      await request(early);
-      // Groups of earlier runs on the same broker (an old worker's job-cancels-<uuid>) are not ours.
-      const before = await setup.groups();
-      const first = await startWorker();
-      await canceledWithoutRunning(early);
-      const groups = await setup.groups();
-      const made = groups.filter((g) => !before.includes(g));
-      expect(made.filter((g) => g.includes('job-cancels'))).to.deep.equal([]);
+    describesAWorkerLearnsTheCancels();
+  });
+}
 
-      // A cancel published while the job runs stops it.
-      const running = job();
-      await request(running);
-      await until(() => ran(running), 30_000, 'the running job');
-      await cancel(running);
-      await until(() => outcome(running) !== undefined, 30_000, 'the running job canceled');
-      const stopped = outcome(running);
-      expect(stopped?.type === 'media.job.failed' && stopped.data.error.code).to.equal('canceled');
+function describesAWorkerLearnsTheCancels(): void {
+  it('a worker learns the cancels published before it started and every new one; starting workers again makes no new consumer group', async () => {
+    // Published before any worker runs: the job is queued and already canceled.
+    const early = job();
+    await cancel(early);
+    await request(early);
+    // Groups of earlier runs on the same broker (an old worker's job-cancels-<uuid>) are not ours.
+    const before = await setup.groups();
+    const first = await startWorker();
+    await canceledWithoutRunning(early);
+    const groups = await setup.groups();
+    const made = groups.filter((g) => !before.includes(g));
+    expect(made.filter((g) => g.includes('job-cancels'))).to.deep.equal([]);
 
-      // Restarts, and two workers at once: the groups stay the ones the first start made.
-      await first.close(0);
-      workers.splice(workers.indexOf(first), 1);
-      const late = job();
-      await cancel(late);
-      await request(late);
-      await Promise.all([startWorker(), startWorker()]);
-      await canceledWithoutRunning(late);
-      expect(await setup.groups()).to.deep.equal(groups);
-    });
+    // A cancel published while the job runs stops it.
+    const running = job();
+    await request(running);
+    await until(() => ran(running), 30_000, 'the running job');
+    await cancel(running);
+    await until(() => outcome(running) !== undefined, 30_000, 'the running job canceled');
+    const stopped = outcome(running);
+    expect(stopped?.type === 'media.job.failed' && stopped.data.error.code).to.equal('canceled');
+
+    // Restarts, and two workers at once: the groups stay the ones the first start made.
+    await first.close(0);
+    workers.splice(workers.indexOf(first), 1);
+    const late = job();
+    await cancel(late);
+    await request(late);
+    await Promise.all([startWorker(), startWorker()]);
+    await canceledWithoutRunning(late);
+    expect(await setup.groups()).to.deep.equal(groups);
   });
 }

@@ -30,10 +30,38 @@ async function kafkaCtl(command: 'stop' | 'start'): Promise<void> {
   await run('bash', [ctl, command], { env: process.env, timeout: 180_000 });
 }
 
-describe('Kafka bus (real broker)', function () {
-  let logLines: string[] = [];
-  let closers: Array<() => Promise<void>> = [];
+let logLines: string[] = [];
+let closers: Array<() => Promise<void>> = [];
+const newBus = (options: Partial<KafkaBusOptions> = {}): KafkaBus => {
+  const bus = createKafkaBus({
+    brokers: brokers(),
+    clientId: 'kafka-bus-test',
+    topicPrefix: newPrefix(),
+    logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
+    maxWaitTimeMs: 500,
+    ...options,
+  });
+  closers.push(() => bus.close());
+  return bus;
+};
+const subscribe = async (
+  bus: KafkaBus,
+  group: string,
+  handler: RecordHandler,
+  extra: { concurrency?: number } = {},
+): Promise<Subscription> => {
+  const sub = await bus.subscribe({
+    group,
+    topics: [topics.transcodeRequests],
+    fromBeginning: true,
+    handler,
+    ...extra,
+  });
+  closers.push(() => sub.close(0));
+  return sub;
+};
 
+describe('Kafka bus (real broker)', function () {
   before(() => {
     brokers();
   });
@@ -45,36 +73,18 @@ describe('Kafka bus (real broker)', function () {
     logLines = [];
   });
 
-  const newBus = (options: Partial<KafkaBusOptions> = {}): KafkaBus => {
-    const bus = createKafkaBus({
-      brokers: brokers(),
-      clientId: 'kafka-bus-test',
-      topicPrefix: newPrefix(),
-      logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
-      maxWaitTimeMs: 500,
-      ...options,
-    });
-    closers.push(() => bus.close());
-    return bus;
-  };
+  describesPublishThenSubscribeDeliversKey();
 
-  const subscribe = async (
-    bus: KafkaBus,
-    group: string,
-    handler: RecordHandler,
-    extra: { concurrency?: number } = {},
-  ): Promise<Subscription> => {
-    const sub = await bus.subscribe({
-      group,
-      topics: [topics.transcodeRequests],
-      fromBeginning: true,
-      handler,
-      ...extra,
-    });
-    closers.push(() => sub.close(0));
-    return sub;
-  };
+  describesTwoMembersOfOneGroup();
 
+  describesAHandlerThatHeartbeatsKeeps();
+
+  describesAMemberJoiningWhileA();
+
+  describesPublishRejectsWithBusUnavailableErrorWithin();
+});
+
+function describesPublishThenSubscribeDeliversKey(): void {
   it('publish then subscribe delivers key, value bytes and headers, on topics ensureTopics created', async function () {
     this.timeout(30_000);
     const prefix = newPrefix();
@@ -112,7 +122,9 @@ describe('Kafka bus (real broker)', function () {
     expect(Buffer.compare(got[0]?.value ?? Buffer.alloc(0), value)).to.equal(0);
     expect(got[0]?.headers).to.deep.equal({ 'ce-type': 'media.job.requested', note: 'é ✓' });
   });
+}
 
+function describesTwoMembersOfOneGroup(): void {
   it('two members of one group share the partitions and handle each record exactly once', async function () {
     this.timeout(40_000);
     const prefix = newPrefix();
@@ -149,7 +161,9 @@ describe('Kafka bus (real broker)', function () {
       'records handled by member b',
     ).to.be.greaterThan(0);
   });
+}
 
+function describesAHandlerThatHeartbeatsKeeps(): void {
   it('a handler that heartbeats keeps its partition past the session timeout', async function () {
     this.timeout(60_000);
     const sessionTimeoutMs = 6000;
@@ -206,7 +220,9 @@ describe('Kafka bus (real broker)', function () {
     expect(aborted, 'signal of the handler').to.equal(false);
     expect(deliveries).to.equal(1);
   });
+}
 
+function describesAMemberJoiningWhileA(): void {
   it('a member joining while a long handler runs does not wait for it: the group rebalances at once and the record finishes once', async function () {
     this.timeout(60_000);
     const prefix = newPrefix();
@@ -242,7 +258,9 @@ describe('Kafka bus (real broker)', function () {
       'member b got partitions',
     ).to.equal(true);
   });
+}
 
+function describesPublishRejectsWithBusUnavailableErrorWithin(): void {
   it('publish rejects with BusUnavailableError within publishTimeoutMs while the broker is down, and works again after', async function () {
     this.timeout(120_000);
     if (!process.env.TEST_KAFKA_CTL)
@@ -293,4 +311,4 @@ describe('Kafka bus (real broker)', function () {
     // A publish that timed out may still have landed: at-least-once, so compare distinct values.
     expect([...new Set(got.filter((v) => v !== 'while-down'))]).to.deep.equal(['before', 'after']);
   });
-});
+}

@@ -14,10 +14,37 @@ const work = (ms: number, signal: AbortSignal): Promise<void> =>
     });
   });
 
+const lines: string[] = [];
+const closers: Array<() => Promise<void>> = [];
+/** A bus whose log lines are kept (and shown if the test fails), each also given to `onLine`. */
+const newBus = (
+  prefix: string,
+  name: string,
+  numPartitions = 12,
+  onLine?: (line: string) => void,
+): KafkaBus => {
+  const bus = createKafkaBus({
+    brokers: brokers(),
+    clientId: name,
+    topicPrefix: prefix,
+    numPartitions,
+    sessionTimeoutMs: 6000,
+    maxWaitTimeMs: 500,
+    logger: createLogger({
+      level: onLine ? 'debug' : 'info',
+      base: { member: name },
+      write: (line) => {
+        lines.push(line);
+        onLine?.(line);
+      },
+    }),
+  });
+  closers.push(() => bus.close());
+  return bus;
+};
+
 describe('Kafka: the busy-aware assigner (real broker, bus level)', function () {
   this.timeout(240_000);
-  const lines: string[] = [];
-  const closers: Array<() => Promise<void>> = [];
   afterEach(async function () {
     await Promise.allSettled(closers.reverse().map((c) => c()));
     closers.length = 0;
@@ -25,33 +52,14 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
     lines.length = 0;
   });
 
-  /** A bus whose log lines are kept (and shown if the test fails), each also given to `onLine`. */
-  const newBus = (
-    prefix: string,
-    name: string,
-    numPartitions = 12,
-    onLine?: (line: string) => void,
-  ): KafkaBus => {
-    const bus = createKafkaBus({
-      brokers: brokers(),
-      clientId: name,
-      topicPrefix: prefix,
-      numPartitions,
-      sessionTimeoutMs: 6000,
-      maxWaitTimeMs: 500,
-      logger: createLogger({
-        level: onLine ? 'debug' : 'info',
-        base: { member: name },
-        write: (line) => {
-          lines.push(line);
-          onLine?.(line);
-        },
-      }),
-    });
-    closers.push(() => bus.close());
-    return bus;
-  };
+  describesAMemberJoiningOrStopping();
 
+  describesBeginsOnlyOnceTheAssignment();
+
+  describesTheIdleWatchASlot();
+});
+
+function describesAMemberJoiningOrStopping(): void {
   it('a member joining or stopping aborts no running record; waiting ones move to free slots', async () => {
     const prefix = newPrefix();
     const group = newGroup();
@@ -102,7 +110,9 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
       `      b's first start ${firstOnB} ms after it began to subscribe; a ran ${[...started.values()].filter((w) => w[0] === 'a').length}, b ${[...started.values()].filter((w) => w[0] === 'b').length}`,
     );
   });
+}
 
+function describesBeginsOnlyOnceTheAssignment(): void {
   it('begins only once the assignment is known: moved, it never began on the member it left', async () => {
     const prefix = newPrefix();
     const group = newGroup();
@@ -169,7 +179,9 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
     expect(moved, 'moved').to.deep.equal([`k0@${holder}`]);
     expect(began, 'where its work began').to.deep.equal([`k0@${other}`]);
   });
+}
 
+function describesTheIdleWatchASlot(): void {
   it('the idle watch: a slot freeing between rebalances takes a record waiting on another member', async () => {
     const prefix = newPrefix();
     const group = newGroup();
@@ -234,7 +246,7 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
     expect(nudges('a', crowded), "a's crowd nudges").to.equal(3);
     console.log(`      b took k0 ${tookMs} ms after its slot freed`);
   });
-});
+}
 
 describe('Kafka: records waiting behind a running one in a kept partition', function () {
   this.timeout(120_000);

@@ -44,12 +44,37 @@ function consoleProducer(
   });
 }
 
+let brokers: string;
+let files: TestServer;
+let stack: KafkaStack;
+let topic: string;
+const jobData = (jobId: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  ...transcodeRequested(files, 'input.mp4', `${jobId}.mp4`, {
+    jobId,
+    orgId: 'org-k',
+    transcode: { ...H264_MP4, width: 160 },
+    callbacks: fileCallbacks(files),
+  }),
+  ...extra,
+});
+/** Follows a job to its callback and to GET /jobs/:id; returns both. */
+async function followed(
+  jobId: string,
+  status: 'succeeded' | 'failed',
+): Promise<{ callback: Record<string, unknown>; job: Record<string, unknown> }> {
+  const callback = await files.waitForCallback((c) => c.body['jobId'] === jobId, 90_000);
+  expect(callback.body['status'], JSON.stringify(callback.body)).to.equal(status);
+  expect(callback.path).to.equal(status === 'succeeded' ? '/callbacks/ok' : '/callbacks/fail');
+  await eventually(
+    async () => (await stack.status(jobId))['status'] === status,
+    20_000,
+    `GET /jobs/${jobId} ${status}`,
+  );
+  return { callback: callback.body, job: await stack.status(jobId) };
+}
+
 describe('Kafka: jobs produced straight to the request topic as CloudEvents, by producers that are not ours', function () {
   this.timeout(240_000);
-  let brokers: string;
-  let files: TestServer;
-  let stack: KafkaStack;
-  let topic: string;
 
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
@@ -64,35 +89,16 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
     await files?.close();
   });
 
-  const jobData = (
-    jobId: string,
-    extra: Record<string, unknown> = {},
-  ): Record<string, unknown> => ({
-    ...transcodeRequested(files, 'input.mp4', `${jobId}.mp4`, {
-      jobId,
-      orgId: 'org-k',
-      transcode: { ...H264_MP4, width: 160 },
-      callbacks: fileCallbacks(files),
-    }),
-    ...extra,
-  });
+  describesTheCloudeventsSDKKafkaBinding();
 
-  /** Follows a job to its callback and to GET /jobs/:id; returns both. */
-  async function followed(
-    jobId: string,
-    status: 'succeeded' | 'failed',
-  ): Promise<{ callback: Record<string, unknown>; job: Record<string, unknown> }> {
-    const callback = await files.waitForCallback((c) => c.body['jobId'] === jobId, 90_000);
-    expect(callback.body['status'], JSON.stringify(callback.body)).to.equal(status);
-    expect(callback.path).to.equal(status === 'succeeded' ? '/callbacks/ok' : '/callbacks/fail');
-    await eventually(
-      async () => (await stack.status(jobId))['status'] === status,
-      20_000,
-      `GET /jobs/${jobId} ${status}`,
-    );
-    return { callback: callback.body, job: await stack.status(jobId) };
-  }
+  describesKafkaSOwnConsoleProducer();
 
+  describesAJobThatBreaksA();
+
+  describesAJobWhoseURLThe();
+});
+
+function describesTheCloudeventsSDKKafkaBinding(): void {
   it('the cloudevents SDK, Kafka binding, structured mode', async () => {
     const jobId = randomUUID();
     const event = new CloudEvent({
@@ -134,7 +140,9 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
     await produceRaw(brokers, topic, String(message.key), JSON.stringify(message.value), headers);
     await followed(jobId, 'succeeded');
   });
+}
 
+function describesKafkaSOwnConsoleProducer(): void {
   it("Kafka's own console producer: structured mode with only the required attributes, no content-type", async () => {
     const jobId = randomUUID();
     const event = {
@@ -171,7 +179,9 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
     );
     await followed(jobId, 'succeeded');
   });
+}
 
+function describesAJobThatBreaksA(): void {
   it('a job that breaks a field rule is failed with invalid_event naming the field, and its failure callback is sent', async () => {
     const jobId = randomUUID();
     const data = jobData(jobId, {
@@ -196,7 +206,9 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
       'data.transcode.bitrateKbps',
     );
   });
+}
 
+function describesAJobWhoseURLThe(): void {
   it('a job whose URL the address policy refuses is failed the same way; dead-lettered and counted by reason', async () => {
     const jobId = randomUUID();
     const data = jobData(jobId, {
@@ -237,7 +249,7 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
     expect(metrics).to.match(/^media_events_dead_lettered_total\{reason="url_forbidden"\} 1$/m);
     expect(metrics).to.match(/^media_events_dead_lettered_total\{reason="invalid_event"\} 1$/m);
   });
-});
+}
 
 /** The SDK leaves unset attributes in its headers as undefined; Kafka headers carry strings. */
 function definedHeaders(headers: Record<string, unknown>): Record<string, string> {

@@ -17,12 +17,28 @@ const { ConfigResourceTypes } = kafkajs;
 // DescribeConfigs' config source of a value set on the topic itself (KIP-226).
 const TOPIC_CONFIG_SOURCE = 1;
 
+let cluster: string[] = [];
+let logLines: string[] = [];
+const prefixes: { brokers: string[]; prefix: string }[] = [];
+let closers: Array<() => Promise<void>> = [];
+const newBus = (brokers: string[], options: Partial<KafkaBusOptions> = {}) => {
+  const prefix = newPrefix();
+  prefixes.push({ brokers, prefix });
+  const bus = createKafkaBus({
+    brokers,
+    clientId: 'durability-test',
+    topicPrefix: prefix,
+    logger: createLogger({ level: 'info', write: (line) => logLines.push(line) }),
+    ...options,
+  });
+  closers.push(() => bus.close());
+  return { bus, prefix };
+};
+const logged = (msg: string): Record<string, unknown>[] =>
+  logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r['msg'] === msg);
+
 describe('Kafka topic durability (three-broker cluster and single broker)', function () {
   this.timeout(240_000);
-  let cluster: string[] = [];
-  let logLines: string[] = [];
-  const prefixes: { brokers: string[]; prefix: string }[] = [];
-  let closers: Array<() => Promise<void>> = [];
 
   before(async () => {
     cluster = await startKafkaCluster();
@@ -42,23 +58,16 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
     await kafkaCluster('cluster-stop');
   });
 
-  const newBus = (brokers: string[], options: Partial<KafkaBusOptions> = {}) => {
-    const prefix = newPrefix();
-    prefixes.push({ brokers, prefix });
-    const bus = createKafkaBus({
-      brokers,
-      clientId: 'durability-test',
-      topicPrefix: prefix,
-      logger: createLogger({ level: 'info', write: (line) => logLines.push(line) }),
-      ...options,
-    });
-    closers.push(() => bus.close());
-    return { bus, prefix };
-  };
+  describesCreatesEveryTopicWith3();
 
-  const logged = (msg: string): Record<string, unknown>[] =>
-    logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r['msg'] === msg);
+  describesRefusesAnExistingTopicWith();
 
+  describesAServiceStartedOnSuch();
+
+  describesOnTheSingleTestBroker();
+});
+
+function describesCreatesEveryTopicWith3(): void {
   it('creates every topic with 3 replicas and min.insync.replicas 2 set on the topic, and logs each', async () => {
     const { bus, prefix } = newBus(cluster);
     const report = await bus.ensureTopics();
@@ -99,7 +108,9 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
     expect(lines.map((l) => l['topic'])).to.have.members(names);
     for (const l of lines) expect(l).to.include({ replicas: 3, minInsyncReplicas: 2 });
   });
+}
 
+function describesRefusesAnExistingTopicWith(): void {
   it('refuses an existing topic with one replica, naming it and the switch; the switch makes it a warning', async () => {
     const { bus, prefix } = newBus(cluster);
     const weak = prefix + topics.transcodeRequests;
@@ -139,7 +150,9 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
       reasons.some((r) => String(r).includes(`${weak} (1 replicas`)),
     );
   });
+}
 
+function describesAServiceStartedOnSuch(): void {
   it('a service started on such a topic exits with a configuration error, and starts with the switch', async () => {
     const prefix = newPrefix();
     prefixes.push({ brokers: cluster, prefix });
@@ -174,7 +187,9 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
     await started.waitForLog((r) => r['msg'] === 'notifier.started', 90_000);
     expect(started.logs.some((r) => r['msg'] === 'kafka.topics_durability_warning')).to.equal(true);
   });
+}
 
+function describesOnTheSingleTestBroker(): void {
   it('on the single test broker keeps one replica and leaves min.insync.replicas to the broker', async () => {
     const { bus, prefix } = newBus(singleBroker());
     const report = await bus.ensureTopics();
@@ -199,4 +214,4 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
     }).ensureTopics();
     expect(again.every((t) => !t.created && t.replicas === 1)).to.equal(true);
   });
-});
+}

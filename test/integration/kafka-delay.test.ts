@@ -6,10 +6,37 @@ import { brokers, newGroup, newPrefix, sleep, until } from '../support/kafka-tes
 
 // Scheduled records (notBefore) on a real broker: the delay topics and their forwarder.
 
+let logLines: string[] = [];
+let closers: Array<() => Promise<void>> = [];
+const newBus = (prefix: string): KafkaBus => {
+  const bus = createKafkaBus({
+    brokers: brokers(),
+    clientId: 'kafka-delay-test',
+    topicPrefix: prefix,
+    logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
+    maxWaitTimeMs: 200,
+    sessionTimeoutMs: 6000,
+  });
+  closers.push(() => bus.close());
+  return bus;
+};
+const collect = async (
+  bus: KafkaBus,
+  group = newGroup(),
+): Promise<{ got: { record: BusRecord; at: number }[]; sub: Subscription }> => {
+  const got: { record: BusRecord; at: number }[] = [];
+  const sub = await bus.subscribe({
+    group,
+    topics: [topics.transcodeRequests],
+    fromBeginning: true,
+    handler: async (record) => void got.push({ record, at: Date.now() }),
+  });
+  closers.push(() => sub.close(0));
+  return { got, sub };
+};
+
 describe('Kafka bus: scheduled records through the delay topics (real broker)', function () {
   this.timeout(60_000);
-  let logLines: string[] = [];
-  let closers: Array<() => Promise<void>> = [];
 
   afterEach(async function () {
     await Promise.allSettled(closers.reverse().map((close) => close()));
@@ -18,34 +45,10 @@ describe('Kafka bus: scheduled records through the delay topics (real broker)', 
     logLines = [];
   });
 
-  const newBus = (prefix: string): KafkaBus => {
-    const bus = createKafkaBus({
-      brokers: brokers(),
-      clientId: 'kafka-delay-test',
-      topicPrefix: prefix,
-      logger: createLogger({ level: 'warn', write: (line) => logLines.push(line) }),
-      maxWaitTimeMs: 200,
-      sessionTimeoutMs: 6000,
-    });
-    closers.push(() => bus.close());
-    return bus;
-  };
+  describesDeliversARecordNoEarlier();
+});
 
-  const collect = async (
-    bus: KafkaBus,
-    group = newGroup(),
-  ): Promise<{ got: { record: BusRecord; at: number }[]; sub: Subscription }> => {
-    const got: { record: BusRecord; at: number }[] = [];
-    const sub = await bus.subscribe({
-      group,
-      topics: [topics.transcodeRequests],
-      fromBeginning: true,
-      handler: async (record) => void got.push({ record, at: Date.now() }),
-    });
-    closers.push(() => sub.close(0));
-    return { got, sub };
-  };
-
+function describesDeliversARecordNoEarlier(): void {
   it('delivers a record no earlier than its due time, and it holds no partition meanwhile', async () => {
     const bus = newBus(newPrefix());
     const { got } = await collect(bus);
@@ -96,4 +99,4 @@ describe('Kafka bus: scheduled records through the delay topics (real broker)', 
     await sleep(1000);
     expect(got).to.have.length(1);
   });
-});
+}

@@ -14,14 +14,14 @@ import {
 
 const run = promisify(execFile);
 
+let files: TestServer;
+let stack: KafkaStack;
+let kafkaCtl: string;
+const job = (name: string, input = 'short.mp4'): Record<string, unknown> =>
+  transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
+
 describe('Kafka fault tests: a killed worker, a broker that goes away', function () {
   this.timeout(300_000);
-  let files: TestServer;
-  let stack: KafkaStack;
-  let kafkaCtl: string;
-
-  const job = (name: string, input = 'short.mp4'): Record<string, unknown> =>
-    transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
 
   before(async () => {
     kafkaCtl = requireEnv('TEST_KAFKA_CTL');
@@ -37,6 +37,12 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     await files?.close();
   });
 
+  describesAWorkerSIGKILLedMidJob();
+
+  describesBrokerStoppedAndRestartedDuring();
+});
+
+function describesAWorkerSIGKILLedMidJob(): void {
   it('a worker SIGKILLed mid-job: the job is redelivered to the other worker and succeeds once', async () => {
     const ack = await stack.submit('/transcode', { ...job('killed.mp4', 'long.mp4'), width: 1280 });
     const id = String(ack.body['id']);
@@ -87,7 +93,9 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     await new Promise((r) => setTimeout(r, 1000));
     expect(files.callbacks.filter((c) => c.body['jobId'] === id)).to.have.length(1);
   });
+}
 
+function describesBrokerStoppedAndRestartedDuring(): void {
   it('broker stopped and restarted during a burst: outage submissions get 503 quickly, every acknowledged job ends', async () => {
     const acked: string[] = [];
     const during: { status: number; ms: number }[] = [];
@@ -123,4 +131,4 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
         id,
       ).to.have.length(1);
   });
-});
+}

@@ -14,44 +14,44 @@ import { freePort, spawnService, type SpawnedService } from '../support/spawn-se
 const OTHER_KEY = 'kafka-other-org-key-0123456789';
 const ingressMain = new URL('../../services/ingress/main.ts', import.meta.url).pathname;
 
+let files: TestServer;
+let stack: KafkaStack;
+const extra: SpawnedService[] = [];
+const job = (name: string, input = 'short.mp4'): Record<string, unknown> =>
+  transcodeBody(files, input, name, { apiKey: STACK_KEY, ...fileCallbacks(files) });
+const submit = async (base: string, body: Record<string, unknown>, key?: string) => {
+  const res = await fetch(`${base}/transcode`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+/** A repeat, tried again while the copy has not read the first request yet (409 in progress). */
+const repeat = async (base: string, body: Record<string, unknown>, key: string) => {
+  let last = await submit(base, body, key);
+  await eventually(
+    async () => {
+      if (!/still being recorded/.test(String(last.body['error']))) return true;
+      last = await submit(base, body, key);
+      return false;
+    },
+    30_000,
+    'the copy to read the first request',
+  );
+  return last;
+};
+const known = async (base: string, id: string) =>
+  (await fetch(`${base}/jobs/${id}`, { headers: { 'x-api-key': STACK_KEY } })).status === 200;
+const url = (i: number) => stack.ingresses[i]?.url ?? '';
+const startedOn = (id: string) =>
+  stack.workers.transcoder.flatMap((w) =>
+    w.logs.filter((r) => r['msg'] === 'job.started' && r['jobId'] === id).map(() => w),
+  );
+
 describe('Kafka: idempotent submissions across ingress copies and a restart; cancel reaching a worker process', function () {
   this.timeout(300_000);
-  let files: TestServer;
-  let stack: KafkaStack;
-  const extra: SpawnedService[] = [];
-
-  const job = (name: string, input = 'short.mp4'): Record<string, unknown> =>
-    transcodeBody(files, input, name, { apiKey: STACK_KEY, ...fileCallbacks(files) });
-  const submit = async (base: string, body: Record<string, unknown>, key?: string) => {
-    const res = await fetch(`${base}/transcode`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  /** A repeat, tried again while the copy has not read the first request yet (409 in progress). */
-  const repeat = async (base: string, body: Record<string, unknown>, key: string) => {
-    let last = await submit(base, body, key);
-    await eventually(
-      async () => {
-        if (!/still being recorded/.test(String(last.body['error']))) return true;
-        last = await submit(base, body, key);
-        return false;
-      },
-      30_000,
-      'the copy to read the first request',
-    );
-    return last;
-  };
-  const known = async (base: string, id: string) =>
-    (await fetch(`${base}/jobs/${id}`, { headers: { 'x-api-key': STACK_KEY } })).status === 200;
-  const url = (i: number) => stack.ingresses[i]?.url ?? '';
-  const startedOn = (id: string) =>
-    stack.workers.transcoder.flatMap((w) =>
-      w.logs.filter((r) => r['msg'] === 'job.started' && r['jobId'] === id).map(() => w),
-    );
 
   before(async () => {
     requireEnv('TEST_KAFKA_BROKERS');
@@ -71,6 +71,12 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
     await files?.close();
   });
 
+  describesARepeatAtTheOther();
+
+  describesHoldsAcrossARestartA();
+});
+
+function describesARepeatAtTheOther(): void {
   it('a repeat at the other copy answers the first acknowledgement; another body is 409; another organisation is independent', async () => {
     const body = job('seq.mp4');
     const first = await submit(url(0), body, 'seq-key');
@@ -127,7 +133,9 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
     const createdAt = [a.body['createdAt'], b.body['createdAt']].map(String).sort()[0];
     for (const i of [0, 1]) expect((await stack.status(id, i))['createdAt']).to.equal(createdAt);
   });
+}
 
+function describesHoldsAcrossARestartA(): void {
   it('holds across a restart: a new ingress process answers the first acknowledgement', async () => {
     const body = job('restart.mp4');
     const first = await submit(url(0), body, 'restart-key');
@@ -185,4 +193,4 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
     });
     expect(late.status).to.equal(409);
   });
-});
+}

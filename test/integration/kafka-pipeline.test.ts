@@ -18,11 +18,12 @@ const transcode = (
 ): Record<string, unknown> =>
   transcodeBody(files, 'input.mp4', name, { width: 160, ...fileCallbacks(files), ...extra });
 
+let files: TestServer;
+let stack: KafkaStack;
+let brokers: string;
+
 describe('Kafka: the services as separate processes on a real broker', function () {
   this.timeout(240_000);
-  let files: TestServer;
-  let stack: KafkaStack;
-  let brokers: string;
 
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
@@ -36,6 +37,18 @@ describe('Kafka: the services as separate processes on a real broker', function 
     await files?.close();
   });
 
+  describesHttpKafkaTranscoderEventsNotifier();
+
+  describesEachWorkerProcessServesHealthz();
+
+  describesAPoisonMessageGoesTo();
+
+  describesNoCredentialValueOrAPI();
+
+  describesAnotherSystemCanProduceA();
+});
+
+function describesHttpKafkaTranscoderEventsNotifier(): void {
   it('HTTP → Kafka → transcoder → events → notifier → callback; status visible on another ingress', async () => {
     const ack = await stack.submit('/transcode', transcode(files, 'one.mp4'));
     expect(ack.status).to.equal(200);
@@ -79,7 +92,9 @@ describe('Kafka: the services as separate processes on a real broker', function 
     expect(doneBy(a), 'first transcoder did some').to.be.greaterThan(0);
     expect(doneBy(b), 'second transcoder did some').to.be.greaterThan(0);
   });
+}
 
+function describesEachWorkerProcessServesHealthz(): void {
   it('each worker process serves /healthz, /readyz and /metrics with its job counts', async () => {
     const worker = stack.workers.transcoder[0];
     const started = worker?.logs.find((r) => r['msg'] === 'transcoder.started');
@@ -118,7 +133,9 @@ describe('Kafka: the services as separate processes on a real broker', function 
     expect(callback.body['status']).to.equal('succeeded');
     expect((callback.body['result'] as Record<string, unknown>)['format']).to.equal('mp4');
   });
+}
 
+function describesAPoisonMessageGoesTo(): void {
   it('a poison message goes to the dead-letter topic and the next good job still runs', async () => {
     await produceRaw(
       brokers,
@@ -147,7 +164,9 @@ describe('Kafka: the services as separate processes on a real broker', function 
     expect(reasons.every((r) => r.reason === 'invalid_event')).to.equal(true);
     expect(dead[0]?.headers['dlq-reason']).to.equal('invalid_event');
   });
+}
 
+function describesNoCredentialValueOrAPI(): void {
   it('no credential value or API key is in the raw bytes of any topic', async () => {
     const secret = 'SECRET-access-key-value-4242';
     const ack = await stack.submit(
@@ -184,7 +203,9 @@ describe('Kafka: the services as separate processes on a real broker', function 
     const mine = requests.find((r) => r.key === id);
     expect(JSON.parse(mine?.value.toString() ?? '{}').data.input.creds.alg).to.equal('A256GCM');
   });
+}
 
+function describesAnotherSystemCanProduceA(): void {
   it('another system can produce a job straight to Kafka (examples/produce-transcode-job.ts)', async () => {
     const example = new URL('../../examples/produce-transcode-job.ts', import.meta.url).pathname;
     const { stdout } = await promisify(execFile)(process.execPath, [example], {
@@ -210,4 +231,4 @@ describe('Kafka: the services as separate processes on a real broker', function 
       'status succeeded',
     );
   });
-});
+}

@@ -11,12 +11,18 @@ import {
 } from '../support/kafka-stack.ts';
 import { produceRaw, readTopic } from '../support/kafka-raw.ts';
 
+let brokers: string;
+let registryUrl: string;
+let files: TestServer;
+let stack: KafkaStack;
+const body = (name: string): Record<string, unknown> =>
+  transcodeBody(files, 'input.mp4', name, {
+    encoder: 'vp9',
+    successUrl: `${files.url}/callbacks/ok`,
+  });
+
 describe('Kafka with a Confluent-compatible schema registry (Apicurio)', function () {
   this.timeout(240_000);
-  let brokers: string;
-  let registryUrl: string;
-  let files: TestServer;
-  let stack: KafkaStack;
 
   before(async () => {
     brokers = requireEnv('TEST_KAFKA_BROKERS');
@@ -31,12 +37,12 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     await files?.close();
   });
 
-  const body = (name: string): Record<string, unknown> =>
-    transcodeBody(files, 'input.mp4', name, {
-      encoder: 'vp9',
-      successUrl: `${files.url}/callbacks/ok`,
-    });
+  describesJobsRunEndToEnd();
 
+  describesConsumersStillReadPlainJSON();
+});
+
+function describesJobsRunEndToEnd(): void {
   it('jobs run end to end with registry-framed events, and the schema is registered per topic', async () => {
     const ack = await stack.submit('/transcode', body('framed.mp4'));
     expect(ack.status).to.equal(200);
@@ -83,7 +89,9 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
       expect(found.schema).to.equal(shipped);
     }
   });
+}
 
+function describesConsumersStillReadPlainJSON(): void {
   it('consumers still read plain JSON events produced by systems that do not use the registry', async () => {
     const jobId = crypto.randomUUID();
     const envelope = {
@@ -129,4 +137,4 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     });
     expect(dead.map((d) => d.key)).to.include('unknown-schema');
   });
-});
+}

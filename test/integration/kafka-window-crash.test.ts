@@ -12,13 +12,13 @@ const succeededJobs = (w: SpawnedService | undefined): string[] =>
 
 // Transcoders with the default session timeout (KAFKA_SESSION_TIMEOUT_MS unset), one CPU and
 // one transfer slot each, and a window of four records, so a backlog fills it.
+let files: TestServer;
+let stack: KafkaStack;
+const job = (name: string, input: string): Record<string, unknown> =>
+  transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
+
 describe('Kafka: a worker killed with a full window (real broker)', function () {
   this.timeout(400_000);
-  let files: TestServer;
-  let stack: KafkaStack;
-
-  const job = (name: string, input: string): Record<string, unknown> =>
-    transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
 
   before(async () => {
     ({ files, stack } = await startStackWithClips(
@@ -40,6 +40,12 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     await files?.close();
   });
 
+  describesKill9MidBacklogEvery();
+
+  describesKill9MidJobThe();
+});
+
+function describesKill9MidBacklogEvery(): void {
   it('kill -9 mid-backlog: every acknowledged job ends exactly once, with one callback; finished ones are not run again', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 16; i += 1) {
@@ -83,7 +89,9 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     const rerun = startedJobs(b).filter((id) => doneOnA.has(id));
     expect(rerun, 'jobs finished on the killed worker and run again').to.deep.equal([]);
   });
+}
 
+function describesKill9MidJobThe(): void {
   it('kill -9 mid-job: the job resumes on the other worker in under 40 s with the default settings', async () => {
     const survivor = stack.workers.transcoder.find(
       (w) => w.child.exitCode === null && w.child.signalCode === null,
@@ -122,4 +130,4 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     expect(resumedMs, 'time from kill -9 to the job starting elsewhere (ms)').to.be.below(40_000);
     await files.waitForCallback((c) => c.body['jobId'] === id, 200_000);
   });
-});
+}

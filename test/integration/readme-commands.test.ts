@@ -98,10 +98,35 @@ async function serveUntil(
   return { output };
 }
 
+let commands: string[];
+let dataDir: string;
+/** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */
+async function produceExample(extraEnv: Record<string, string>) {
+  const brokers = requireEnv('TEST_KAFKA_BROKERS');
+  const prefix = `readme-${randomUUID().slice(0, 8)}.`;
+  const ran = await run(
+    ['run', '--silent', 'example:produce'],
+    {
+      KAFKA_BROKERS: brokers,
+      TOPIC_PREFIX: prefix,
+      ORG_ID: 'acme',
+      INPUT_URL: 'https://files.example.com/in.mp4',
+      OUTPUT_URL: 'https://files.example.com/out.webm',
+      ...extraEnv,
+    },
+    60_000,
+  );
+  expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+  const id = ran.stdout.trim();
+  const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
+    minRecords: 1,
+    timeoutMs: 15_000,
+  });
+  return { id, records };
+}
+
 describe('README commands, run as written with the machine’s own node on PATH', function () {
   this.timeout(300_000);
-  let commands: string[];
-  let dataDir: string;
 
   before(async () => {
     const docs = (await readdir(join(root, 'docs'), { recursive: true }))
@@ -117,6 +142,43 @@ describe('README commands, run as written with the machine’s own node on PATH'
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  describesNoCommandRunsATs();
+
+  for (const script of ['generate:types', 'generate:openapi', 'generate:config-table'])
+    it(`npm run ${script}`, async () => {
+      const ran = await run(['run', script], {}, 60_000);
+      expect(ran.code, ran.stderr).to.equal(0);
+    });
+
+  describesNpmRunBenchTranscode1();
+
+  describesNpmRunBenchSummary1();
+
+  describesNpmRunBenchBacklog3();
+
+  describesNpmRunSilentExampleProduce();
+
+  for (const service of ['ingress', 'transcoder', 'summarizer', 'notifier'] as const)
+    it(`npm run start:${service} (on the test broker)`, async () => {
+      const env = {
+        KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
+        KAFKA_TOPIC_PREFIX: `readme-${randomUUID().slice(0, 8)}.`,
+        CREDENTIALS_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
+        API_KEYS: 'readme-test-key-0123456789:acme',
+        // The notifier refuses to send unsigned callbacks unless told to.
+        WEBHOOK_SECRETS: `acme:whsec_${Buffer.alloc(24, 7).toString('base64')}`,
+        PORT: '0',
+        METRICS_PORT: '0',
+      };
+      const ready =
+        service === 'ingress'
+          ? /"msg":"ingress.listening"/
+          : new RegExp(`"msg":"${service}.started"`);
+      await serveUntil(['run', `start:${service}`], env, ready, 120_000);
+    });
+});
+
+function describesNoCommandRunsATs(): void {
   it('no command runs a .ts file with whatever node the machine has: all go through npm', () => {
     expect(commands.length).to.be.greaterThan(5);
     const direct = commands.filter(
@@ -157,13 +219,9 @@ describe('README commands, run as written with the machine’s own node on PATH'
     const unknown = commands.filter((c) => !known.some((k) => k.test(program(c)) || k.test(c)));
     expect(unknown, 'commands of README.md and docs/ this test does not cover').to.deep.equal([]);
   });
+}
 
-  for (const script of ['generate:types', 'generate:openapi', 'generate:config-table'])
-    it(`npm run ${script}`, async () => {
-      const ran = await run(['run', script], {}, 60_000);
-      expect(ran.code, ran.stderr).to.equal(0);
-    });
-
+function describesNpmRunBenchTranscode1(): void {
   it('npm run bench:transcode -- 1 1 h264 (short arguments)', async () => {
     const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
@@ -215,7 +273,9 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(/on, traceparent +\d+ µs/);
     expect(ran.stdout).to.match(/no-op tracing calls of one submission: \d+ ns/);
   });
+}
 
+function describesNpmRunBenchSummary1(): void {
   it('npm run bench:summary -- 1 0.5 mp4,gif@160 (short arguments, a GIF with a width)', async () => {
     const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4,gif@160'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
@@ -273,7 +333,9 @@ describe('README commands, run as written with the machine’s own node on PATH'
     expect(ran.stdout).to.match(/GET \/jobs\/:id of the newest job answered 200 [\d.]+ s after/);
     expect(ran.stdout).to.match(/the 10 newest found: 10\/10; the oldest answers 200/);
   });
+}
 
+function describesNpmRunBenchBacklog3(): void {
   it('npm run bench:backlog -- 3 all-in-one (a short burst)', async () => {
     const ran = await run(['run', 'bench:backlog', '--', '3', 'all-in-one'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
@@ -282,32 +344,9 @@ describe('README commands, run as written with the machine’s own node on PATH'
     );
     expect(ran.stdout).to.match(/machine CPU while draining \(\/proc\/stat\): \d+ % \(cpu0 \d+ %/);
   });
+}
 
-  /** Runs the README's example producer on a fresh topic prefix; its job id and the records it wrote. */
-  async function produceExample(extraEnv: Record<string, string>) {
-    const brokers = requireEnv('TEST_KAFKA_BROKERS');
-    const prefix = `readme-${randomUUID().slice(0, 8)}.`;
-    const ran = await run(
-      ['run', '--silent', 'example:produce'],
-      {
-        KAFKA_BROKERS: brokers,
-        TOPIC_PREFIX: prefix,
-        ORG_ID: 'acme',
-        INPUT_URL: 'https://files.example.com/in.mp4',
-        OUTPUT_URL: 'https://files.example.com/out.webm',
-        ...extraEnv,
-      },
-      60_000,
-    );
-    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
-    const id = ran.stdout.trim();
-    const records = await readTopic(brokers, `${prefix}media.jobs.transcode.v1`, {
-      minRecords: 1,
-      timeoutMs: 15_000,
-    });
-    return { id, records };
-  }
-
+function describesNpmRunSilentExampleProduce(): void {
   it('npm run --silent example:produce (against the test broker)', async () => {
     const { id, records } = await produceExample({ SUCCESS_URL: 'https://hooks.example.com/ok' });
     expect(id).to.match(/^[0-9a-f-]{36}$/);
@@ -362,23 +401,4 @@ describe('README commands, run as written with the machine’s own node on PATH'
     );
     expect(output).to.contain('"msg":"service.stopping"');
   });
-
-  for (const service of ['ingress', 'transcoder', 'summarizer', 'notifier'] as const)
-    it(`npm run start:${service} (on the test broker)`, async () => {
-      const env = {
-        KAFKA_BROKERS: requireEnv('TEST_KAFKA_BROKERS'),
-        KAFKA_TOPIC_PREFIX: `readme-${randomUUID().slice(0, 8)}.`,
-        CREDENTIALS_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
-        API_KEYS: 'readme-test-key-0123456789:acme',
-        // The notifier refuses to send unsigned callbacks unless told to.
-        WEBHOOK_SECRETS: `acme:whsec_${Buffer.alloc(24, 7).toString('base64')}`,
-        PORT: '0',
-        METRICS_PORT: '0',
-      };
-      const ready =
-        service === 'ingress'
-          ? /"msg":"ingress.listening"/
-          : new RegExp(`"msg":"${service}.started"`);
-      await serveUntil(['run', `start:${service}`], env, ready, 120_000);
-    });
-});
+}

@@ -69,6 +69,12 @@ function azureSharedKey(
 describe('test services (scripts/test-services)', function () {
   this.timeout(30_000);
 
+  describesHasEveryTESTVariableSet();
+
+  describesFfmpegRunsAndDrawsText();
+});
+
+function describesHasEveryTESTVariableSet(): void {
   it('has every TEST_* variable set', () => {
     const missing = VARIABLES.filter((name) => !process.env[name]);
     expect(
@@ -124,7 +130,9 @@ describe('test services (scripts/test-services)', function () {
     expect(res.status, body).to.equal(200);
     expect(body).to.contain('EnumerationResults');
   });
+}
 
+function describesFfmpegRunsAndDrawsText(): void {
   it('ffmpeg runs and draws text with the test font', async () => {
     const ffmpeg = env('TEST_FFMPEG');
     const font = env('TEST_FONT_FILE');
@@ -162,4 +170,4 @@ describe('test services (scripts/test-services)', function () {
     expect(scores.pooled_metrics.vmaf.mean).to.be.greaterThan(95);
     await rm(dirname(log), { recursive: true, force: true });
   });
-});
+}

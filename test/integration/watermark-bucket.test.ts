@@ -32,13 +32,14 @@ const KEY_A = 'wm-bucket-key-a-0123456789';
 const KEY_B = 'wm-bucket-key-b-0123456789';
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 
+let endpoint: string;
+let admin: S3Client;
+let bucket: string;
+let work: string;
+let png: Buffer;
+
 describe('watermark library in an S3-compatible bucket', function () {
   this.timeout(180_000);
-  let endpoint: string;
-  let admin: S3Client;
-  let bucket: string;
-  let work: string;
-  let png: Buffer;
 
   before(async () => {
     endpoint = requireEnv('TEST_S3_ENDPOINT');
@@ -60,6 +61,12 @@ describe('watermark library in an S3-compatible bucket', function () {
     await rm(work, { recursive: true, force: true });
   });
 
+  describesPutsListsFetchesAndRemoves();
+
+  describesAllInOneWithWATERMARK();
+});
+
+function describesPutsListsFetchesAndRemoves(): void {
   it('puts, lists, fetches and removes per organisation', async () => {
     const library = createBucketLibrary({ bucket, region: 'us-east-1', endpoint, credentials });
     try {
@@ -105,7 +112,9 @@ describe('watermark library in an S3-compatible bucket', function () {
       library.close();
     }
   });
+}
 
+function describesAllInOneWithWATERMARK(): void {
   describe('all-in-one with WATERMARK_BUCKET', () => {
     let files: TestServer;
     let app: AllInOne;
@@ -168,4 +177,4 @@ describe('watermark library in an S3-compatible bucket', function () {
       expect(gone['code']).to.equal('watermark_unavailable');
     });
   });
-});
+}

@@ -13,20 +13,28 @@ import { jobInputOf, mediaInfo } from '../support/job-input.ts';
 
 const graphOf = (args: string[]): string => args[args.indexOf('-filter_complex') + 1] ?? '';
 
-describe('ladder arguments', () => {
-  const info = mediaInfo({ width: 1280, height: 720 });
-  const input = jobInputOf('/in/input', info);
-  const rungs = defaultLadder(info.video);
-  const base = {
-    input,
-    rungs,
-    encoder: 'h264' as const,
-    segmentSeconds: 4,
-    outDir: '/o',
-    threads: 2,
-    passLogPrefix: '/w/ladder-pass',
-  };
+const info = mediaInfo({ width: 1280, height: 720 });
+const input = jobInputOf('/in/input', info);
+const rungs = defaultLadder(info.video);
+const base = {
+  input,
+  rungs,
+  encoder: 'h264' as const,
+  segmentSeconds: 4,
+  outDir: '/o',
+  threads: 2,
+  passLogPrefix: '/w/ladder-pass',
+};
 
+describe('ladder arguments', () => {
+  describesOneInputThePictureMade();
+
+  describesTwoPasses();
+
+  describesTheRungsQualityReference();
+});
+
+function describesOneInputThePictureMade(): void {
   it('one input, the picture made once at the top size then split and scaled down per rung', () => {
     const args = buildLadderArgs(base);
     expect(args.filter((a) => a === '-i')).to.have.length(1);
@@ -69,7 +77,9 @@ describe('ladder arguments', () => {
     expect(graph).to.contain("[sp]select='gte(t\\,2.500)',scale=1280:720");
     expect(args.slice(-3)).to.deep.equal(['-update', '1', '/o/thumbnails/poster.jpg']);
   });
+}
 
+function describesTwoPasses(): void {
   describe('two passes', () => {
     const withExtras = {
       ...base,
@@ -117,7 +127,9 @@ describe('ladder arguments', () => {
       expect(encode).to.not.include('-pass');
     });
   });
+}
 
+function describesTheRungsQualityReference(): void {
   describe("the rungs' quality reference", () => {
     const watermark = {
       inputs: ['/w/logo.png'],
@@ -169,4 +181,4 @@ describe('ladder arguments', () => {
       expect(() => ladderReference(input, [])).to.throw(/at least one rung/);
     });
   });
-});
+}

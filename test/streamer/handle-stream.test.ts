@@ -45,20 +45,21 @@ function expectRungQuality(q: QualityReport | undefined): void {
   else expect(q?.missing.map((m) => m.metric)).to.deep.equal(['vmaf']);
 }
 
+let input: StreamFileServer;
+const handler = createStreamHandler(testMediaJobDeps());
+const job = (out: StreamFileServer, spec: StreamSpec = {}): JobRequested => ({
+  jobId: '00000000-0000-4000-8000-000000000024',
+  kind: 'stream',
+  orgId: 'o',
+  attempt: 1,
+  submittedAt: new Date().toISOString(),
+  input: { url: `${input.url}/in.mp4` },
+  output: { url: `${out.url}/streams/film/` },
+  stream: { segmentSeconds: 2, thumbnails: { intervalSeconds: 2 }, ...spec },
+});
+
 describe('stream handler: encode, verify, publish (file server)', function () {
   this.timeout(120_000);
-  let input: StreamFileServer;
-  const handler = createStreamHandler(testMediaJobDeps());
-  const job = (out: StreamFileServer, spec: StreamSpec = {}): JobRequested => ({
-    jobId: '00000000-0000-4000-8000-000000000024',
-    kind: 'stream',
-    orgId: 'o',
-    attempt: 1,
-    submittedAt: new Date().toISOString(),
-    input: { url: `${input.url}/in.mp4` },
-    output: { url: `${out.url}/streams/film/` },
-    stream: { segmentSeconds: 2, thumbnails: { intervalSeconds: 2 }, ...spec },
-  });
 
   before(async () => {
     input = await startStreamFileServer();
@@ -72,6 +73,18 @@ describe('stream handler: encode, verify, publish (file server)', function () {
   });
   after(() => input.close());
 
+  describesPublishesEveryObjectPlaylistsAfter();
+
+  describesThePerFrameFiguresAsked();
+
+  describesDashAloneNoMediaPlaylists();
+
+  describesACancelWhileTheStore();
+
+  describesACallerLadderAboveThe();
+});
+
+function describesPublishesEveryObjectPlaylistsAfter(): void {
   it('publishes every object, playlists after the media they name and the two manifests last', async () => {
     const out = await startStreamFileServer();
     try {
@@ -136,7 +149,9 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       await out.close();
     }
   });
+}
 
+function describesThePerFrameFiguresAsked(): void {
   it('the per-frame figures asked for: a quality.json in each rung folder, published with it and counted in the objects and bytes, not in the rung', async () => {
     const out = await startStreamFileServer();
     try {
@@ -184,7 +199,9 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       await out.close();
     }
   });
+}
 
+function describesDashAloneNoMediaPlaylists(): void {
   it('DASH alone: no media playlists, one manifest', async () => {
     const out = await startStreamFileServer();
     try {
@@ -240,7 +257,9 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       await out.close();
     }
   });
+}
 
+function describesACancelWhileTheStore(): void {
   it('a cancel while the store still writes an upload: removed once its answer came, not after a guess', async () => {
     const stop = new AbortController();
     // The store takes 1.5 s after the body to keep seg_00001 (longer than the second removal
@@ -297,7 +316,9 @@ describe('stream handler: encode, verify, publish (file server)', function () {
       await out.close();
     }
   });
+}
 
+function describesACallerLadderAboveThe(): void {
   it('a caller ladder above the input is refused before any encode', async () => {
     const out = await startStreamFileServer();
     try {
@@ -329,4 +350,4 @@ describe('stream handler: encode, verify, publish (file server)', function () {
     ).to.equal(1.8);
     expect(ladderCost([r(320, 240)])).to.equal(1);
   });
-});
+}

@@ -92,12 +92,13 @@ async function encode(
   });
 }
 
+let dir: string;
+let input: JobInput;
+let rungs: Rung[];
+let ladder: WrittenLadder;
+
 describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', function () {
   this.timeout(120_000);
-  let dir: string;
-  let input: JobInput;
-  let rungs: Rung[];
-  let ladder: WrittenLadder;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ladder-'));
@@ -117,6 +118,45 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
+  describesIsOneFfmpegReadingThe();
+
+  describesTheMasterDeclaresCODECSRESOLUTION();
+
+  describesTheSameDecodeMakesA();
+
+  const others: ['h265' | 'vp9', string, RegExp, string][] = [
+    ['h265', 'hevc', /^hvc1\.1\.6\.L\d+(\.[0-9A-F]{1,2})+$/, 'hvc1'],
+    ['vp9', 'vp9', /^vp09\.00\.\d\d\.08$/, 'vp09'],
+  ];
+  for (const [encoder, codec, codecs, tag] of others)
+    it(`${encoder}: every rung in CMAF as ${tag}, keyframes at the same boundaries, its codec string declared`, async () => {
+      const sub = join(dir, encoder);
+      const written = await encode(sub, input, rungs, encoder);
+      const times: string[] = [];
+      for (const rung of rungs) {
+        const r = written.renditions.find((x) => x.name === rung.name);
+        expect(r?.codecs).to.match(codecs);
+        const path = await joined(join(sub, 'out'), rung.name, written);
+        const probed = await videoPackets(path);
+        expect([probed.codec, probed.w, probed.h]).to.deep.equal([codec, rung.width, rung.height]);
+        const { stdout } = await run(FFPROBE, [
+          ...['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_tag_string'],
+          ...['-of', 'csv=p=0', path],
+        ]);
+        expect(stdout.trim()).to.equal(tag);
+        const keys = probed.packets
+          .filter((p) => p.flags.startsWith('K'))
+          .map((p) => Number(p.pts_time));
+        times.push(keys.map((t) => (t - (keys[0] ?? 0)).toFixed(2)).join());
+      }
+      expect(new Set(times)).to.have.property('size', 1);
+      expect(times[0]).to.equal('0.00,2.00,4.00,6.00');
+      const master = await readFile(join(sub, 'out', 'master.m3u8'), 'utf8');
+      expect(master).to.contain(`CODECS="${written.renditions[0]?.codecs},mp4a.40.2"`);
+    });
+});
+
+function describesIsOneFfmpegReadingThe(): void {
   it('is one ffmpeg reading the input once and splitting it to every rung', () => {
     const args = buildLadderArgs({
       input,
@@ -152,7 +192,9 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
     }
     expect(new Set(starts.map((s) => s.join()))).to.have.property('size', 1);
   });
+}
 
+function describesTheMasterDeclaresCODECSRESOLUTION(): void {
   it('the master declares CODECS, RESOLUTION, FRAME-RATE and measured bandwidths the rungs keep to', async () => {
     const out = join(dir, 'out');
     const master = await readFile(join(out, 'master.m3u8'), 'utf8');
@@ -203,7 +245,9 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
     expect(mpd).to.match(/<Representation id="480p"[^>]*width="852" height="480"/);
     expect(mpd).to.contain('<AudioChannelConfiguration');
   });
+}
 
+function describesTheSameDecodeMakesA(): void {
   it('the same decode makes a poster, a sprite sheet and a WebVTT track of its tiles', async () => {
     const out = join(dir, 'out');
     expect(ladder.thumbnails).to.deep.equal({
@@ -261,35 +305,4 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
       expect([probed.w, probed.h]).to.deep.equal([rung.width, rung.height]);
     }
   });
-
-  const others: ['h265' | 'vp9', string, RegExp, string][] = [
-    ['h265', 'hevc', /^hvc1\.1\.6\.L\d+(\.[0-9A-F]{1,2})+$/, 'hvc1'],
-    ['vp9', 'vp9', /^vp09\.00\.\d\d\.08$/, 'vp09'],
-  ];
-  for (const [encoder, codec, codecs, tag] of others)
-    it(`${encoder}: every rung in CMAF as ${tag}, keyframes at the same boundaries, its codec string declared`, async () => {
-      const sub = join(dir, encoder);
-      const written = await encode(sub, input, rungs, encoder);
-      const times: string[] = [];
-      for (const rung of rungs) {
-        const r = written.renditions.find((x) => x.name === rung.name);
-        expect(r?.codecs).to.match(codecs);
-        const path = await joined(join(sub, 'out'), rung.name, written);
-        const probed = await videoPackets(path);
-        expect([probed.codec, probed.w, probed.h]).to.deep.equal([codec, rung.width, rung.height]);
-        const { stdout } = await run(FFPROBE, [
-          ...['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_tag_string'],
-          ...['-of', 'csv=p=0', path],
-        ]);
-        expect(stdout.trim()).to.equal(tag);
-        const keys = probed.packets
-          .filter((p) => p.flags.startsWith('K'))
-          .map((p) => Number(p.pts_time));
-        times.push(keys.map((t) => (t - (keys[0] ?? 0)).toFixed(2)).join());
-      }
-      expect(new Set(times)).to.have.property('size', 1);
-      expect(times[0]).to.equal('0.00,2.00,4.00,6.00');
-      const master = await readFile(join(sub, 'out', 'master.m3u8'), 'utf8');
-      expect(master).to.contain(`CODECS="${written.renditions[0]?.codecs},mp4a.40.2"`);
-    });
-});
+}

@@ -16,11 +16,12 @@ import { readTestInput } from '../support/job-input.ts';
 const bounds = { memoryLimitBytes: 2 * 1024 ** 3 };
 const runFfmpeg = createFfmpegRunner(process.env['TEST_FFMPEG'] ?? 'ffmpeg', bounds);
 
+let dir: string;
+let input: JobInput;
+
 describe('video analysis', function () {
   this.timeout(180_000);
-  let dir: string;
   let path: string;
-  let input: JobInput;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'analyse-video-'));
@@ -36,6 +37,14 @@ describe('video analysis', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
+  describesALongInputIsCut();
+
+  describesStretchesAnalysedSideBySide();
+
+  describesFindsCutsBetweenFlatPictures();
+});
+
+function describesALongInputIsCut(): void {
   it('a long input is cut into stretches of whole samples, one per thread (at most 4, at least 60 s each)', () => {
     expect(analysisParts(30, 2)).to.deep.equal([{ startSeconds: 0 }]);
     expect(analysisParts(172.04, 2)).to.deep.equal([
@@ -57,7 +66,9 @@ describe('video analysis', function () {
       .and.contain('fps=2:round=up:start_time=0')
       .and.not.contain('-t ');
   });
+}
 
+function describesStretchesAnalysedSideBySide(): void {
   it('stretches analysed side by side give the cuts and activity of one pass', async () => {
     const options = {
       input,
@@ -95,7 +106,9 @@ describe('video analysis', function () {
       expect(sum / frame, `sample ${i}`).to.be.below(1);
     }
   });
+}
 
+function describesFindsCutsBetweenFlatPictures(): void {
   it('finds cuts between flat pictures that x264 codes in a few bytes, with no keyframe at them', async () => {
     // x264 codes a cut to a flat picture as weighted prediction (the previous picture with a
     // brightness and colour offset): no keyframe, and packets as small as a still frame's. So no
@@ -155,4 +168,4 @@ describe('video analysis', function () {
     ).catch((e: unknown) => e);
     expect((error as MediaError).code).to.equal('transcode_failed');
   });
-});
+}

@@ -47,29 +47,30 @@ function expectQuality(
   if (!o.vmaf) expect(q?.missing[0]?.reason).to.match(/palette/);
 }
 
+let files: TestServer;
+let scenesSeconds = 0;
+const handler = createSummaryHandler(testMediaJobDeps());
+const ctx: JobContext = {
+  signal: new AbortController().signal,
+  attempt: 1,
+  kind: 'summary',
+  span: (_name, work) => work(),
+  log: silentLogger,
+  progress: () => {},
+  openSecret: () => undefined,
+  waiting: () => undefined,
+  begin: () => Promise.resolve(),
+};
+const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested =>
+  jobRequested('summary', files, input, output, {
+    jobId: '00000000-0000-4000-8000-000000000002',
+    summary,
+  });
+const total = (r: JobResult): number =>
+  (r.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
+
 describe('summary handler with real ffmpeg', function () {
   this.timeout(180_000);
-  let files: TestServer;
-  let scenesSeconds = 0;
-  const handler = createSummaryHandler(testMediaJobDeps());
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'summary',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: () => {},
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
-  const job = (summary: SummarySpec, output: string, input = 'input.mp4'): JobRequested =>
-    jobRequested('summary', files, input, output, {
-      jobId: '00000000-0000-4000-8000-000000000002',
-      summary,
-    });
-  const total = (r: JobResult): number =>
-    (r.segments ?? []).reduce((t, s) => t + s.durationSeconds, 0);
 
   before(async () => {
     files = await startTestServer();
@@ -87,6 +88,16 @@ describe('summary handler with real ffmpeg', function () {
   });
   after(() => files.close());
 
+  describesMp4H264AacIndexFirst();
+
+  describesMp4WithRemoveAudioHasNo();
+
+  describesGifTheWatermarkSColours();
+
+  describesGifWithAWidthAnd();
+});
+
+function describesMp4H264AacIndexFirst(): void {
   it('mp4: h264 + aac, index first, segments in order with their scenes and scores, duration within the target', async () => {
     const result = await handler(job({ format: 'mp4' }, 's.mp4', 'scenes.mp4'), ctx);
     const path = join(files.dir, 's.mp4');
@@ -142,7 +153,9 @@ describe('summary handler with real ffmpeg', function () {
       (await readFile(join(files.dir, 'd2.mp4'))).equals(await readFile(join(files.dir, 'd1.mp4'))),
     ).to.equal(true);
   });
+}
 
+function describesMp4WithRemoveAudioHasNo(): void {
   it('mp4 with removeAudio has no audio stream; width (odd → even, aspect kept) and a text watermark apply', async () => {
     await handler(
       job(
@@ -193,7 +206,9 @@ describe('summary handler with real ffmpeg', function () {
     expect(total(result)).to.be.closeTo(summaryTargetSeconds(60), 1e-9);
     expect(Number(probed.format.duration)).to.be.closeTo(total(result), 0.5);
   });
+}
 
+function describesGifTheWatermarkSColours(): void {
   it("gif: the watermark's colours are in the palette (drawn on the samples before palettegen)", async () => {
     // A grey input: without the watermark drawn on its samples the palette would be greys only.
     await run(ffmpeg, [
@@ -229,7 +244,9 @@ describe('summary handler with real ffmpeg', function () {
     const reds = table.filter(([r = 0, g = 0, b = 0]) => r > 200 && g < 60 && b < 60);
     expect(reds, JSON.stringify(table)).to.not.be.empty;
   });
+}
 
+function describesGifWithAWidthAnd(): void {
   it('gif with a width and an image watermark', async () => {
     await run(ffmpeg, [
       '-v',
@@ -265,4 +282,4 @@ describe('summary handler with real ffmpeg', function () {
     expect([probed.streams[0]?.width, probed.streams[0]?.height]).to.deep.equal([200, 150]);
     expect(gifLoopCount(await readFile(join(files.dir, 's.gif')))).to.equal(0);
   });
-});
+}

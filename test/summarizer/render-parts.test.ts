@@ -84,23 +84,24 @@ const clips = [
   { startSeconds: 30, durationSeconds: 2 },
 ];
 
+let dir: string;
+let input: string;
+const base = (o: Partial<SummaryRender>): SummaryRender => ({
+  spec: { format: 'mp4' },
+  inputPath: input,
+  outputPath: join(dir, 'out'),
+  palettePath: join(dir, 'palette.png'),
+  clips,
+  size: { width: 320, height: 180 },
+  picture: { video: videoInfo({ width: 320, height: 180 }) },
+  audio: audioInfo(),
+  describedByHeader: true,
+  threads: 2,
+  ...o,
+});
+
 describe('summary render in parts side by side', function () {
   this.timeout(180_000);
-  let dir: string;
-  let input: string;
-  const base = (o: Partial<SummaryRender>): SummaryRender => ({
-    spec: { format: 'mp4' },
-    inputPath: input,
-    outputPath: join(dir, 'out'),
-    palettePath: join(dir, 'palette.png'),
-    clips,
-    size: { width: 320, height: 180 },
-    picture: { video: videoInfo({ width: 320, height: 180 }) },
-    audio: audioInfo(),
-    describedByHeader: true,
-    threads: 2,
-    ...o,
-  });
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'render-parts-'));
@@ -114,6 +115,16 @@ describe('summary render in parts side by side', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
+  describesCutsTheClipsIntoOne();
+
+  describesMp4WithoutAudioPartsAnd();
+
+  describesGifThePaletteFromSamples();
+
+  describesGifJoinRefusesPartsWhose();
+});
+
+function describesCutsTheClipsIntoOne(): void {
   it('cuts the clips into one run of consecutive clips per thread, of about the same length', () => {
     const parts = renderParts(base({ partsDir: dir }));
     expect(parts.map((p) => p.clips)).to.deep.equal([clips.slice(0, 3), clips.slice(3)]);
@@ -174,7 +185,9 @@ describe('summary render in parts side by side', function () {
     const head = (await readFile(join(dir, 'parts.mp4'))).subarray(0, 64 * 1024).toString('latin1');
     expect(head.indexOf('moov')).to.be.within(0, head.indexOf('mdat'));
   });
+}
 
+function describesMp4WithoutAudioPartsAnd(): void {
   it('mp4 without audio: parts and join have no audio stream', async () => {
     const o = base({
       partsDir: dir,
@@ -218,7 +231,9 @@ describe('summary render in parts side by side', function () {
     expect(bytes.readUInt16LE(bytes.indexOf('NETSCAPE2.0') + 13)).to.equal(0);
     expect(gifLayout(bytes).trailer).to.equal(bytes.length - 1);
   });
+}
 
+function describesGifThePaletteFromSamples(): void {
   it('gif: the palette from samples keeps the GIF close to its source; one from unfitting samples does not', async () => {
     const size = { width: 320, height: 180 };
     const samples = join(dir, 'samples-320.rgb');
@@ -269,7 +284,9 @@ describe('summary render in parts side by side', function () {
     expect(fitting).to.be.above(30);
     expect(unfitting).to.be.below(fitting - 10);
   });
+}
 
+function describesGifJoinRefusesPartsWhose(): void {
   it('gif join refuses parts whose palettes differ', async () => {
     const a = join(dir, 'a.gif');
     const b = join(dir, 'b.gif');
@@ -295,4 +312,4 @@ describe('summary render in parts side by side', function () {
     await joinGifs([a, b], join(dir, 'ab.gif')).catch((e: unknown) => (error = e));
     expect(String(error)).to.match(/differ in size or palette/);
   });
-});
+}

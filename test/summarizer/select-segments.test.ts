@@ -59,6 +59,12 @@ describe('summary target', () => {
 });
 
 describe('segment selection', () => {
+  describesUsesAnInputNoLonger();
+
+  describesTreatsAnInputOfNothing();
+});
+
+function describesUsesAnInputNoLonger(): void {
   it('uses an input no longer than the target whole, one segment per scene, back to back', () => {
     const t = timeline(5, [2]);
     const segments = selectSegments(t, { targetSeconds: 6 });
@@ -116,7 +122,9 @@ describe('segment selection', () => {
     expect(segments[0]?.startSeconds).to.be.below(60);
     expect(segments.at(-1)?.endSeconds).to.be.above(540);
   });
+}
 
+function describesTreatsAnInputOfNothing(): void {
   it('treats an input of nothing but flicker as one scene', () => {
     const t = timeline(
       30,
@@ -181,4 +189,4 @@ describe('segment selection', () => {
       selectSegments(structuredClone(t), { targetSeconds: 30 }),
     );
   });
-});
+}

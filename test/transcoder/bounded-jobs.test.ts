@@ -17,44 +17,45 @@ import { TEST_WORK_ROOT, testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
 
+let files: TestServer;
+const logs: Record<string, unknown>[] = [];
+const ctx: JobContext = {
+  signal: new AbortController().signal,
+  attempt: 1,
+  kind: 'transcode',
+  span: (_name, work) => work(),
+  log: createLogger({
+    level: 'debug',
+    write: (line) => void logs.push(JSON.parse(line) as Record<string, unknown>),
+  }),
+  progress: () => undefined,
+  openSecret: () => undefined,
+  waiting: () => undefined,
+  begin: () => Promise.resolve(),
+};
+const job = (spec: TranscodeSpec, input = 'input.mp4'): JobRequested =>
+  transcodeRequested(files, input, 'out.mp4', {
+    jobId: '00000000-0000-4000-8000-000000000031',
+    transcode: spec,
+  });
+const h264: TranscodeSpec = { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' };
+const failure = async (run: Promise<unknown>): Promise<MediaError> => {
+  const error = await run.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).to.be.instanceOf(MediaError);
+  return error as MediaError;
+};
+/** No local path of any kind: the work dir, /tmp, or any /-rooted path. */
+const expectNoPaths = (message: string): void => {
+  expect(message).not.to.contain(TEST_WORK_ROOT);
+  expect(message).not.to.contain('/tmp');
+  expect(message).not.to.match(/(^|[\s:'"(])\/[A-Za-z0-9._-]/);
+};
+
 describe('bounded jobs: pixel budget, memory limit, and failure messages fit for callers', function () {
   this.timeout(60_000);
-  let files: TestServer;
-  const logs: Record<string, unknown>[] = [];
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'transcode',
-    span: (_name, work) => work(),
-    log: createLogger({
-      level: 'debug',
-      write: (line) => void logs.push(JSON.parse(line) as Record<string, unknown>),
-    }),
-    progress: () => undefined,
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
-  const job = (spec: TranscodeSpec, input = 'input.mp4'): JobRequested =>
-    transcodeRequested(files, input, 'out.mp4', {
-      jobId: '00000000-0000-4000-8000-000000000031',
-      transcode: spec,
-    });
-  const h264: TranscodeSpec = { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' };
-  const failure = async (run: Promise<unknown>): Promise<MediaError> => {
-    const error = await run.then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).to.be.instanceOf(MediaError);
-    return error as MediaError;
-  };
-  /** No local path of any kind: the work dir, /tmp, or any /-rooted path. */
-  const expectNoPaths = (message: string): void => {
-    expect(message).not.to.contain(TEST_WORK_ROOT);
-    expect(message).not.to.contain('/tmp');
-    expect(message).not.to.match(/(^|[\s:'"(])\/[A-Za-z0-9._-]/);
-  };
 
   before(async () => {
     files = await startTestServer();
@@ -82,6 +83,12 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
     logs.length = 0;
   });
 
+  describesRefusesAnInputWhoseOwn();
+
+  describesAnFfmpegFailureAWatermark();
+});
+
+function describesRefusesAnInputWhoseOwn(): void {
   it('refuses an input whose own frame is over the pixel budget before any ffmpeg runs', async () => {
     let ran = false;
     const deps = testMediaJobDeps({ maxPixels: 320 * 200 });
@@ -139,7 +146,9 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
     expect(JSON.stringify(detail)).to.contain(TEST_WORK_ROOT);
     expect(JSON.stringify(detail)).to.contain('"stack"');
   });
+}
 
+function describesAnFfmpegFailureAWatermark(): void {
   it('an ffmpeg failure (a watermark scaled past what ffmpeg takes) fails as transcode_failed without stderr', async () => {
     const handler = createTranscodeHandler(testMediaJobDeps());
     // Past the schema's bounds on purpose: only a handler given such a job makes ffmpeg fail this way.
@@ -189,4 +198,4 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
       '/nonexistent/bin/ffmpeg',
     );
   });
-});
+}

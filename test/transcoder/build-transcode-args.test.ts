@@ -13,8 +13,15 @@ function after(args: readonly string[], flag: string): string | undefined {
   return i < 0 ? undefined : args[i + 1];
 }
 
+const input = { width: 1920, height: 1080 };
+
 describe('transcode arguments', () => {
-  const input = { width: 1920, height: 1080 };
+  describesSizesBothOneAspectKept();
+
+  describesTwoPasses();
+});
+
+function describesSizesBothOneAspectKept(): void {
   it('sizes: both, one (aspect kept, even), none, odd values rounded down to even', () => {
     expect(outputSize({ width: 640, height: 360 }, input)).to.deep.equal({
       width: 640,
@@ -70,7 +77,9 @@ describe('transcode arguments', () => {
       .and.contain('-format_whitelist')
       .and.contain('-protocol_whitelist file,pipe');
   });
+}
 
+function describesTwoPasses(): void {
   describe('two passes', () => {
     const base = {
       input: jobInputOf('/tmp/in', mediaInfo({ width: 1280, height: 720 })),
@@ -170,4 +179,4 @@ describe('transcode arguments', () => {
       expect(second.at(-1)).to.equal('/work/job-1/encoded.mkv');
     });
   });
-});
+}

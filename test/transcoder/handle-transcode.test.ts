@@ -17,27 +17,28 @@ import { TEST_WORK_ROOT, testMediaJobDeps } from '../support/media-job-deps.ts';
 
 const run = promisify(execFile);
 
+let files: TestServer;
+const handler = createTranscodeHandler(testMediaJobDeps());
+const progress: number[] = [];
+const ctx: JobContext = {
+  signal: new AbortController().signal,
+  attempt: 1,
+  kind: 'transcode',
+  span: (_name, work) => work(),
+  log: silentLogger,
+  progress: (p) => void progress.push(p),
+  openSecret: () => undefined,
+  waiting: () => undefined,
+  begin: () => Promise.resolve(),
+};
+const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested =>
+  transcodeRequested(files, input, output, {
+    jobId: '00000000-0000-4000-8000-000000000001',
+    transcode: spec,
+  });
+
 describe('transcode handler with real ffmpeg', function () {
   this.timeout(120_000);
-  let files: TestServer;
-  const handler = createTranscodeHandler(testMediaJobDeps());
-  const progress: number[] = [];
-  const ctx: JobContext = {
-    signal: new AbortController().signal,
-    attempt: 1,
-    kind: 'transcode',
-    span: (_name, work) => work(),
-    log: silentLogger,
-    progress: (p) => void progress.push(p),
-    openSecret: () => undefined,
-    waiting: () => undefined,
-    begin: () => Promise.resolve(),
-  };
-  const job = (spec: TranscodeSpec, input = 'input.mp4', output = 'out'): JobRequested =>
-    transcodeRequested(files, input, output, {
-      jobId: '00000000-0000-4000-8000-000000000001',
-      transcode: spec,
-    });
 
   before(async () => {
     files = await startTestServer();
@@ -80,6 +81,16 @@ describe('transcode handler with real ffmpeg', function () {
     });
   }
 
+  describesRendersATextWatermarkWith();
+
+  describesOverlaysAnImageWatermarkFetched();
+
+  describesReportsTheQualityOfThe();
+
+  describesFailsAnInputLargerThan();
+});
+
+function describesRendersATextWatermarkWith(): void {
   it('renders a text watermark with characters that break naive escaping, and reports progress', async () => {
     progress.length = 0;
     const text = `100% "it's": done \\ {x} %{pts}`;
@@ -127,7 +138,9 @@ describe('transcode handler with real ffmpeg', function () {
     expect(red).to.be.greaterThan(20);
     expect(progress.some((p) => p > 5 && p <= 100)).to.equal(true);
   });
+}
 
+function describesOverlaysAnImageWatermarkFetched(): void {
   it('overlays an image watermark fetched by URL', async () => {
     await run('ffmpeg', [
       '-v',
@@ -164,7 +177,9 @@ describe('transcode handler with real ffmpeg', function () {
         ?.codec_name,
     ).to.equal('h264');
   });
+}
 
+function describesReportsTheQualityOfThe(): void {
   it('reports the quality of the output and uploads the per-frame figures beside it when asked', async () => {
     const name = 'out-quality.mp4';
     const result = await handler(
@@ -214,7 +229,9 @@ describe('transcode handler with real ffmpeg', function () {
     expect(error).to.be.instanceOf(MediaError);
     expect((error as MediaError).code).to.equal('input_unsupported');
   });
+}
 
+function describesFailsAnInputLargerThan(): void {
   it('fails an input larger than the limit as input_too_large', async () => {
     const small = createTranscodeHandler(
       testMediaJobDeps({ maxInputBytes: 1024, stallTimeoutMs: 1000, threads: 1, fontFile: '' }),
@@ -258,4 +275,4 @@ describe('transcode handler with real ffmpeg', function () {
     expect(Math.max(...ticks)).to.be.closeTo(95, 5);
     expect(ticks).to.deep.equal([...ticks].sort((a, b) => a - b));
   });
-});
+}

@@ -22,13 +22,20 @@ const until = async (check: () => boolean, ms = 3000): Promise<void> => {
   }
 };
 
+let dir: string;
+
 describe('embedded bus (SQLite)', () => {
-  let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'media-bus-'));
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
+  describesReportsAGroupSBacklog();
+
+  describesDeliversABacklogOfMany();
+});
+
+function describesReportsAGroupSBacklog(): void {
   it("reports a group's backlog as its lag (partition 0), down to 0 once it is done", async function () {
     this.timeout(15_000);
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
@@ -68,7 +75,9 @@ describe('embedded bus (SQLite)', () => {
     expect(seen).to.deep.equal(['new']);
     await bus.close();
   });
+}
 
+function describesDeliversABacklogOfMany(): void {
   it('delivers a backlog of many pages over two topics in publish order, past a record handed back', async () => {
     // More records than the largest page, on two topics: the scan reads pages per topic and
     // merges them, and one topic's old handed-back record does not hold the other topic back.
@@ -125,4 +134,4 @@ describe('embedded bus (SQLite)', () => {
     expect(seen).to.deep.equal(['old', 'new']);
     await bus.close();
   });
-});
+}

@@ -28,6 +28,12 @@ const owned = (plan: Map<string, Map<string, number[]>>, id: string): number[] =
   [...(plan.get(id)?.get(T) ?? [])].sort((a, b) => a - b);
 
 describe('busy-aware sticky assignment', () => {
+  describesAPartitionWithARunning();
+
+  describesWaitingRecordsThatNoMember();
+});
+
+function describesAPartitionWithARunning(): void {
   it('a partition with a running job stays with the member running it, whoever joins', () => {
     const plan = planAssignment(
       [
@@ -86,7 +92,9 @@ describe('busy-aware sticky assignment', () => {
     expect([1, 2].filter((p) => owned(plan, 'c').includes(p))).to.have.length(1);
     expect([1, 2].filter((p) => owned(plan, 'b').includes(p))).to.have.length(0);
   });
+}
 
+function describesWaitingRecordsThatNoMember(): void {
   it('waiting records that no member has room for stay with the member holding them', () => {
     // Moving 1 to b (fewer partitions) would only fetch it, and download its input, again.
     const plan = planAssignment(
@@ -138,4 +146,4 @@ describe('busy-aware sticky assignment', () => {
     expect(decodeLoad(Buffer.alloc(0))).to.deep.include({ slots: 1, running: 0, busy: [] });
     expect(decodeLoad(Buffer.from('not json'))).to.deep.include({ slots: 1, busy: [] });
   });
-});
+}

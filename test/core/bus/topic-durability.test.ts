@@ -9,6 +9,12 @@ import {
 import { ConfigError } from '../../../services/core/settings.ts';
 
 describe('Kafka: topic durability', () => {
+  describesDurabilitytarget();
+
+  describesExistingTopics();
+});
+
+function describesDurabilitytarget(): void {
   describe('durabilityTarget', () => {
     it('keeps one replica and leaves min.insync.replicas to a single broker', () => {
       const target = durabilityTarget({}, 1);
@@ -56,7 +62,9 @@ describe('Kafka: topic durability', () => {
       );
     });
   });
+}
 
+function describesExistingTopics(): void {
   describe('existing topics', () => {
     const cluster = durabilityTarget({}, 3);
     const durable = { topic: 'a', replicas: 3, minInsyncReplicas: 2 };
@@ -97,4 +105,4 @@ describe('Kafka: topic durability', () => {
       ).to.deep.equal([]);
     });
   });
-});
+}

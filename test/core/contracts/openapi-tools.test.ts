@@ -56,6 +56,12 @@ export const noFontSize: Summary = { ...summary, watermark: { text: 'hi' } };
 describe('OpenAPI description in stock tools', function () {
   this.timeout(120_000);
 
+  describesLeavesOutWhatOnlyOur();
+
+  describesGivesOpenapiTypescriptTypesThat();
+});
+
+function describesLeavesOutWhatOnlyOur(): void {
   it('leaves out what only our validator reads (ajv-errors errorMessage, $defs inside schemas)', async () => {
     const text = await readFile(documentPath, 'utf8');
     expect(text).not.to.include('"errorMessage"');
@@ -104,7 +110,9 @@ describe('OpenAPI description in stock tools', function () {
       name: 'X-Api-Key',
     });
   });
+}
 
+function describesGivesOpenapiTypescriptTypesThat(): void {
   it('gives openapi-typescript types that compile under tsc --strict and refuse a wrong request', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'openapi-types-'));
     try {
@@ -141,4 +149,4 @@ describe('OpenAPI description in stock tools', function () {
       await rm(dir, { recursive: true, force: true });
     }
   });
-});
+}

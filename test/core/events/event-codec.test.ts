@@ -27,6 +27,14 @@ const required = (jobId: string): Record<string, unknown> => ({
 const value = (event: unknown): Buffer => Buffer.from(JSON.stringify(event));
 
 describe('event codec: the CloudEvents Kafka protocol binding', () => {
+  describesStructuredModeWithOnlyThe();
+
+  describesRefusesWhatItCannotUse();
+
+  describesTheServiceSOwnEvents();
+});
+
+function describesStructuredModeWithOnlyThe(): void {
   it('structured mode with only the required attributes, with or without content-type; time is filled in', () => {
     const jobId = randomUUID();
     for (const headers of [{}, { 'content-type': 'application/cloudevents+json; charset=utf-8' }]) {
@@ -69,7 +77,9 @@ describe('event codec: the CloudEvents Kafka protocol binding', () => {
         .ok,
     ).to.equal(true);
   });
+}
 
+function describesRefusesWhatItCannotUse(): void {
   it('refuses what it cannot use, and says why, keeping the data for the job owner', () => {
     const jobId = randomUUID();
     const cases: [Parameters<typeof codec.decode>[0], RegExp][] = [
@@ -112,7 +122,9 @@ describe('event codec: the CloudEvents Kafka protocol binding', () => {
     expect(refused).to.deep.include({ type: 'media.job.requested' });
     expect(refused.ok === false && (refused.data as { jobId: string }).jobId).to.equal(jobId);
   });
+}
 
+function describesTheServiceSOwnEvents(): void {
   it("the service's own events stay structured and carry every attribute", () => {
     const record = codec.encode(
       topics.transcodeRequests,
@@ -133,4 +145,4 @@ describe('event codec: the CloudEvents Kafka protocol binding', () => {
       'type',
     ]);
   });
-});
+}

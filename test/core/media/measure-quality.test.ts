@@ -44,13 +44,14 @@ async function independent(ffmpeg: string, out: string, input: string, filter: s
   return stderr;
 }
 
+let dir: string;
+let inputPath: string;
+let outputPath: string;
+let smallPath: string;
+let options: () => Promise<MeasureQualityOptions>;
+
 describe('measure quality (real ffmpeg)', function () {
   this.timeout(120_000);
-  let dir: string;
-  let inputPath: string;
-  let outputPath: string;
-  let smallPath: string;
-  let options: () => Promise<MeasureQualityOptions>;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'measure-quality-'));
@@ -135,6 +136,16 @@ describe('measure quality (real ffmpeg)', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
+  describesAgreesWithFfmpegSOwn();
+
+  describesWithoutAVMAFFfmpegPSNR();
+
+  describesSeveralOutputsInOneRun();
+
+  describesWritesThePerFrameFile();
+});
+
+function describesAgreesWithFfmpegSOwn(): void {
   it("agrees with ffmpeg's own psnr and ssim, and with libvmaf's pooled VMAF when TEST_VMAF_FFMPEG is set", async () => {
     const { report, frames } = await measureQuality(testQualityTools(), await options());
     expect(report.framesCompared).to.equal(125);
@@ -181,7 +192,9 @@ describe('measure quality (real ffmpeg)', function () {
       own.frames.map((f) => f.frameNum),
     );
   });
+}
 
+function describesWithoutAVMAFFfmpegPSNR(): void {
   it('without a VMAF ffmpeg: PSNR and SSIM, and VMAF named missing with the reason', async () => {
     const tools: QualityTools = {
       ...testQualityTools(),
@@ -235,7 +248,9 @@ describe('measure quality (real ffmpeg)', function () {
     await pending.catch((e: unknown) => (error = e));
     expect(error).to.have.property('code', 'interrupted');
   });
+}
 
+function describesSeveralOutputsInOneRun(): void {
   it('several outputs in one run: each the figures it has measured alone, the reference decoded once', async () => {
     const o = await options();
     const calls: (readonly string[])[] = [];
@@ -291,7 +306,9 @@ describe('measure quality (real ffmpeg)', function () {
     }
     expect(both[0]?.report.missing).to.not.equal(both[1]?.report.missing);
   });
+}
 
+function describesWritesThePerFrameFile(): void {
   it('writes the per-frame file as JSON, one frame a line', async () => {
     const path = join(dir, 'frames.json');
     await writeFramesFile(path, [
@@ -323,4 +340,4 @@ describe('measure quality (real ffmpeg)', function () {
     });
     if (VMAF_FFMPEG) expect(await find(VMAF_FFMPEG)).to.have.property('subsample', 4);
   });
-});
+}

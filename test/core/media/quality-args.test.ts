@@ -6,11 +6,17 @@ import { jobInputOf, mediaInfo, videoInfo } from '../../support/job-input.ts';
 /** The colour tags both sides of a comparison carry. */
 const T = BT709_TAGS;
 
-describe('quality args', () => {
-  const reference = { inputs: [['-i', 'ref.mp4']], chain: (first: number) => `[${first}:0]null` };
-  const logs = { psnr: '/w/p.log', ssim: '/w/s.log' };
-  const graphOf = (args: string[]): string => args[args.indexOf('-filter_complex') + 1] ?? '';
+const reference = { inputs: [['-i', 'ref.mp4']], chain: (first: number) => `[${first}:0]null` };
+const logs = { psnr: '/w/p.log', ssim: '/w/s.log' };
+const graphOf = (args: string[]): string => args[args.indexOf('-filter_complex') + 1] ?? '';
 
+describe('quality args', () => {
+  describesPassesTheOutputThroughPsnr();
+
+  describesDecodesTheReferenceOnceFor();
+});
+
+function describesPassesTheOutputThroughPsnr(): void {
   it('passes the output through psnr, ssim and libvmaf, the reference split to each, to a null muxer', () => {
     const args = qualityArgs({
       targets: [{ outputPath: '/w/out.mp4', logs: { ...logs, vmaf: '/w/v.csv' } }],
@@ -60,7 +66,9 @@ describe('quality args', () => {
     });
     expect(graphOf(args)).to.contain(`[0:v:0]fps=12,format=yuv420p,${T},setpts=PTS-STARTPTS[d0_0]`);
   });
+}
 
+function describesDecodesTheReferenceOnceFor(): void {
   it('decodes the reference once for several outputs: split to each, through its own filter, each output its own input, logs and map', () => {
     const at = (k: number) => ({
       psnr: `/w/${k}p.log`,
@@ -116,4 +124,4 @@ describe('quality args', () => {
     expect(ref.inputs[0]?.slice(-2)).to.deep.equal(['-i', '/w/input']);
     expect(ref.chain(1)).to.equal(`[1:2]${pictureFilters(input, size, 'bicubic')}`);
   });
-});
+}

@@ -63,6 +63,12 @@ describe('address policy (SSRF guard)', () => {
   for (const a of forbidden) it(`refuses ${a}`, () => expect(isForbiddenAddress(a)).to.equal(true));
   for (const a of allowed) it(`allows ${a}`, () => expect(isForbiddenAddress(a)).to.equal(false));
 
+  describesTreatsLocalhostNamesAsLocal();
+
+  describesWithALLOWPRIVATENETWORKSTrue();
+});
+
+function describesTreatsLocalhostNamesAsLocal(): void {
   it('treats localhost names as local and reads bracketed IPv6 literals', () => {
     expect(isLocalHostname('localhost')).to.equal(true);
     expect(isLocalHostname('api.LOCALHOST.')).to.equal(true);
@@ -100,7 +106,9 @@ describe('address policy (SSRF guard)', () => {
       .catch((e: Error) => e);
     expect((refused as NodeJS.ErrnoException).code).to.equal('ECONNREFUSED');
   });
+}
 
+function describesWithALLOWPRIVATENETWORKSTrue(): void {
   describe('with ALLOW_PRIVATE_NETWORKS=true', () => {
     const open = createAddressPolicy({ allowPrivateNetworks: true });
     const metadata = [
@@ -185,4 +193,4 @@ describe('address policy (SSRF guard)', () => {
       }
     });
   });
-});
+}

@@ -3,28 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createLogger, redact } from '../../../services/core/observability/logger.ts';
 
 describe('logger', () => {
-  it('writes to stdout asynchronously, and still every line when the process exits at once', () => {
-    const logger = new URL('../../../services/core/observability/logger.ts', import.meta.url).href;
-    const script = `
-      import { createLogger } from ${JSON.stringify(logger)};
-      const log = createLogger({ level: 'info' });
-      const other = createLogger({ level: 'info' });
-      for (let i = 0; i < 2000; i++) (i % 2 ? other : log).info('line', { i });
-      log.error('last.words', { reason: 'exiting' });
-      process.exit(3);`;
-    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-      encoding: 'utf8',
-    });
-    expect(run.status).to.equal(3);
-    const lines = run.stdout.trim().split('\n');
-    expect(lines).to.have.length(2001);
-    // Two loggers, one writer: every line whole and in the order logged.
-    expect(lines.slice(0, 2000).map((l) => (JSON.parse(l) as { i: number }).i)).to.deep.equal(
-      Array.from({ length: 2000 }, (_, i) => i),
-    );
-    expect(JSON.parse(lines[1999] ?? '{}')).to.include({ msg: 'line', i: 1999 });
-    expect(JSON.parse(lines[2000] ?? '{}')).to.include({ msg: 'last.words', level: 'error' });
-  });
+  describesWritesToStdoutAsynchronouslyAnd();
 
   for (const reader of ['gone', 'not reading'] as const)
     it(`a process whose stdout reader is ${reader} still exits at once, and says on stderr how many lines it dropped`, async function () {
@@ -60,6 +39,37 @@ describe('logger', () => {
       expect(stderr).to.match(/media-service: \d+ log lines dropped/);
     });
 
+  describesWritesOneJSONLinePer();
+
+  describesIsPinoUnderneathItsError();
+});
+
+function describesWritesToStdoutAsynchronouslyAnd(): void {
+  it('writes to stdout asynchronously, and still every line when the process exits at once', () => {
+    const logger = new URL('../../../services/core/observability/logger.ts', import.meta.url).href;
+    const script = `
+      import { createLogger } from ${JSON.stringify(logger)};
+      const log = createLogger({ level: 'info' });
+      const other = createLogger({ level: 'info' });
+      for (let i = 0; i < 2000; i++) (i % 2 ? other : log).info('line', { i });
+      log.error('last.words', { reason: 'exiting' });
+      process.exit(3);`;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(run.status).to.equal(3);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines).to.have.length(2001);
+    // Two loggers, one writer: every line whole and in the order logged.
+    expect(lines.slice(0, 2000).map((l) => (JSON.parse(l) as { i: number }).i)).to.deep.equal(
+      Array.from({ length: 2000 }, (_, i) => i),
+    );
+    expect(JSON.parse(lines[1999] ?? '{}')).to.include({ msg: 'line', i: 1999 });
+    expect(JSON.parse(lines[2000] ?? '{}')).to.include({ msg: 'last.words', level: 'error' });
+  });
+}
+
+function describesWritesOneJSONLinePer(): void {
   it('writes one JSON line per record with constant message and fields', () => {
     const lines: string[] = [];
     const log = createLogger({
@@ -115,7 +125,9 @@ describe('logger', () => {
     expect(record.error.cause.stack).to.contain('logger.test.ts');
     expect(lines[0]).not.to.contain('s3cr3t');
   });
+}
 
+function describesIsPinoUnderneathItsError(): void {
   it('is pino underneath: its error serializer (type, own fields, aggregated errors) and a non-Error cause kept', () => {
     const lines: string[] = [];
     const log = createLogger({
@@ -159,4 +171,4 @@ describe('logger', () => {
     );
     expect(lines.join('\n')).not.to.contain('t0');
   });
-});
+}

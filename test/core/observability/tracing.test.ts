@@ -15,6 +15,14 @@ import { startOtlpReceiver } from '../../support/otlp-receiver.ts';
 const PARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
 describe('tracing', () => {
+  describesConfigurationFromTheStandardOTEL();
+
+  describesTraceContextInHeaders();
+
+  describesExportsOverOTLPHTTPProtobuf();
+});
+
+function describesConfigurationFromTheStandardOTEL(): void {
   describe('configuration from the standard OTEL_* variables', () => {
     it('is off by default, and with OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true', () => {
       expect(loadConfig({}).traceExport).to.equal(undefined);
@@ -68,7 +76,9 @@ describe('tracing', () => {
         expect(() => loadConfig(env), JSON.stringify(env)).to.throw(ConfigError);
     });
   });
+}
 
+function describesTraceContextInHeaders(): void {
   describe('trace context in headers', () => {
     it('reads traceparent and tracestate, or CloudEvents binary-mode ce_ headers, and writes them back', () => {
       const context = extractTraceContext({ traceparent: PARENT, tracestate: 'a=1' });
@@ -120,7 +130,9 @@ describe('tracing', () => {
       expect(inner).to.deep.equal({ traceparent: PARENT });
     });
   });
+}
 
+function describesExportsOverOTLPHTTPProtobuf(): void {
   it('exports over OTLP/HTTP protobuf (the default protocol) to a receiver, once shut down', async () => {
     const otlp = await startOtlpReceiver();
     try {
@@ -167,4 +179,4 @@ describe('tracing', () => {
       await otlp.close();
     }
   });
-});
+}

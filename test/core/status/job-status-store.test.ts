@@ -108,6 +108,10 @@ describe('job status store', () => {
     });
   }
 
+  describesKeepsAQueuedOrRunning();
+});
+
+function describesKeepsAQueuedOrRunning(): void {
   it('keeps a queued or running job whole, and compresses it once it is set as ended', () => {
     const store = createJobStatusStore({ recent: 2 });
     const queued = (id: string): string => JSON.stringify({ id, status: 'queued', note: id });
@@ -137,4 +141,4 @@ describe('job status store', () => {
     expect(packed.length).to.be.below(text.length / 5);
     expect([...packed].every((c) => c.charCodeAt(0) < 256)).to.equal(true);
   });
-});
+}

@@ -13,13 +13,22 @@ import {
 
 const never = new AbortController().signal;
 
+let dir: string;
+
 describe('bucket transfers', () => {
-  let dir: string;
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bucket-transfer-'));
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
+  describesWritesABodyToA();
+
+  describesMapsStatusesToTheTaxonomy();
+
+  describesReportsAnAbortedTransferWith();
+});
+
+function describesWritesABodyToA(): void {
   it('writes a body to a file and reports the final byte count', async () => {
     const seen: number[] = [];
     const dest = join(dir, 'ok.bin');
@@ -61,7 +70,9 @@ describe('bucket transfers', () => {
     ]);
     expect(existsSync(dest)).to.equal(false);
   });
+}
 
+function describesMapsStatusesToTheTaxonomy(): void {
   it('maps statuses to the taxonomy by side', () => {
     const code = (side: 'input' | 'output', status?: number): string =>
       failureToMediaError('S3', side, status === undefined ? {} : { status }).code;
@@ -111,7 +122,9 @@ describe('bucket transfers', () => {
     });
     expect(odd.message).not.to.include('AKIA');
   });
+}
 
+function describesReportsAnAbortedTransferWith(): void {
   it("reports an aborted transfer with the signal's own MediaError", async () => {
     const controller = new AbortController();
     controller.abort(new MediaError('job_timeout', 'too slow'));
@@ -124,4 +137,4 @@ describe('bucket transfers', () => {
     ).catch((e: unknown) => e);
     expect((error as MediaError).code).to.equal('job_timeout');
   });
-});
+}

@@ -9,13 +9,14 @@ import { createHttpStore } from '../../../services/core/storage/http-store.ts';
 import { withRateFloor } from '../../../services/core/storage/transfer-rate.ts';
 import { startSlowServer, type SlowServer } from '../../support/slow-server.ts';
 
+const store = createHttpStore(createGuardedHttp({ allowPrivateNetworks: true }));
+let server: SlowServer;
+let dir: string;
+let source: string;
+const uncaught: unknown[] = [];
+
 describe('transfers: aborts never end the process, and a rate floor cuts trickles', function () {
   this.timeout(20_000);
-  const store = createHttpStore(createGuardedHttp({ allowPrivateNetworks: true }));
-  let server: SlowServer;
-  let dir: string;
-  let source: string;
-  const uncaught: unknown[] = [];
   const onUncaught = (error: unknown): void => void uncaught.push(error);
 
   before(async () => {
@@ -36,6 +37,14 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     uncaught.length = 0;
   });
 
+  describesAnUploadToAServer();
+
+  describesAnUploadSlowerThanThe();
+
+  describesATransferAtOrAbove();
+});
+
+function describesAnUploadToAServer(): void {
   it('an upload to a server that reads nothing, aborted mid-way (job time-out), rejects with the abort reason and throws nothing uncaught', async () => {
     const controller = new AbortController();
     const progress: number[] = [];
@@ -70,7 +79,9 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     await new Promise((r) => setTimeout(r, 200));
     expect(uncaught).to.deep.equal([]);
   });
+}
 
+function describesAnUploadSlowerThanThe(): void {
   it('an upload slower than the floor is cut with output_unreachable', async () => {
     const floor = { minBytesPerSecond: 64 * 1024 * 1024, windowMs: 600 };
     const started = performance.now();
@@ -117,7 +128,9 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     );
     expect(existsSync(dest)).to.equal(false);
   });
+}
 
+function describesATransferAtOrAbove(): void {
   it('a transfer at or above the floor is not cut', async () => {
     const floor = { minBytesPerSecond: 1, windowMs: 300 };
     let moved = 0;
@@ -136,4 +149,4 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     );
     expect(result).to.equal(5);
   });
-});
+}

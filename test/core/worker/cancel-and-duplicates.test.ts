@@ -93,6 +93,18 @@ async function worker(
 }
 
 describe('job worker: cancels and duplicate requests', () => {
+  describesAJobCanceledWhileQueued();
+
+  describesACancelWhileTheJob();
+
+  describesASecondRequestRecordOf();
+
+  describesAnOutcomeTheBusDoes();
+
+  describesARequestOfAnAttempt();
+});
+
+function describesAJobCanceledWhileQueued(): void {
   it('a job canceled while queued ends canceled without running, and is not retried', async () => {
     const ran: string[] = [];
     const w = await worker(async (j) => {
@@ -118,7 +130,9 @@ describe('job worker: cancels and duplicate requests', () => {
     ]);
     await w.bus.close();
   });
+}
 
+function describesACancelWhileTheJob(): void {
   it('a cancel while the job runs aborts its signal with code canceled; the job ends canceled, once', async () => {
     let reason: unknown;
     const w = await worker(
@@ -165,7 +179,9 @@ describe('job worker: cancels and duplicate requests', () => {
     expect(w.ended(mine)?.type).to.equal('media.job.succeeded');
     await w.bus.close();
   });
+}
 
+function describesASecondRequestRecordOf(): void {
   it('a second request record of the same job and attempt (another event id) is skipped as a duplicate', async () => {
     let runs = 0;
     const w = await worker(async () => {
@@ -210,7 +226,9 @@ describe('job worker: cancels and duplicate requests', () => {
     expect(w.ended(redelivered)?.type).to.equal('media.job.succeeded');
     await real.close();
   });
+}
 
+function describesAnOutcomeTheBusDoes(): void {
   it('an outcome the bus does not acknowledge is published again, the record kept: the job runs once', async () => {
     const real = createEmbeddedBus({ path: ':memory:', redeliveryDelayMs: 10 });
     let refusals = 2;
@@ -243,7 +261,9 @@ describe('job worker: cancels and duplicate requests', () => {
     expect(runs).to.equal(1);
     await real.close();
   });
+}
 
+function describesARequestOfAnAttempt(): void {
   it('a request of an attempt the status topic shows ended is not run by a worker that never saw it', async () => {
     const bus = createEmbeddedBus({ path: ':memory:' });
     const ended = job();
@@ -281,4 +301,4 @@ describe('job worker: cancels and duplicate requests', () => {
     expect(w.events.filter((e) => e.data.jobId === ended.jobId)).to.deep.equal([]);
     await bus.close();
   });
-});
+}

@@ -96,6 +96,12 @@ async function worker(handler: JobHandler, begin: () => Promise<void> = () => Pr
 }
 
 describe('job worker: handing a record back', () => {
+  describesARecordLostWhileIts();
+
+  describesAJobWhoseRecordMoves();
+});
+
+function describesARecordLostWhileIts(): void {
   it('a record lost while its job runs is handed back as a HandBack, with no outcome published', async () => {
     const lost = new AbortController();
     const w = await worker(
@@ -145,7 +151,9 @@ describe('job worker: handing a record back', () => {
     expect(await w.moved()).to.equal(1);
     await w.close();
   });
+}
 
+function describesAJobWhoseRecordMoves(): void {
   it('a job whose record moves while its begin waits for the assignment never begins: it moves', async () => {
     const lost = new AbortController();
     let worked = false;
@@ -189,4 +197,4 @@ describe('job worker: handing a record back', () => {
     expect(isHandBack(new Error('handed back'))).to.equal(false);
     expect(isHandBack('handed back')).to.equal(false);
   });
-});
+}

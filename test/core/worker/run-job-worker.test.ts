@@ -102,6 +102,20 @@ async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptio
 }
 
 describe('job worker loop', () => {
+  describesPublishesProcessingProgressAndExactly();
+
+  describesAJobWaitingForIts();
+
+  describesARetryScheduled20S();
+
+  describesPublishesTheOutcomePromptlyHowever();
+
+  describesReportsAnUnexpectedExceptionAs();
+
+  describesJobRequestsProducedStraightTo();
+});
+
+function describesPublishesProcessingProgressAndExactly(): void {
   it('publishes processing, progress and exactly one succeeded event; opens sealed credentials', async () => {
     let opened: unknown;
     const h = await harness(async (j, ctx) => {
@@ -158,7 +172,9 @@ describe('job worker loop', () => {
     ).to.equal(0);
     await h.bus.close();
   });
+}
 
+function describesAJobWaitingForIts(): void {
   it('a job waiting for its retry shows queued, since the due time, with its next attempt and the last error', async () => {
     const h = await harness(
       async () => {
@@ -191,7 +207,9 @@ describe('job worker loop', () => {
     await view.close();
     await h.bus.close();
   });
+}
 
+function describesARetryScheduled20S(): void {
   it('a retry scheduled 20 s out holds no worker slot: a job published after it runs at once', async () => {
     const attempts: string[] = [];
     const scheduled: number[] = [];
@@ -237,7 +255,9 @@ describe('job worker loop', () => {
     expect(retryDelayMs(opts, 10, () => 0.999)).to.equal(4995);
     expect(retryDelayMs(opts, 2, () => 0)).to.equal(0);
   });
+}
 
+function describesPublishesTheOutcomePromptlyHowever(): void {
   it('publishes the outcome promptly however slow progress publishes are, and drops stale progress', async () => {
     let progressPublishes = 0;
     const slowProgress = (bus: EventBus): EventBus => ({
@@ -286,7 +306,9 @@ describe('job worker loop', () => {
     expect(failed.find((f) => f.jobId.endsWith('4'))?.error.code).to.equal('input_unreachable');
     await h.bus.close();
   });
+}
 
+function describesReportsAnUnexpectedExceptionAs(): void {
   it('reports an unexpected exception as internal without its message', async () => {
     const h = await harness(async () => {
       throw new Error('/tmp/secret/path exploded');
@@ -321,7 +343,9 @@ describe('job worker loop', () => {
     expect(JSON.parse(h.dead[1] ?? '{}').detail).to.match(/transcode\.encoder/);
     await h.bus.close();
   });
+}
 
+function describesJobRequestsProducedStraightTo(): void {
   describe('job requests produced straight to the bus pass the ingress rules', () => {
     const refusedWith = async (j: JobRequested, extra: HarnessOptions = {}) => {
       let ran = false;
@@ -421,4 +445,4 @@ describe('job worker loop', () => {
       await h.bus.close();
     });
   });
-});
+}

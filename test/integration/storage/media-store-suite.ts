@@ -88,6 +88,17 @@ const SIZE = 3 * 1024 * 1024 + 4321;
  * moto and fake-gcs-server accept any). Only then is the refused-credentials test registered:
  * a test that cannot fail is not registered rather than skipped.
  */
+let harness: StoreHarness;
+let dir: string;
+let bucket: TestBucket | undefined;
+let source: string;
+let sourceHash: string;
+const dest = (name = 'downloaded.bin'): string => join(dir, name);
+const here = (): TestBucket => {
+  if (!bucket) throw new Error('no bucket');
+  return bucket;
+};
+
 export function describeMediaStore(
   title: string,
   setup: () => Promise<StoreHarness>,
@@ -95,12 +106,6 @@ export function describeMediaStore(
 ): void {
   describe(`MediaStore contract: ${title}`, function () {
     this.timeout(30_000);
-    let harness: StoreHarness;
-    let dir: string;
-    let bucket: TestBucket | undefined;
-    let source: string;
-    let sourceHash: string;
-    const dest = (name = 'downloaded.bin'): string => join(dir, name);
 
     before(async () => {
       harness = await setup();
@@ -121,94 +126,10 @@ export function describeMediaStore(
       bucket = undefined;
       await rm(dest(), { force: true });
     });
-    const here = (): TestBucket => {
-      if (!bucket) throw new Error('no bucket');
-      return bucket;
-    };
 
-    it('uploads a 3 MiB file and downloads the same bytes, reporting progress up to the size', async () => {
-      const url = here().url('clips/in put.bin');
-      const upProgress: number[] = [];
-      const up = await harness.store.upload(source, url, {
-        signal: never,
-        contentType: 'video/mp4',
-        onProgress: (n) => upProgress.push(n),
-      });
-      expect(up.bytes).to.equal(SIZE);
-      expect(upProgress.at(-1)).to.equal(SIZE);
-      if (here().contentType)
-        expect(await here().contentType?.('clips/in put.bin')).to.equal('video/mp4');
+    describesUploadsA3MiBFile();
 
-      const downProgress: number[] = [];
-      const down = await harness.store.download(url, dest(), {
-        signal: never,
-        maxBytes: SIZE,
-        onProgress: (n) => downProgress.push(n),
-      });
-      expect(down.bytes).to.equal(SIZE);
-      expect(await sha256(dest())).to.equal(sourceHash);
-      expect(downProgress.at(-1)).to.equal(SIZE);
-      expect([...downProgress].sort((a, b) => a - b)).to.deep.equal(downProgress);
-    });
-
-    it('overwrites an object at the same location (uploads are idempotent)', async () => {
-      const url = here().url('out.mp4');
-      const smaller = join(dir, 'smaller.bin');
-      await writeFile(smaller, randomBytes(100_000));
-      await harness.store.upload(source, url, { signal: never, contentType: 'video/mp4' });
-      await harness.store.upload(smaller, url, { signal: never, contentType: 'video/webm' });
-      await harness.store.upload(smaller, url, { signal: never, contentType: 'video/webm' });
-      await harness.store.download(url, dest(), { signal: never, maxBytes: SIZE });
-      expect(await sha256(dest())).to.equal(await sha256(smaller));
-      if (here().contentType) expect(await here().contentType?.('out.mp4')).to.equal('video/webm');
-    });
-
-    it('rejects a missing object with input_not_found and writes no file', async () => {
-      const error = await rejection(
-        harness.store.download(here().url('nothing/here.mp4'), dest(), {
-          signal: never,
-          maxBytes: SIZE,
-        }),
-      );
-      expect(error.code).to.equal('input_not_found');
-      expect(error.retryable).to.equal(false);
-      expect(existsSync(dest())).to.equal(false);
-    });
-
-    it('rejects an object larger than maxBytes with input_too_large and leaves no file', async () => {
-      const url = here().url('big.bin');
-      await harness.store.upload(source, url, {
-        signal: never,
-        contentType: 'application/octet-stream',
-      });
-      const error = await rejection(
-        harness.store.download(url, dest(), { signal: never, maxBytes: SIZE - 1 }),
-      );
-      expect(error.code).to.equal('input_too_large');
-      expect(existsSync(dest())).to.equal(false);
-    });
-
-    it('rejects an upload into a bucket that does not exist with output_rejected', async () => {
-      const error = await rejection(
-        harness.store.upload(source, harness.missingBucketUrl('x.mp4'), {
-          signal: never,
-          contentType: 'video/mp4',
-        }),
-      );
-      expect(error.code).to.equal('output_rejected');
-    });
-
-    it('rejects with *_unreachable (retryable) when the service cannot be reached', async () => {
-      const { store, url } = harness.unreachable;
-      const down = await rejection(
-        store.download(url('a.mp4'), dest(), { signal: never, maxBytes: SIZE }),
-      );
-      expect([down.code, down.retryable]).to.deep.equal(['input_unreachable', true]);
-      const up = await rejection(
-        store.upload(source, url('a.mp4'), { signal: never, contentType: 'video/mp4' }),
-      );
-      expect([up.code, up.retryable]).to.deep.equal(['output_unreachable', true]);
-    });
+    describesRejectsAnObjectLargerThan();
 
     if (options.checksCredentials)
       it('rejects refused credentials with *_rejected, the secrets in no message', async function () {
@@ -237,41 +158,133 @@ export function describeMediaStore(
         expect(existsSync(dest())).to.equal(false);
       });
 
-    it('rejects at once when the signal is already aborted, moving nothing', async () => {
-      const url = here().url('aborted.mp4');
-      const stopped = AbortSignal.abort(new MediaError('interrupted', 'stopped by the test'));
-      await rejection(
-        harness.store.upload(source, url, { signal: stopped, contentType: 'video/mp4' }),
-      );
-      const error = await rejection(
-        harness.store.download(url, dest(), { signal: never, maxBytes: SIZE }),
-      );
-      expect(error.code).to.equal('input_not_found');
+    describesRejectsAtOnceWhenThe();
+  });
+}
 
-      await harness.store.upload(source, url, { signal: never, contentType: 'video/mp4' });
-      await rejection(harness.store.download(url, dest(), { signal: stopped, maxBytes: SIZE }));
-      expect(existsSync(dest())).to.equal(false);
+function describesUploadsA3MiBFile(): void {
+  it('uploads a 3 MiB file and downloads the same bytes, reporting progress up to the size', async () => {
+    const url = here().url('clips/in put.bin');
+    const upProgress: number[] = [];
+    const up = await harness.store.upload(source, url, {
+      signal: never,
+      contentType: 'video/mp4',
+      onProgress: (n) => upProgress.push(n),
     });
+    expect(up.bytes).to.equal(SIZE);
+    expect(upProgress.at(-1)).to.equal(SIZE);
+    if (here().contentType)
+      expect(await here().contentType?.('clips/in put.bin')).to.equal('video/mp4');
 
-    it('stops a download when the signal aborts midway', async () => {
-      const url = here().url('midway.mp4');
-      await harness.store.upload(source, url, { signal: never, contentType: 'video/mp4' });
-      const controller = new AbortController();
-      const seen: number[] = [];
-      const onProgress = (n: number): void => {
-        seen.push(n);
-        controller.abort(new MediaError('interrupted', 'stopped by the test'));
-      };
-      await rejection(
-        harness.store.download(url, dest(), {
-          signal: controller.signal,
-          maxBytes: SIZE,
-          onProgress,
-        }),
-      );
-      expect(seen[0]).to.be.below(SIZE);
-      // A file left behind, if any, is not the whole object.
-      if (existsSync(dest())) expect((await stat(dest())).size).to.be.below(SIZE);
+    const downProgress: number[] = [];
+    const down = await harness.store.download(url, dest(), {
+      signal: never,
+      maxBytes: SIZE,
+      onProgress: (n) => downProgress.push(n),
     });
+    expect(down.bytes).to.equal(SIZE);
+    expect(await sha256(dest())).to.equal(sourceHash);
+    expect(downProgress.at(-1)).to.equal(SIZE);
+    expect([...downProgress].sort((a, b) => a - b)).to.deep.equal(downProgress);
+  });
+
+  it('overwrites an object at the same location (uploads are idempotent)', async () => {
+    const url = here().url('out.mp4');
+    const smaller = join(dir, 'smaller.bin');
+    await writeFile(smaller, randomBytes(100_000));
+    await harness.store.upload(source, url, { signal: never, contentType: 'video/mp4' });
+    await harness.store.upload(smaller, url, { signal: never, contentType: 'video/webm' });
+    await harness.store.upload(smaller, url, { signal: never, contentType: 'video/webm' });
+    await harness.store.download(url, dest(), { signal: never, maxBytes: SIZE });
+    expect(await sha256(dest())).to.equal(await sha256(smaller));
+    if (here().contentType) expect(await here().contentType?.('out.mp4')).to.equal('video/webm');
+  });
+
+  it('rejects a missing object with input_not_found and writes no file', async () => {
+    const error = await rejection(
+      harness.store.download(here().url('nothing/here.mp4'), dest(), {
+        signal: never,
+        maxBytes: SIZE,
+      }),
+    );
+    expect(error.code).to.equal('input_not_found');
+    expect(error.retryable).to.equal(false);
+    expect(existsSync(dest())).to.equal(false);
+  });
+}
+
+function describesRejectsAnObjectLargerThan(): void {
+  it('rejects an object larger than maxBytes with input_too_large and leaves no file', async () => {
+    const url = here().url('big.bin');
+    await harness.store.upload(source, url, {
+      signal: never,
+      contentType: 'application/octet-stream',
+    });
+    const error = await rejection(
+      harness.store.download(url, dest(), { signal: never, maxBytes: SIZE - 1 }),
+    );
+    expect(error.code).to.equal('input_too_large');
+    expect(existsSync(dest())).to.equal(false);
+  });
+
+  it('rejects an upload into a bucket that does not exist with output_rejected', async () => {
+    const error = await rejection(
+      harness.store.upload(source, harness.missingBucketUrl('x.mp4'), {
+        signal: never,
+        contentType: 'video/mp4',
+      }),
+    );
+    expect(error.code).to.equal('output_rejected');
+  });
+
+  it('rejects with *_unreachable (retryable) when the service cannot be reached', async () => {
+    const { store, url } = harness.unreachable;
+    const down = await rejection(
+      store.download(url('a.mp4'), dest(), { signal: never, maxBytes: SIZE }),
+    );
+    expect([down.code, down.retryable]).to.deep.equal(['input_unreachable', true]);
+    const up = await rejection(
+      store.upload(source, url('a.mp4'), { signal: never, contentType: 'video/mp4' }),
+    );
+    expect([up.code, up.retryable]).to.deep.equal(['output_unreachable', true]);
+  });
+}
+
+function describesRejectsAtOnceWhenThe(): void {
+  it('rejects at once when the signal is already aborted, moving nothing', async () => {
+    const url = here().url('aborted.mp4');
+    const stopped = AbortSignal.abort(new MediaError('interrupted', 'stopped by the test'));
+    await rejection(
+      harness.store.upload(source, url, { signal: stopped, contentType: 'video/mp4' }),
+    );
+    const error = await rejection(
+      harness.store.download(url, dest(), { signal: never, maxBytes: SIZE }),
+    );
+    expect(error.code).to.equal('input_not_found');
+
+    await harness.store.upload(source, url, { signal: never, contentType: 'video/mp4' });
+    await rejection(harness.store.download(url, dest(), { signal: stopped, maxBytes: SIZE }));
+    expect(existsSync(dest())).to.equal(false);
+  });
+
+  it('stops a download when the signal aborts midway', async () => {
+    const url = here().url('midway.mp4');
+    await harness.store.upload(source, url, { signal: never, contentType: 'video/mp4' });
+    const controller = new AbortController();
+    const seen: number[] = [];
+    const onProgress = (n: number): void => {
+      seen.push(n);
+      controller.abort(new MediaError('interrupted', 'stopped by the test'));
+    };
+    await rejection(
+      harness.store.download(url, dest(), {
+        signal: controller.signal,
+        maxBytes: SIZE,
+        onProgress,
+      }),
+    );
+    expect(seen[0]).to.be.below(SIZE);
+    // A file left behind, if any, is not the whole object.
+    if (existsSync(dest())) expect((await stat(dest())).size).to.be.below(SIZE);
   });
 }
