@@ -169,6 +169,38 @@ describe("packaging: the image's default command runs as the node user", functio
   describesDeclaresADataFolderOwned();
 });
 
+/**
+ * The image's filesystem under `base`, as its Dockerfile makes it: the code root's (read-only
+ * when not run as root), the node user's folders handed over, an open /tmp.
+ */
+async function layOutImage(
+  layout: ReturnType<typeof readImageLayout>,
+  at: (path: string) => string,
+): Promise<void> {
+  await mkdir(app, { recursive: true });
+  for (const entry of code) await cp(join(root, entry), join(app, entry), { recursive: true });
+  // Hard links, not a symlink: the node user must reach the modules, and a checkout under a
+  // folder only root may enter (CI's clone) would hide them behind a link.
+  await run('cp', ['-al', join(root, 'node_modules'), join(app, 'node_modules')]).catch(() =>
+    symlink(join(root, 'node_modules'), join(app, 'node_modules')),
+  );
+  const handOver = async (path: string): Promise<void> => {
+    await mkdir(path, { recursive: true });
+    if (asRoot) await chown(path, NODE_UID, NODE_UID);
+  };
+  for (const path of layout.nodeOwned) await handOver(at(path));
+  // The image's /tmp: empty and open to every user (job work folders go there).
+  await mkdir(at('/tmp'), { recursive: true });
+  await chmod(at('/tmp'), 0o1777);
+  const cache = layout.env['NODE_COMPILE_CACHE'];
+  if (cache) await handOver(at(cache));
+  if (!asRoot) {
+    // What root's 755 folders and 644 files are to the node user.
+    await run('chmod', ['-R', 'a-w', ...code.map((entry) => join(app, entry))]);
+    await chmod(app, 0o555);
+  }
+}
+
 function describesDeclaresADataFolderOwned(): void {
   it('declares a data folder owned by node as a volume, and all-in-one mode starts and answers /readyz', async () => {
     const layout = readImageLayout(await readFile(join(root, 'Dockerfile'), 'utf8'));
@@ -182,28 +214,8 @@ function describesDeclaresADataFolderOwned(): void {
     // The image's paths, under `base`; the code is root's, as COPY leaves it.
     const at = (path: string): string => join(base, path);
     app = at(layout.workdir);
-    await mkdir(app, { recursive: true });
-    for (const entry of code) await cp(join(root, entry), join(app, entry), { recursive: true });
-    // Hard links, not a symlink: the node user must reach the modules, and a checkout under a
-    // folder only root may enter (CI's clone) would hide them behind a link.
-    await run('cp', ['-al', join(root, 'node_modules'), join(app, 'node_modules')]).catch(() =>
-      symlink(join(root, 'node_modules'), join(app, 'node_modules')),
-    );
-    const handOver = async (path: string): Promise<void> => {
-      await mkdir(path, { recursive: true });
-      if (asRoot) await chown(path, NODE_UID, NODE_UID);
-    };
-    for (const path of layout.nodeOwned) await handOver(at(path));
-    // The image's /tmp: empty and open to every user (job work folders go there).
-    await mkdir(at('/tmp'), { recursive: true });
-    await chmod(at('/tmp'), 0o1777);
+    await layOutImage(layout, at);
     const cache = layout.env['NODE_COMPILE_CACHE'];
-    if (cache) await handOver(at(cache));
-    if (!asRoot) {
-      // What root's 755 folders and 644 files are to the node user.
-      await run('chmod', ['-R', 'a-w', ...code.map((entry) => join(app, entry))]);
-      await chmod(app, 0o555);
-    }
 
     const [port, metricsPort] = [await freePort(), await freePort()];
     const env = {

@@ -39,18 +39,7 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
 function describesReceiverAnswering503ThenDown(): void {
   it('receiver answering 503, then down for a minute across a restart: delivered afterwards, attempts continued, one webhook-id, signed', async () => {
     const port = await freePort();
-    const env = {
-      PORT: String(port),
-      API_KEYS: `${KEY}:org-r`,
-      WEBHOOK_SECRETS: `org-r:${SECRET}`,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      DATA_DIR: dataDir,
-      CALLBACK_BACKOFF_MS: '500',
-      CALLBACK_BACKOFF_MAX_MS: '2000',
-      CALLBACK_TIMEOUT_MS: '60000',
-      SHUTDOWN_GRACE_MS: '1000',
-      LOG_LEVEL: 'info',
-    };
+    const env = serviceEnv(port);
     const status = async (id: string) =>
       (await (
         await fetch(`http://127.0.0.1:${port}/jobs/${id}`, { headers: { 'x-api-key': KEY } })
@@ -120,4 +109,20 @@ function describesReceiverAnswering503ThenDown(): void {
     });
     expect(await service.stop()).to.equal(0);
   });
+}
+
+/** The all-in-one's settings: fast callback retries, a short shutdown grace. */
+function serviceEnv(port: number): Record<string, string> {
+  return {
+    PORT: String(port),
+    API_KEYS: `${KEY}:org-r`,
+    WEBHOOK_SECRETS: `org-r:${SECRET}`,
+    ALLOW_PRIVATE_NETWORKS: 'true',
+    DATA_DIR: dataDir,
+    CALLBACK_BACKOFF_MS: '500',
+    CALLBACK_BACKOFF_MAX_MS: '2000',
+    CALLBACK_TIMEOUT_MS: '60000',
+    SHUTDOWN_GRACE_MS: '1000',
+    LOG_LEVEL: 'info',
+  };
 }

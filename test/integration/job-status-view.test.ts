@@ -187,21 +187,7 @@ function describesBringsBackACancelAn(): void {
     const [a, b, c] = [keyed, canceled, running].map((res) => String(res.body.id));
     const cancel = await request(first.server).post(`/jobs/${b}/cancel`).set('x-api-key', KEY_A);
     expect(cancel.status).to.equal(202);
-    await publish(first.bus, 'media.job.processing', {
-      jobId: c ?? '',
-      kind: 'transcode',
-      orgId: 'org-a',
-      attempt: 1,
-      startedAt: new Date().toISOString(),
-    });
-    await publish(first.bus, 'media.job.failed', {
-      jobId: b ?? '',
-      kind: 'transcode',
-      orgId: 'org-a',
-      attempt: 1,
-      finishedAt: new Date().toISOString(),
-      error: { code: 'canceled', message: 'canceled by its organisation', retryable: false },
-    } as never);
+    await publishProcessingAndCanceled(first.bus, c ?? '', b ?? '');
     await until(
       () =>
         first.statusView.get(b ?? '', 'org-a')?.status === 'canceled' &&
@@ -225,12 +211,7 @@ function describesBringsBackACancelAn(): void {
       20_000,
       'the three jobs written as they are',
     );
-    const counts = (view: typeof first.statusView) => ({
-      active: view.activeJobs('org-a'),
-      otherOrg: view.activeJobs('org-b'),
-      waiting: [...view.waiting().values()].map((w) => `${w.orgId}/${w.kind}=${w.count}`),
-    });
-    const countsBefore = counts(first.statusView);
+    const countsBefore = activeCounts(first.statusView);
     expect(countsBefore).to.deep.equal({
       active: 2,
       otherOrg: 0,
@@ -245,7 +226,7 @@ function describesBringsBackACancelAn(): void {
 
     for (const close of closers.splice(0).reverse()) await close();
     const second = await ingress();
-    expect(counts(second.statusView)).to.deep.equal(countsBefore);
+    expect(activeCounts(second.statusView)).to.deep.equal(countsBefore);
     expect((await getJob(second.server, b ?? '')).body).to.deep.equal(canceledBefore);
     expect((await getJob(second.server, a ?? '')).body).to.deep.equal(keyedBefore);
     expect(second.statusView.submission(a ?? '', 'org-a')).to.include({
@@ -264,6 +245,38 @@ function describesBringsBackACancelAn(): void {
       .send({ ...validTranscode, bitrateKbps: '2000' });
     expect(changed.status).to.equal(409);
   });
+}
+
+/** What a worker would publish: one job starts processing, another fails as canceled. */
+async function publishProcessingAndCanceled(
+  bus: EventBus,
+  processing: string,
+  canceled: string,
+): Promise<void> {
+  await publish(bus, 'media.job.processing', {
+    jobId: processing,
+    kind: 'transcode',
+    orgId: 'org-a',
+    attempt: 1,
+    startedAt: new Date().toISOString(),
+  });
+  await publish(bus, 'media.job.failed', {
+    jobId: canceled,
+    kind: 'transcode',
+    orgId: 'org-a',
+    attempt: 1,
+    finishedAt: new Date().toISOString(),
+    error: { code: 'canceled', message: 'canceled by its organisation', retryable: false },
+  } as never);
+}
+
+/** The active-job counts a restart must bring back. */
+function activeCounts(view: Awaited<ReturnType<typeof ingress>>['statusView']) {
+  return {
+    active: view.activeJobs('org-a'),
+    otherOrg: view.activeJobs('org-b'),
+    waiting: [...view.waiting().values()].map((w) => `${w.orgId}/${w.kind}=${w.count}`),
+  };
 }
 
 function describesARestartLoadsOnlyAbout(kind: 'embedded' | 'kafka'): void {

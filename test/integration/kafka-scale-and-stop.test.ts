@@ -16,10 +16,25 @@ const BATCH = 6;
  * Issue 22 as an operator meets it: one worker runs a batch, a second joins, the first is
  * stopped (SIGTERM). No job may be aborted and started again, none may fail, each calls back once.
  */
+let files: TestServer;
+let stack: KafkaStack;
+const jobs = {
+  transcoder: (i: number) => ({
+    path: '/transcode',
+    body: transcodeBody(files, 'long.mp4', `t${i}.mp4`),
+  }),
+  summarizer: (i: number) => ({
+    path: '/summary/mp4',
+    body: {
+      inputUrl: `${files.url}/files/longer.mp4`,
+      outputUrl: `${files.url}/files/s${i}.mp4`,
+      removeAudio: true,
+    },
+  }),
+};
+
 describe('Kafka: a worker joining, then the first one stopping, restarts no running job', function () {
   this.timeout(600_000);
-  let files: TestServer;
-  let stack: KafkaStack;
 
   before(async () => {
     requireEnv('TEST_KAFKA_BROKERS');
@@ -60,21 +75,10 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
     await files?.close();
   });
 
-  const jobs = {
-    transcoder: (i: number) => ({
-      path: '/transcode',
-      body: transcodeBody(files, 'long.mp4', `t${i}.mp4`),
-    }),
-    summarizer: (i: number) => ({
-      path: '/summary/mp4',
-      body: {
-        inputUrl: `${files.url}/files/longer.mp4`,
-        outputUrl: `${files.url}/files/s${i}.mp4`,
-        removeAudio: true,
-      },
-    }),
-  };
+  describesServiceEveryJobOfThe();
+});
 
+function describesServiceEveryJobOfThe(): void {
   for (const service of ['summarizer', 'transcoder'] as const)
     it(`${service}: every job of the batch starts once, succeeds and calls back once`, async () => {
       const t0 = Date.now();
@@ -137,7 +141,7 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
       // worker's slots take fewer), so the newcomer's free slot gets one within seconds.
       expect(atSecond, "ms from the newcomer's join to its first job").to.be.below(8000);
     });
-});
+}
 
 function starts(w: SpawnedService): Record<string, unknown>[] {
   return logged(w, 'job.started');

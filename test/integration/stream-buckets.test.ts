@@ -25,28 +25,84 @@ const isPlaylist = (k: string): boolean => /\.(m3u8|mpd|vtt)$/.test(k);
  * the order their uploads completed in (recorded around the real store), and what a failed or
  * canceled publish leaves: no playlist, no manifest.
  */
+const suffix = Math.random().toString(36).slice(2, 8);
+const bucket = `streams-${suffix}`;
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const creds: Record<Scheme, unknown> = {
+  s3: { region: 'us-east-1', accessKeyId: 'test', secretAccessKey: 'test-secret-value' },
+  azure: undefined,
+  gcp: {
+    type: 'service_account',
+    project_id: 'test-project',
+    private_key_id: 'k',
+    private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    client_email: 'svc@test-project.iam.gserviceaccount.com',
+  },
+};
+let input: StreamFileServer;
+let list: Record<Scheme, (prefix: string) => Promise<string[]>>;
+let buckets: Record<Scheme, (credentials: unknown) => MediaStore>;
+/** Completed uploads (keys after the bucket), in order, and a hook run before each. */
+let uploads: string[];
+let beforeUpload: (key: string) => void;
+/** The real bucket store, with each completed upload recorded and the hook run first. */
+const recorded =
+  (make: (c: unknown) => MediaStore) =>
+  (c: unknown): MediaStore => {
+    const store = make(c);
+    return {
+      download: (url, dest, o) => store.download(url, dest, o),
+      remove: (url, o) => store.remove(url, o),
+      upload: async (src, url, o) => {
+        const key = url.replace(/^[a-z0-9]+:\/\/[^/]+\//, '');
+        beforeUpload(key);
+        const done = await store.upload(src, url, o);
+        uploads.push(key);
+        return done;
+      },
+    };
+  };
+const run = (scheme: Scheme, prefix: string, signal = new AbortController().signal) => {
+  const handler = createStreamHandler(
+    testMediaJobDeps({
+      resolveStore: createStoreResolver({
+        http: testMediaJobDeps().httpStore,
+        buckets: {
+          s3: recorded(buckets.s3),
+          azure: recorded(buckets.azure),
+          gcp: recorded(buckets.gcp),
+        },
+      }),
+    }),
+  );
+  const job: JobRequested = {
+    jobId: '00000000-0000-4000-8000-000000000042',
+    kind: 'stream',
+    orgId: 'o',
+    attempt: 1,
+    submittedAt: new Date().toISOString(),
+    input: { url: `${input.url}/in.mp4` },
+    // The handler opens the credentials through ctx.openSecret (given in clear here).
+    output: { url: `${scheme}://${bucket}/${prefix}` },
+    stream: { segmentSeconds: 2, thumbnails: { intervalSeconds: 2 } },
+  };
+  const ctx: JobContext = {
+    signal,
+    attempt: 1,
+    kind: 'stream',
+    orgId: 'o',
+    span: (_n, work) => work(),
+    log: silentLogger,
+    progress: () => undefined,
+    openSecret: () => creds[scheme],
+    waiting: () => undefined,
+    begin: () => Promise.resolve(),
+  };
+  return handler(job, ctx);
+};
+
 describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () {
   this.timeout(180_000);
-  const suffix = Math.random().toString(36).slice(2, 8);
-  const bucket = `streams-${suffix}`;
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const creds: Record<Scheme, unknown> = {
-    s3: { region: 'us-east-1', accessKeyId: 'test', secretAccessKey: 'test-secret-value' },
-    azure: undefined,
-    gcp: {
-      type: 'service_account',
-      project_id: 'test-project',
-      private_key_id: 'k',
-      private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-      client_email: 'svc@test-project.iam.gserviceaccount.com',
-    },
-  };
-  let input: StreamFileServer;
-  let list: Record<Scheme, (prefix: string) => Promise<string[]>>;
-  let buckets: Record<Scheme, (credentials: unknown) => MediaStore>;
-  /** Completed uploads (keys after the bucket), in order, and a hook run before each. */
-  let uploads: string[];
-  let beforeUpload: (key: string) => void;
 
   before(async () => {
     const emulators = storageEmulators();
@@ -85,68 +141,15 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
   });
   after(() => input?.close());
 
-  /** The real bucket store, with each completed upload recorded and the hook run first. */
-  const recorded =
-    (make: (c: unknown) => MediaStore) =>
-    (c: unknown): MediaStore => {
-      const store = make(c);
-      return {
-        download: (url, dest, o) => store.download(url, dest, o),
-        remove: (url, o) => store.remove(url, o),
-        upload: async (src, url, o) => {
-          const key = url.replace(/^[a-z0-9]+:\/\/[^/]+\//, '');
-          beforeUpload(key);
-          const done = await store.upload(src, url, o);
-          uploads.push(key);
-          return done;
-        },
-      };
-    };
-
-  const run = (scheme: Scheme, prefix: string, signal = new AbortController().signal) => {
-    const handler = createStreamHandler(
-      testMediaJobDeps({
-        resolveStore: createStoreResolver({
-          http: testMediaJobDeps().httpStore,
-          buckets: {
-            s3: recorded(buckets.s3),
-            azure: recorded(buckets.azure),
-            gcp: recorded(buckets.gcp),
-          },
-        }),
-      }),
-    );
-    const job: JobRequested = {
-      jobId: '00000000-0000-4000-8000-000000000042',
-      kind: 'stream',
-      orgId: 'o',
-      attempt: 1,
-      submittedAt: new Date().toISOString(),
-      input: { url: `${input.url}/in.mp4` },
-      // The handler opens the credentials through ctx.openSecret (given in clear here).
-      output: { url: `${scheme}://${bucket}/${prefix}` },
-      stream: { segmentSeconds: 2, thumbnails: { intervalSeconds: 2 } },
-    };
-    const ctx: JobContext = {
-      signal,
-      attempt: 1,
-      kind: 'stream',
-      orgId: 'o',
-      span: (_n, work) => work(),
-      log: silentLogger,
-      progress: () => undefined,
-      openSecret: () => creds[scheme],
-      waiting: () => undefined,
-      begin: () => Promise.resolve(),
-    };
-    return handler(job, ctx);
-  };
-
   beforeEach(() => {
     uploads = [];
     beforeUpload = () => undefined;
   });
 
+  describesSchemeEveryObjectIsIn();
+});
+
+function describesSchemeEveryObjectIsIn(): void {
   for (const scheme of ['s3', 'azure', 'gcp'] as const) {
     it(`${scheme}: every object is in the bucket, the manifests written last`, async () => {
       const result = await run(scheme, 'ok/');
@@ -199,4 +202,4 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
       expect(await list[scheme]('canceled/')).to.deep.equal([]);
     });
   }
-});
+}

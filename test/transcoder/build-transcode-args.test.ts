@@ -15,6 +15,16 @@ function after(args: readonly string[], flag: string): string | undefined {
 
 const input = { width: 1920, height: 1080 };
 
+/** The job the two-pass cases vary. */
+const twoPassJob = {
+  input: jobInputOf('/tmp/in', mediaInfo({ width: 1280, height: 720 })),
+  outputPath: '/work/job-1/output.mp4',
+  size: { width: 1280, height: 720 },
+  threads: 2,
+  passLogPrefix: '/work/job-1/pass',
+};
+const encoders = ['h264', 'h265', 'vp8', 'vp9'] as const;
+
 describe('transcode arguments', () => {
   describesSizesBothOneAspectKept();
 
@@ -81,102 +91,101 @@ function describesSizesBothOneAspectKept(): void {
 
 function describesTwoPasses(): void {
   describe('two passes', () => {
-    const base = {
-      input: jobInputOf('/tmp/in', mediaInfo({ width: 1280, height: 720 })),
-      outputPath: '/work/job-1/output.mp4',
-      size: { width: 1280, height: 720 },
-      threads: 2,
-      passLogPrefix: '/work/job-1/pass',
-    };
-    const encoders = ['h264', 'h265', 'vp8', 'vp9'] as const;
+    describesEncoderANullFirstPass();
 
-    for (const encoder of encoders) {
-      it(`${encoder}: a null first pass without audio, then the output; both log into the work dir`, () => {
-        const [first = [], second = []] = buildTranscodeArgs({
-          ...base,
-          spec: { encoder, container: 'mp4', bitrateKbps: '2000' },
-        });
-        expect(first.slice(-3)).to.deep.equal(['-f', 'null', '-']);
-        expect(first).to.include('-an').and.not.include('-c:a');
-        expect(first).to.not.include(base.outputPath);
-        expect(second.at(-1)).to.equal(base.outputPath);
-        expect(second).to.include('-c:a');
-        // Both passes see the same picture and the same rate control.
-        expect(after(first, '-filter_complex')).to.equal(after(second, '-filter_complex'));
-        for (const flag of ['-c:v', '-b:v', '-maxrate', '-bufsize', '-threads'])
-          expect(after(first, flag), flag).to.equal(after(second, flag));
-        if (encoder === 'h265') {
-          expect(after(first, '-x265-params'))
-            .to.contain('pass=1')
-            .and.contain('stats=/work/job-1/pass-x265.log');
-          expect(after(second, '-x265-params'))
-            .to.contain('pass=2')
-            .and.contain('stats=/work/job-1/pass-x265.log');
-        } else {
-          expect([after(first, '-pass'), after(second, '-pass')]).to.deep.equal(['1', '2']);
-          expect(after(first, '-passlogfile')).to.equal('/work/job-1/pass');
-          expect(after(second, '-passlogfile')).to.equal('/work/job-1/pass');
-        }
+    describesBoundsPeaksMaxrate15x();
+  });
+}
+
+function describesEncoderANullFirstPass(): void {
+  for (const encoder of encoders) {
+    it(`${encoder}: a null first pass without audio, then the output; both log into the work dir`, () => {
+      const [first = [], second = []] = buildTranscodeArgs({
+        ...twoPassJob,
+        spec: { encoder, container: 'mp4', bitrateKbps: '2000' },
       });
+      expect(first.slice(-3)).to.deep.equal(['-f', 'null', '-']);
+      expect(first).to.include('-an').and.not.include('-c:a');
+      expect(first).to.not.include(twoPassJob.outputPath);
+      expect(second.at(-1)).to.equal(twoPassJob.outputPath);
+      expect(second).to.include('-c:a');
+      // Both passes see the same picture and the same rate control.
+      expect(after(first, '-filter_complex')).to.equal(after(second, '-filter_complex'));
+      for (const flag of ['-c:v', '-b:v', '-maxrate', '-bufsize', '-threads'])
+        expect(after(first, flag), flag).to.equal(after(second, flag));
+      if (encoder === 'h265') {
+        expect(after(first, '-x265-params'))
+          .to.contain('pass=1')
+          .and.contain('stats=/work/job-1/pass-x265.log');
+        expect(after(second, '-x265-params'))
+          .to.contain('pass=2')
+          .and.contain('stats=/work/job-1/pass-x265.log');
+      } else {
+        expect([after(first, '-pass'), after(second, '-pass')]).to.deep.equal(['1', '2']);
+        expect(after(first, '-passlogfile')).to.equal('/work/job-1/pass');
+        expect(after(second, '-passlogfile')).to.equal('/work/job-1/pass');
+      }
+    });
+  }
+
+  it('both passes state the frame-rate mode of the final muxer (MP4 constant, WebM and Matroska as timed)', () => {
+    // The null muxer alone would pass timestamps through: on a variable-frame-rate input the
+    // second pass of an MP4 would then have more frames than the first, which x264 refuses.
+    const cases = [
+      { encoder: 'h264', container: 'mp4', mode: 'cfr' },
+      { encoder: 'vp9', container: 'mp4', mode: 'cfr' },
+      { encoder: 'vp9', container: 'webm', mode: 'vfr' },
+      { encoder: 'vp8', container: 'mp4', mode: 'vfr' },
+    ] as const;
+    for (const { encoder, container, mode } of cases) {
+      const passes = buildTranscodeArgs({
+        ...twoPassJob,
+        spec: { encoder, container, bitrateKbps: '1000' },
+      });
+      expect(
+        passes.map((p) => after(p, '-fps_mode:v')),
+        `${encoder}/${container}`,
+      ).to.deep.equal([mode, mode]);
     }
+  });
+}
 
-    it('both passes state the frame-rate mode of the final muxer (MP4 constant, WebM and Matroska as timed)', () => {
-      // The null muxer alone would pass timestamps through: on a variable-frame-rate input the
-      // second pass of an MP4 would then have more frames than the first, which x264 refuses.
-      const cases = [
-        { encoder: 'h264', container: 'mp4', mode: 'cfr' },
-        { encoder: 'vp9', container: 'mp4', mode: 'cfr' },
-        { encoder: 'vp9', container: 'webm', mode: 'vfr' },
-        { encoder: 'vp8', container: 'mp4', mode: 'vfr' },
-      ] as const;
-      for (const { encoder, container, mode } of cases) {
-        const passes = buildTranscodeArgs({
-          ...base,
-          spec: { encoder, container, bitrateKbps: '1000' },
-        });
-        expect(
-          passes.map((p) => after(p, '-fps_mode:v')),
-          `${encoder}/${container}`,
-        ).to.deep.equal([mode, mode]);
-      }
-    });
-
-    it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
-      for (const encoder of encoders) {
-        const [, second = []] = buildTranscodeArgs({
-          ...base,
-          spec: { encoder, container: 'webm', bitrateKbps: '4000' },
-        });
-        expect(after(second, '-b:v'), encoder).to.equal('4000k');
-        if (encoder === 'vp8' || encoder === 'vp9') {
-          // VBV made libvpx spend more on still content; its peaks are held by measurement
-          // (test/integration/rate-control.test.ts).
-          expect(second, encoder).to.not.include('-maxrate').and.not.include('-bufsize');
-          continue;
-        }
-        expect(after(second, '-maxrate'), encoder).to.equal('6000k');
-        expect(after(second, '-bufsize'), encoder).to.equal('8000k');
-      }
-    });
-
-    it('refuses a pass log prefix that x265 would split', () => {
-      expect(() =>
-        buildTranscodeArgs({
-          ...base,
-          passLogPrefix: '/work/a:b/pass',
-          spec: { encoder: 'h265', container: 'mp4', bitrateKbps: '2000' },
-        }),
-      ).to.throw(/':' or '='/);
-    });
-
-    it('vp8 in mp4 writes Matroska for the remux', () => {
+function describesBoundsPeaksMaxrate15x(): void {
+  it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
+    for (const encoder of encoders) {
       const [, second = []] = buildTranscodeArgs({
-        ...base,
-        outputPath: '/work/job-1/encoded.mkv',
-        spec: { encoder: 'vp8', container: 'mp4', bitrateKbps: '2000' },
+        ...twoPassJob,
+        spec: { encoder, container: 'webm', bitrateKbps: '4000' },
       });
-      expect(after(second, '-f')).to.equal('matroska');
-      expect(second.at(-1)).to.equal('/work/job-1/encoded.mkv');
+      expect(after(second, '-b:v'), encoder).to.equal('4000k');
+      if (encoder === 'vp8' || encoder === 'vp9') {
+        // VBV made libvpx spend more on still content; its peaks are held by measurement
+        // (test/integration/rate-control.test.ts).
+        expect(second, encoder).to.not.include('-maxrate').and.not.include('-bufsize');
+        continue;
+      }
+      expect(after(second, '-maxrate'), encoder).to.equal('6000k');
+      expect(after(second, '-bufsize'), encoder).to.equal('8000k');
+    }
+  });
+
+  it('refuses a pass log prefix that x265 would split', () => {
+    expect(() =>
+      buildTranscodeArgs({
+        ...twoPassJob,
+        passLogPrefix: '/work/a:b/pass',
+        spec: { encoder: 'h265', container: 'mp4', bitrateKbps: '2000' },
+      }),
+    ).to.throw(/':' or '='/);
+  });
+
+  it('vp8 in mp4 writes Matroska for the remux', () => {
+    const [, second = []] = buildTranscodeArgs({
+      ...twoPassJob,
+      outputPath: '/work/job-1/encoded.mkv',
+      spec: { encoder: 'vp8', container: 'mp4', bitrateKbps: '2000' },
     });
+    expect(after(second, '-f')).to.equal('matroska');
+    expect(second.at(-1)).to.equal('/work/job-1/encoded.mkv');
   });
 }

@@ -50,6 +50,75 @@ let outputPath: string;
 let smallPath: string;
 let options: () => Promise<MeasureQualityOptions>;
 
+/** The input (BT.709 limited), its 480x270 encode, and a lower rung scaled from that encode. */
+async function encodeClips(): Promise<void> {
+  // Tagged BT.709 limited so the encode's colour conversion is none and a plain scale is the reference.
+  const source = 'testsrc2=size=640x360:rate=25:duration=5,noise=alls=5:allf=t';
+  await run(FFMPEG, [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    source,
+    '-c:v',
+    'libx264',
+    '-preset',
+    'ultrafast',
+    '-crf',
+    '12',
+    '-pix_fmt',
+    'yuv420p',
+    '-colorspace',
+    'bt709',
+    '-color_primaries',
+    'bt709',
+    '-color_trc',
+    'bt709',
+    '-color_range',
+    'tv',
+    '-y',
+    inputPath,
+  ]);
+  await run(FFMPEG, [
+    '-v',
+    'error',
+    '-i',
+    inputPath,
+    '-vf',
+    'scale=480:270:flags=bicubic',
+    '-c:v',
+    'libx264',
+    '-preset',
+    'veryfast',
+    '-b:v',
+    '250k',
+    '-pix_fmt',
+    'yuv420p',
+    '-y',
+    outputPath,
+  ]);
+  // A lower rung: the 480x270 picture scaled down, as a ladder makes it.
+  await run(FFMPEG, [
+    '-v',
+    'error',
+    '-i',
+    inputPath,
+    '-vf',
+    `scale=480:270:flags=bicubic,${SMALL_SCALE}`,
+    '-c:v',
+    'libx264',
+    '-preset',
+    'veryfast',
+    '-b:v',
+    '120k',
+    '-pix_fmt',
+    'yuv420p',
+    '-y',
+    smallPath,
+  ]);
+}
+
 describe('measure quality (real ffmpeg)', function () {
   this.timeout(120_000);
 
@@ -57,72 +126,8 @@ describe('measure quality (real ffmpeg)', function () {
     dir = await mkdtemp(join(tmpdir(), 'measure-quality-'));
     inputPath = join(dir, 'input.mp4');
     outputPath = join(dir, 'output.mp4');
-    // Tagged BT.709 limited so the encode's colour conversion is none and a plain scale is the reference.
-    const source = 'testsrc2=size=640x360:rate=25:duration=5,noise=alls=5:allf=t';
-    await run(FFMPEG, [
-      '-v',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      source,
-      '-c:v',
-      'libx264',
-      '-preset',
-      'ultrafast',
-      '-crf',
-      '12',
-      '-pix_fmt',
-      'yuv420p',
-      '-colorspace',
-      'bt709',
-      '-color_primaries',
-      'bt709',
-      '-color_trc',
-      'bt709',
-      '-color_range',
-      'tv',
-      '-y',
-      inputPath,
-    ]);
-    await run(FFMPEG, [
-      '-v',
-      'error',
-      '-i',
-      inputPath,
-      '-vf',
-      'scale=480:270:flags=bicubic',
-      '-c:v',
-      'libx264',
-      '-preset',
-      'veryfast',
-      '-b:v',
-      '250k',
-      '-pix_fmt',
-      'yuv420p',
-      '-y',
-      outputPath,
-    ]);
-    // A lower rung: the 480x270 picture scaled down, as a ladder makes it.
     smallPath = join(dir, 'small.mp4');
-    await run(FFMPEG, [
-      '-v',
-      'error',
-      '-i',
-      inputPath,
-      '-vf',
-      `scale=480:270:flags=bicubic,${SMALL_SCALE}`,
-      '-c:v',
-      'libx264',
-      '-preset',
-      'veryfast',
-      '-b:v',
-      '120k',
-      '-pix_fmt',
-      'yuv420p',
-      '-y',
-      smallPath,
-    ]);
+    await encodeClips();
     const input = await readTestInput(inputPath, dir);
     options = async () => ({
       outputPath,

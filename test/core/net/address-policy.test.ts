@@ -11,6 +11,8 @@ import {
 } from '../../../services/core/net/address-policy.ts';
 import { createGuardedHttp } from '../../../services/core/net/guarded-http.ts';
 
+const open = createAddressPolicy({ allowPrivateNetworks: true });
+
 describe('address policy (SSRF guard)', () => {
   const forbidden = [
     '127.0.0.1',
@@ -110,7 +112,6 @@ function describesTreatsLocalhostNamesAsLocal(): void {
 
 function describesWithALLOWPRIVATENETWORKSTrue(): void {
   describe('with ALLOW_PRIVATE_NETWORKS=true', () => {
-    const open = createAddressPolicy({ allowPrivateNetworks: true });
     const metadata = [
       '169.254.169.254',
       '169.254.0.1',
@@ -127,70 +128,78 @@ function describesWithALLOWPRIVATENETWORKSTrue(): void {
         expect(open.refusal(a)).to.match(/link-local or cloud metadata/));
     for (const a of ['127.0.0.1', '10.0.0.7', '192.168.1.20', '::1', 'fd12::5', '8.8.8.8'])
       it(`reaches ${a}`, () => expect(open.refusal(a)).to.equal(undefined));
-    it('still refuses metadata host names, and reaches localhost', () => {
-      expect(open.hostRefusal('metadata.google.internal')).to.match(/metadata/);
-      expect(open.hostRefusal('[fe80::1]')).to.match(/link-local/);
-      expect(open.hostRefusal('localhost')).to.equal(undefined);
-    });
-    it('answers a host the same when asked again, past the hosts it remembers', () => {
-      const closed = createAddressPolicy({ allowPrivateNetworks: false });
-      const asked = ['10.0.0.7', 'localhost', 'media.example.com', '[::1]', '169.254.169.254'];
-      const first = asked.map((h) => closed.hostRefusal(h));
-      expect(first[0]).to.match(/private/);
-      expect(first[1]).to.match(/name of this machine/);
-      expect(first[2]).to.equal(undefined);
-      for (let i = 0; i < 10_000; i++) closed.hostRefusal(`host-${i}.example.com`);
-      for (let round = 0; round < 2; round++)
-        expect(asked.map((h) => closed.hostRefusal(h))).to.deep.equal(first);
-    });
-    it('an explicit allow-list opens exactly what it names', () => {
-      const listed = createAddressPolicy({
-        allowPrivateNetworks: false,
-        allowList: ['169.254.10.5', '10.1.0.0/16'],
-      });
-      expect(listed.refusal('169.254.10.5')).to.equal(undefined);
-      expect(listed.refusal('169.254.169.254')).to.match(/metadata/);
-      expect(listed.refusal('10.1.200.3')).to.equal(undefined);
-      expect(listed.refusal('10.2.0.1')).to.match(/private/);
-    });
+    describesStillRefusesMetadataHostNames();
 
-    it('a redirect from an allowed private file server to the metadata address is refused, by literal or by name', async () => {
-      const server = createServer((req, res) => {
-        const to =
-          req.url === '/by-name'
-            ? 'http://instance.example.com/latest/meta-data/'
-            : 'http://169.254.169.254/latest/meta-data/';
-        res.writeHead(302, { location: to }).end();
-      });
-      server.listen(0, '127.0.0.1');
-      await once(server, 'listening');
-      const { port } = server.address() as AddressInfo;
-      const resolved: string[] = [];
-      const client = createGuardedHttp({
-        allowPrivateNetworks: true,
-        // The name answers with the metadata address; the lookup is refused before any socket opens.
-        resolve: (hostname, cb) => {
-          resolved.push(hostname);
-          if (hostname === 'instance.example.com')
-            return cb(null, [{ address: '169.254.169.254', family: 4 }]);
-          lookup(hostname, { all: true }, (e, list) => cb(e, list ?? []));
-        },
-      });
-      try {
-        for (const path of ['/by-literal', '/by-name']) {
-          const error = await client
-            .request(`http://127.0.0.1:${port}${path}`, { method: 'GET' })
-            .then(
-              () => undefined,
-              (e: Error) => e,
-            );
-          expect(error?.name, path).to.equal('ForbiddenUrlError');
-          expect(error?.message).to.match(/link-local or cloud metadata/);
-        }
-        expect(resolved).to.include('instance.example.com');
-      } finally {
-        server.close();
-      }
+    describesARedirectFromAnAllowed();
+  });
+}
+
+function describesStillRefusesMetadataHostNames(): void {
+  it('still refuses metadata host names, and reaches localhost', () => {
+    expect(open.hostRefusal('metadata.google.internal')).to.match(/metadata/);
+    expect(open.hostRefusal('[fe80::1]')).to.match(/link-local/);
+    expect(open.hostRefusal('localhost')).to.equal(undefined);
+  });
+  it('answers a host the same when asked again, past the hosts it remembers', () => {
+    const closed = createAddressPolicy({ allowPrivateNetworks: false });
+    const asked = ['10.0.0.7', 'localhost', 'media.example.com', '[::1]', '169.254.169.254'];
+    const first = asked.map((h) => closed.hostRefusal(h));
+    expect(first[0]).to.match(/private/);
+    expect(first[1]).to.match(/name of this machine/);
+    expect(first[2]).to.equal(undefined);
+    for (let i = 0; i < 10_000; i++) closed.hostRefusal(`host-${i}.example.com`);
+    for (let round = 0; round < 2; round++)
+      expect(asked.map((h) => closed.hostRefusal(h))).to.deep.equal(first);
+  });
+  it('an explicit allow-list opens exactly what it names', () => {
+    const listed = createAddressPolicy({
+      allowPrivateNetworks: false,
+      allowList: ['169.254.10.5', '10.1.0.0/16'],
     });
+    expect(listed.refusal('169.254.10.5')).to.equal(undefined);
+    expect(listed.refusal('169.254.169.254')).to.match(/metadata/);
+    expect(listed.refusal('10.1.200.3')).to.equal(undefined);
+    expect(listed.refusal('10.2.0.1')).to.match(/private/);
+  });
+}
+
+function describesARedirectFromAnAllowed(): void {
+  it('a redirect from an allowed private file server to the metadata address is refused, by literal or by name', async () => {
+    const server = createServer((req, res) => {
+      const to =
+        req.url === '/by-name'
+          ? 'http://instance.example.com/latest/meta-data/'
+          : 'http://169.254.169.254/latest/meta-data/';
+      res.writeHead(302, { location: to }).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const resolved: string[] = [];
+    const client = createGuardedHttp({
+      allowPrivateNetworks: true,
+      // The name answers with the metadata address; the lookup is refused before any socket opens.
+      resolve: (hostname, cb) => {
+        resolved.push(hostname);
+        if (hostname === 'instance.example.com')
+          return cb(null, [{ address: '169.254.169.254', family: 4 }]);
+        lookup(hostname, { all: true }, (e, list) => cb(e, list ?? []));
+      },
+    });
+    try {
+      for (const path of ['/by-literal', '/by-name']) {
+        const error = await client
+          .request(`http://127.0.0.1:${port}${path}`, { method: 'GET' })
+          .then(
+            () => undefined,
+            (e: Error) => e,
+          );
+        expect(error?.name, path).to.equal('ForbiddenUrlError');
+        expect(error?.message).to.match(/link-local or cloud metadata/);
+      }
+      expect(resolved).to.include('instance.example.com');
+    } finally {
+      server.close();
+    }
   });
 }

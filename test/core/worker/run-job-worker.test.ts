@@ -101,6 +101,33 @@ async function harness(handler: JobHandler, maxAttempts = 3, extra: HarnessOptio
   return { bus, codec, events, dead, metrics, submit, until };
 }
 
+const refusedWith = async (j: JobRequested, extra: HarnessOptions = {}) => {
+  let ran = false;
+  const h = await harness(
+    async () => {
+      ran = true;
+      return result;
+    },
+    3,
+    extra,
+  );
+  await h.submit(j);
+  await h.until(() => h.dead.length === 1 && h.events.some((e) => e.type === 'media.job.failed'));
+  const failed = h.events.find((e) => e.type === 'media.job.failed');
+  const dead = JSON.parse(h.dead[0] ?? '{}') as { reason: string; detail: string };
+  await h.bus.close();
+  expect(ran, 'the handler ran').to.equal(false);
+  expect(failed?.data).to.deep.include({ jobId: j.jobId, orgId: j.orgId, attempt: 1 });
+  return {
+    failed: failed?.data as {
+      error: { code: string; message: string };
+      callbacks?: { failureUrl?: string };
+    },
+    dead,
+  };
+};
+const failureUrl = 'https://hooks.example.com/fail';
+
 describe('job worker loop', () => {
   describesPublishesProcessingProgressAndExactly();
 
@@ -347,102 +374,81 @@ function describesReportsAnUnexpectedExceptionAs(): void {
 
 function describesJobRequestsProducedStraightTo(): void {
   describe('job requests produced straight to the bus pass the ingress rules', () => {
-    const refusedWith = async (j: JobRequested, extra: HarnessOptions = {}) => {
-      let ran = false;
-      const h = await harness(
-        async () => {
-          ran = true;
-          return result;
-        },
-        3,
-        extra,
-      );
-      await h.submit(j);
-      await h.until(
-        () => h.dead.length === 1 && h.events.some((e) => e.type === 'media.job.failed'),
-      );
-      const failed = h.events.find((e) => e.type === 'media.job.failed');
-      const dead = JSON.parse(h.dead[0] ?? '{}') as { reason: string; detail: string };
-      await h.bus.close();
-      expect(ran, 'the handler ran').to.equal(false);
-      expect(failed?.data).to.deep.include({ jobId: j.jobId, orgId: j.orgId, attempt: 1 });
-      return {
-        failed: failed?.data as {
-          error: { code: string; message: string };
-          callbacks?: { failureUrl?: string };
-        },
-        dead,
-      };
-    };
-    const failureUrl = 'https://hooks.example.com/fail';
+    describesARefusedURLFailedAs();
 
-    it('a refused URL: failed as invalid_event naming the field, dead-lettered as url_forbidden, failure callback kept', async () => {
-      const { failed, dead } = await refusedWith(
-        job(20, { output: { url: 'http://169.254.169.254/x' }, callbacks: { failureUrl } }),
-      );
-      expect(failed.error).to.deep.include({ code: 'invalid_event', retryable: false });
-      expect(failed.error.message).to.contain('data.output.url');
-      expect(failed.callbacks).to.deep.equal({ failureUrl });
-      expect(dead.reason).to.equal('url_forbidden');
-    });
+    describesDataThatBreaksItsSchema();
+  });
+}
 
-    it('a refused failureUrl is not called back', async () => {
-      const { failed } = await refusedWith(
-        job(21, { callbacks: { failureUrl: 'http://127.0.0.1:9/fail' } }),
-      );
-      expect(failed.error.message).to.contain('data.callbacks.failureUrl');
-      expect(failed.callbacks).to.equal(undefined);
-    });
+function describesARefusedURLFailedAs(): void {
+  it('a refused URL: failed as invalid_event naming the field, dead-lettered as url_forbidden, failure callback kept', async () => {
+    const { failed, dead } = await refusedWith(
+      job(20, { output: { url: 'http://169.254.169.254/x' }, callbacks: { failureUrl } }),
+    );
+    expect(failed.error).to.deep.include({ code: 'invalid_event', retryable: false });
+    expect(failed.error.message).to.contain('data.output.url');
+    expect(failed.callbacks).to.deep.equal({ failureUrl });
+    expect(dead.reason).to.equal('url_forbidden');
+  });
 
-    it('an organisation the service does not know', async () => {
-      const { failed, dead } = await refusedWith(job(22), { knownOrgs: new Set(['acme']) });
-      expect(failed.error.message).to.contain('data.orgId');
-      expect(dead.reason).to.equal('unknown_org');
-    });
+  it('a refused failureUrl is not called back', async () => {
+    const { failed } = await refusedWith(
+      job(21, { callbacks: { failureUrl: 'http://127.0.0.1:9/fail' } }),
+    );
+    expect(failed.error.message).to.contain('data.callbacks.failureUrl');
+    expect(failed.callbacks).to.equal(undefined);
+  });
 
-    it('credentials that do not open with the configured keys', async () => {
-      const j = job(23);
-      const { failed, dead } = await refusedWith({
-        ...j,
-        input: {
-          url: j.input.url,
-          creds: seal(awsCreds, { id: 'k', key: Buffer.alloc(32, 9) }, j.jobId),
-        },
-      });
-      expect(failed.error.message).to.contain('data.input.creds');
-      expect(dead.reason).to.equal('secret_unreadable');
-    });
+  it('an organisation the service does not know', async () => {
+    const { failed, dead } = await refusedWith(job(22), { knownOrgs: new Set(['acme']) });
+    expect(failed.error.message).to.contain('data.orgId');
+    expect(dead.reason).to.equal('unknown_org');
+  });
 
-    it('a rule of the HTTP API the event schema does not hold: the credentials must fit the bucket', async () => {
-      const j = job(24);
-      const { failed, dead } = await refusedWith({
-        ...j,
-        input: {
-          url: j.input.url,
-          creds: seal({ accountName: 'acct', accountKey: 'k' }, key, j.jobId),
-        },
-      });
-      expect(failed.error.message).to.match(/^data\.input\.creds/);
-      expect(dead.reason).to.equal('invalid_event');
+  it('credentials that do not open with the configured keys', async () => {
+    const j = job(23);
+    const { failed, dead } = await refusedWith({
+      ...j,
+      input: {
+        url: j.input.url,
+        creds: seal(awsCreds, { id: 'k', key: Buffer.alloc(32, 9) }, j.jobId),
+      },
     });
+    expect(failed.error.message).to.contain('data.input.creds');
+    expect(dead.reason).to.equal('secret_unreadable');
+  });
 
-    it('data that breaks its schema still fails the job it names', async () => {
-      const h = await harness(async () => result);
-      const bad = JSON.parse(
-        h.codec.encode(topics.transcodeRequests, 'media.job.requested', job(25)).value.toString(),
-      ) as { data: { transcode: { bitrateKbps: string } } };
-      bad.data.transcode.bitrateKbps = '3000';
-      await h.bus.publish([
-        { topic: topics.transcodeRequests, key: 'k', value: Buffer.from(JSON.stringify(bad)) },
-      ]);
-      await h.until(() => h.events.some((e) => e.type === 'media.job.failed'));
-      const failed = h.events.find((e) => e.type === 'media.job.failed');
-      expect(failed?.data).to.deep.include({ jobId: job(25).jobId });
-      expect(JSON.stringify(failed?.data)).to.contain('data.transcode.bitrateKbps');
-      expect(await h.metrics.registry.metrics()).to.match(
-        /^media_jobs_finished_total\{kind="transcode",outcome="failed",code="invalid_event"\} 1$/m,
-      );
-      await h.bus.close();
+  it('a rule of the HTTP API the event schema does not hold: the credentials must fit the bucket', async () => {
+    const j = job(24);
+    const { failed, dead } = await refusedWith({
+      ...j,
+      input: {
+        url: j.input.url,
+        creds: seal({ accountName: 'acct', accountKey: 'k' }, key, j.jobId),
+      },
     });
+    expect(failed.error.message).to.match(/^data\.input\.creds/);
+    expect(dead.reason).to.equal('invalid_event');
+  });
+}
+
+function describesDataThatBreaksItsSchema(): void {
+  it('data that breaks its schema still fails the job it names', async () => {
+    const h = await harness(async () => result);
+    const bad = JSON.parse(
+      h.codec.encode(topics.transcodeRequests, 'media.job.requested', job(25)).value.toString(),
+    ) as { data: { transcode: { bitrateKbps: string } } };
+    bad.data.transcode.bitrateKbps = '3000';
+    await h.bus.publish([
+      { topic: topics.transcodeRequests, key: 'k', value: Buffer.from(JSON.stringify(bad)) },
+    ]);
+    await h.until(() => h.events.some((e) => e.type === 'media.job.failed'));
+    const failed = h.events.find((e) => e.type === 'media.job.failed');
+    expect(failed?.data).to.deep.include({ jobId: job(25).jobId });
+    expect(JSON.stringify(failed?.data)).to.contain('data.transcode.bitrateKbps');
+    expect(await h.metrics.registry.metrics()).to.match(
+      /^media_jobs_finished_total\{kind="transcode",outcome="failed",code="invalid_event"\} 1$/m,
+    );
+    await h.bus.close();
   });
 }
