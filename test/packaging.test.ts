@@ -166,7 +166,7 @@ describe("packaging: the image's default command runs as the node user", functio
     await rm(base, { recursive: true, force: true });
   });
 
-  describesDeclaresADataFolderOwned();
+  describesDeclaresDataFolderOwned();
 });
 
 /**
@@ -201,7 +201,7 @@ async function layOutImage(
   }
 }
 
-function describesDeclaresADataFolderOwned(): void {
+function describesDeclaresDataFolderOwned(): void {
   it('declares a data folder owned by node as a volume, and all-in-one mode starts and answers /readyz', async () => {
     const layout = readImageLayout(await readFile(join(root, 'Dockerfile'), 'utf8'));
     expect(layout.user).to.equal('node');

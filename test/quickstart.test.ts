@@ -113,12 +113,12 @@ describe('the README Quick start, as written, from a clean clone', function () {
     await rm(dir, { recursive: true, force: true });
   });
 
-  describesRunsTheBlocksAJob();
+  describesRunsBlocksJobSucceeds();
 
-  describesTheReceiverOfTerminal1();
+  describesReceiverTerminal1Refuses();
 });
 
-function describesRunsTheBlocksAJob(): void {
+function describesRunsBlocksJobSucceeds(): void {
   it('runs the blocks: a job succeeds and its signed callback arrives and verifies, within a minute', async () => {
     const readme = await readFile(join(clone, 'README.md'), 'utf8');
     const blocks = quickStartBlocks(readme);
@@ -183,7 +183,7 @@ function describesRunsTheBlocksAJob(): void {
   });
 }
 
-function describesTheReceiverOfTerminal1(): void {
+function describesReceiverTerminal1Refuses(): void {
   it('the receiver of terminal 1 refuses a callback signed with another secret', async () => {
     const terminal1 = terminals[0];
     expect(terminal1, 'the Quick start ran').to.not.equal(undefined);

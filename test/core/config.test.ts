@@ -9,12 +9,12 @@ import {
 } from '../../services/core/config.ts';
 
 describe('config', () => {
-  describesHasSafeDefaultsLoopbackNo();
+  describesHasSafeDefaultsLoopback();
 
-  describesNamesTheVariableAndThe();
+  describesNamesVariableRuleValue();
 });
 
-function describesHasSafeDefaultsLoopbackNo(): void {
+function describesHasSafeDefaultsLoopback(): void {
   it('has safe defaults: loopback, no keys, private networks refused', () => {
     const config = loadConfig({});
     expect(config).to.include({
@@ -56,7 +56,7 @@ function describesHasSafeDefaultsLoopbackNo(): void {
   });
 }
 
-function describesNamesTheVariableAndThe(): void {
+function describesNamesVariableRuleValue(): void {
   it('names the variable and the rule when a value is wrong', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).to.throw(
       ConfigError,

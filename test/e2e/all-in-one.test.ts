@@ -62,16 +62,16 @@ describe('all-in-one: HTTP → embedded bus → ffmpeg → upload → callback',
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  describesTranscodesToH264Mp4At();
+  describesTranscodesH264Mp4Requested();
 
-  describesAPortraitPhoneVideoComes();
+  describesPortraitPhoneVideoComes();
 
-  describesMakesAGIFSummaryAnd();
+  describesMakesGIFSummaryReports();
 
-  describesMakesAnMP4SummaryWhose();
+  describesMakesMP4SummaryQuality();
 });
 
-function describesTranscodesToH264Mp4At(): void {
+function describesTranscodesH264Mp4Requested(): void {
   it('transcodes to h264/mp4 at the requested size, uploads it and calls successUrl', async () => {
     const ack = await post(
       app.ingress.url,
@@ -121,7 +121,7 @@ function describesTranscodesToH264Mp4At(): void {
   });
 }
 
-function describesAPortraitPhoneVideoComes(): void {
+function describesPortraitPhoneVideoComes(): void {
   it('a portrait phone video comes out upright, and the callback and status say what the service saw', async () => {
     // A phone stores a landscape frame and asks players to turn it (ffmpeg 5.1 writes the tag
     // as a display matrix on a stream copy).
@@ -181,7 +181,7 @@ function describesAPortraitPhoneVideoComes(): void {
   });
 }
 
-function describesMakesAGIFSummaryAnd(): void {
+function describesMakesGIFSummaryReports(): void {
   it('makes a GIF summary and reports the chosen segments', async () => {
     await generateClip(join(files.dir, 'long.mp4'), { seconds: 24, width: 320, height: 240 });
     const ack = await post(app.ingress.url, '/summary/gif', {
@@ -230,7 +230,7 @@ function describesMakesAGIFSummaryAnd(): void {
   });
 }
 
-function describesMakesAnMP4SummaryWhose(): void {
+function describesMakesMP4SummaryQuality(): void {
   it('makes an MP4 summary whose quality report is in the callback and GET /jobs/:id alike', async () => {
     await generateClip(join(files.dir, 'long-mp4.mp4'), { seconds: 24, width: 320, height: 240 });
     const ack = await post(app.ingress.url, '/summary/mp4', {

@@ -33,10 +33,10 @@ describe('all-in-one as a process: a pending callback survives a restart', funct
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  describesReceiverAnswering503ThenDown();
+  describesReceiverAnswering503Down();
 });
 
-function describesReceiverAnswering503ThenDown(): void {
+function describesReceiverAnswering503Down(): void {
   it('receiver answering 503, then down for a minute across a restart: delivered afterwards, attempts continued, one webhook-id, signed', async () => {
     const port = await freePort();
     const env = serviceEnv(port);

@@ -68,12 +68,12 @@ describe('all-in-one: cancel with real ffmpeg, idempotency across a restart', fu
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  describesCancelsARunningEncodeFfmpeg();
+  describesCancelsRunningEncodeFfmpeg();
 
-  describesAnIdempotencyKeyKeepsIts();
+  describesIdempotencyKeyKeepsAcknowledgement();
 });
 
-function describesCancelsARunningEncodeFfmpeg(): void {
+function describesCancelsRunningEncodeFfmpeg(): void {
   it('cancels a running encode (ffmpeg killed), a job waiting for a slot and a queued one; each ends canceled with a failure callback', async () => {
     // Two jobs fit the bus slots (1 CPU + 1 transfer): A encodes, B waits for the CPU slot, C is queued.
     const ids: string[] = [];
@@ -116,7 +116,7 @@ function describesCancelsARunningEncodeFfmpeg(): void {
   });
 }
 
-function describesAnIdempotencyKeyKeepsIts(): void {
+function describesIdempotencyKeyKeepsAcknowledgement(): void {
   it('an Idempotency-Key keeps its acknowledgement across a restart of the process', async () => {
     const body = { ...transcode('idem.mp4'), inputUrl: `${files.url}/files/missing.mp4` };
     const first = await post('/transcode', body, { 'Idempotency-Key': 'restart-me' });

@@ -374,12 +374,12 @@ describe('real uploads end to end (issue 21)', function () {
   });
   after(() => files?.close());
 
-  describesTheCorpusIsWhatIt();
+  describesCorpusClaimsDisplayedSize();
 
-  describesTitleCJob();
+  describesEveryCaseAndJob();
 });
 
-function describesTitleCJob(): void {
+function describesEveryCaseAndJob(): void {
   for (const c of cases)
     for (const [job, plan] of Object.entries(JOBS) as [JobName, JobPlan][])
       it(title(c, job), async function () {
@@ -410,7 +410,7 @@ function describesTitleCJob(): void {
       });
 }
 
-function describesTheCorpusIsWhatIt(): void {
+function describesCorpusClaimsDisplayedSize(): void {
   it('the corpus is what it claims: displayed size, rotation, audio, and the quirks of each file', async () => {
     const problems: string[] = [];
     for (const c of cases.filter((c) => c.kind !== 'broken')) {

@@ -43,10 +43,10 @@ describe('all-in-one: POST /streams → streamer → published ladder → status
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  describesTheCallbackAndGETJobs();
+  describesCallbackGETJobsId();
 });
 
-function describesTheCallbackAndGETJobs(): void {
+function describesCallbackGETJobsId(): void {
   it('the callback and GET /jobs/:id carry the manifest URLs, rungs and their quality, thumbnails and totals', async () => {
     const prefix = `${files.url}/out/film/`;
     const res = await fetch(`${app.ingress.url}/streams`, {

@@ -51,12 +51,12 @@ describe('trace context from submission to callback (all-in-one)', function () {
     await files?.close();
   });
 
-  describesWithAnOTLPHTTPJSON();
+  describesOTLPHTTPJSONExporter();
 
-  describesWithTracingOffTheDefault();
+  describesTracingOffDefault();
 });
 
-function describesWithAnOTLPHTTPJSON(): void {
+function describesOTLPHTTPJSONExporter(): void {
   describe('with an OTLP/HTTP JSON exporter configured', () => {
     let otlp: OtlpReceiver;
     let app: AllInOne;
@@ -132,7 +132,7 @@ function describesWithAnOTLPHTTPJSON(): void {
   });
 }
 
-function describesWithTracingOffTheDefault(): void {
+function describesTracingOffDefault(): void {
   describe('with tracing off (the default)', () => {
     let app: AllInOne;
     let dataDir: string;

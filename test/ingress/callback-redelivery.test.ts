@@ -42,14 +42,14 @@ const finish = (apply: Awaited<ReturnType<typeof setup>>['apply'], id: string) =
   });
 
 describe('callback status and redelivery over HTTP', () => {
-  describesGetJobsIdShowsThe();
+  describesGETJobsIdShows();
 
-  describesPostJobsIdCallbacksRedeliver();
+  describesPOSTJobsIdCallbacks();
 
-  describesAnotherOrganisationAndUnknownIds();
+  describesAnotherOrganisationUnknownIds();
 });
 
-function describesGetJobsIdShowsThe(): void {
+function describesGETJobsIdShows(): void {
   it('GET /jobs/:id shows the callback: pending, then each attempt the notifier reports', async () => {
     const { ingress, id, apply } = await setup();
     finish(apply, id);
@@ -98,7 +98,7 @@ function describesGetJobsIdShowsThe(): void {
   });
 }
 
-function describesPostJobsIdCallbacksRedeliver(): void {
+function describesPOSTJobsIdCallbacks(): void {
   it('POST /jobs/:id/callbacks/redeliver queues the same callback with the same webhook-id', async () => {
     const { bus, ingress, id, apply } = await setup();
     finish(apply, id);
@@ -133,7 +133,7 @@ function describesPostJobsIdCallbacksRedeliver(): void {
   });
 }
 
-function describesAnotherOrganisationAndUnknownIds(): void {
+function describesAnotherOrganisationUnknownIds(): void {
   it('another organisation and unknown ids get 404; an unfinished job 409; no key 401', async () => {
     const { ingress, id } = await setup();
     expect(

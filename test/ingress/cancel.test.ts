@@ -18,14 +18,14 @@ const setup = async () => {
 };
 
 describe('POST /jobs/:id/cancel through the HTTP app', () => {
-  describesAQueuedJob202The();
+  describesQueuedJob202Cancel();
 
-  describesAJobThatHasEnded();
+  describesJobHasEnded409();
 
-  describesAJobThatHasEnded2();
+  describesJobHasEndedCallback();
 });
 
-function describesAQueuedJob202The(): void {
+function describesQueuedJob202Cancel(): void {
   it('a queued job: 202, the cancel goes on the bus, and the status shows when it was asked for', async () => {
     const { ingress, id, cancel, cancels } = await setup();
     const res = await cancel();
@@ -59,7 +59,7 @@ function describesAQueuedJob202The(): void {
   });
 }
 
-function describesAJobThatHasEnded(): void {
+function describesJobHasEnded409(): void {
   it('a job that has ended is 409; one the worker canceled shows status canceled and can have its callback redelivered', async () => {
     const { ingress, id, cancel } = await setup();
     expect((await cancel()).status).to.equal(202);
@@ -89,7 +89,7 @@ function describesAJobThatHasEnded(): void {
   });
 }
 
-function describesAJobThatHasEnded2(): void {
+function describesJobHasEndedCallback(): void {
   it('a job that has ended with its callback retrying: 202, and the cancel goes on the bus to stop it', async () => {
     const { ingress, id, cancel, cancels } = await setup();
     const event = (type: 'media.job.failed' | 'media.callback.status', data: object) => {

@@ -19,20 +19,20 @@ const requests = (published: readonly OutgoingRecord[]) =>
   );
 
 describe('Idempotency-Key on submissions, through the HTTP app', () => {
-  describesTheSameKeyAndBody();
+  describesKeyBodyAnswerFirst();
 
-  describesAnotherOrganisationSIdenticalKey();
+  describesAnotherOrganisationSIdentical();
 
-  describesAnEmptyIdempotencyKeyOr();
+  describesEmptyIdempotencyKeyBlanks();
 
-  describesHoldsAcrossARestartA();
+  describesHoldsAcrossRestartNew();
 
-  describesTwoCopiesThatBothPublish();
+  describesTwoCopiesBothPublish();
 
-  describesAPublishTheBusCannot();
+  describesPublishBusCannotConfirm();
 });
 
-function describesTheSameKeyAndBody(): void {
+function describesKeyBodyAnswerFirst(): void {
   it('the same key and body answer the first acknowledgement (same id and createdAt); one record is queued', async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -84,7 +84,7 @@ function describesTheSameKeyAndBody(): void {
   });
 }
 
-function describesAnotherOrganisationSIdenticalKey(): void {
+function describesAnotherOrganisationSIdentical(): void {
   it("another organisation's identical key is a job of its own", async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -136,7 +136,7 @@ function describesAnotherOrganisationSIdenticalKey(): void {
   });
 }
 
-function describesAnEmptyIdempotencyKeyOr(): void {
+function describesEmptyIdempotencyKeyBlanks(): void {
   it('an empty Idempotency-Key, or one of blanks, is a 400 and queues nothing', async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -175,7 +175,7 @@ function describesAnEmptyIdempotencyKeyOr(): void {
   });
 }
 
-function describesHoldsAcrossARestartA(): void {
+function describesHoldsAcrossRestartNew(): void {
   it('holds across a restart: a new ingress on the same bus file answers the first acknowledgement', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'idempotency-restart-'));
     try {
@@ -219,7 +219,7 @@ function describesHoldsAcrossARestartA(): void {
   });
 }
 
-function describesTwoCopiesThatBothPublish(): void {
+function describesTwoCopiesBothPublish(): void {
   it('two copies that both publish (a race) give the same id; the view keeps the earliest createdAt', async () => {
     const bus = recordingBus();
     const copyA = await makeIngress({ bus });
@@ -276,7 +276,7 @@ function describesTwoCopiesThatBothPublish(): void {
   });
 }
 
-function describesAPublishTheBusCannot(): void {
+function describesPublishBusCannotConfirm(): void {
   it('a publish the bus cannot confirm is 503 bus_uncertain with the job id; a retry with the key is that job', async () => {
     const bus = recordingBus();
     // The first record reaches the brokers but its acknowledgement does not come in time.

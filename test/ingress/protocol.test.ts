@@ -20,22 +20,22 @@ function expectErrorBody(res: request.Response, status: number, message: RegExp)
 }
 
 describe('ingress: protocol errors, status, and what reaches the bus', () => {
-  describes404ForAnUnknownPath();
+  describes404UnknownPathNaming();
 
-  describesReadsGzipDeflateAndBr();
+  describesReadsGzipDeflateBr();
 
-  describes400ForABodyThat();
+  describes400BodyValidUTF();
 
-  describesReadyzIs503FromThe();
+  describesReadyz503MomentService();
 
-  describesGetJobsIdShowsThe();
+  describesGETJobsIdShows();
 
-  describesServesHealthzAndReadyzCounts();
+  describesServesHealthzReadyzCounts();
 
-  describesAClientThatGoesAway();
+  describesClientGoesAwayMid();
 });
 
-function describes404ForAnUnknownPath(): void {
+function describes404UnknownPathNaming(): void {
   it('404 for an unknown path, naming it', async () => {
     const { server } = await makeIngress();
     expectErrorBody(
@@ -84,7 +84,7 @@ function describes404ForAnUnknownPath(): void {
   });
 }
 
-function describesReadsGzipDeflateAndBr(): void {
+function describesReadsGzipDeflateBr(): void {
   it('reads gzip, deflate and br bodies; refuses other codings, corrupt data, and bodies that unfold past the limit', async () => {
     const { server } = await makeIngress({ maxBodyBytes: 4096 });
     const json = Buffer.from(JSON.stringify(validTranscode));
@@ -142,7 +142,7 @@ function describesReadsGzipDeflateAndBr(): void {
   });
 }
 
-function describes400ForABodyThat(): void {
+function describes400BodyValidUTF(): void {
   it('400 for a body that is not valid UTF-8, and nothing is queued', async () => {
     const inner = createEmbeddedBus({ path: ':memory:' });
     let published = 0;
@@ -197,7 +197,7 @@ function describes400ForABodyThat(): void {
   });
 }
 
-function describesReadyzIs503FromThe(): void {
+function describesReadyz503MomentService(): void {
   it('/readyz is 503 from the moment the service begins to stop, while it still answers', async () => {
     let draining = false;
     const { server } = await makeIngress({ isDraining: () => draining });
@@ -231,7 +231,7 @@ function describesReadyzIs503FromThe(): void {
   });
 }
 
-function describesGetJobsIdShowsThe(): void {
+function describesGETJobsIdShows(): void {
   it('GET /jobs/:id shows the job to its organisation only', async () => {
     const { server } = await makeIngress();
     const ack = await request(server).post('/transcode').send(validTranscode);
@@ -269,7 +269,7 @@ function describesGetJobsIdShowsThe(): void {
   });
 }
 
-function describesServesHealthzAndReadyzCounts(): void {
+function describesServesHealthzReadyzCounts(): void {
   it('serves /healthz and /readyz, counts requests, and keeps /metrics off the API', async () => {
     const { server, metrics: registered } = await makeIngress();
     expect((await request(server).get('/healthz')).body).to.deep.equal({ status: 'ok' });
@@ -319,7 +319,7 @@ function describesServesHealthzAndReadyzCounts(): void {
   });
 }
 
-function describesAClientThatGoesAway(): void {
+function describesClientGoesAwayMid(): void {
   it('a client that goes away mid-body is neither a 5xx nor an error log, and the next request is served', async () => {
     const lines: string[] = [];
     const log = createLogger({ level: 'debug', write: (l) => lines.push(l) });

@@ -18,7 +18,7 @@ const setup = async () => {
 };
 
 describe('POST /streams', () => {
-  describesQueuesAStreamJobOn();
+  describesQueuesStreamJobOwn();
 
   const refused: [string, Record<string, unknown>, RegExp][] = [
     [
@@ -53,12 +53,12 @@ describe('POST /streams', () => {
       expect(requests()).to.have.length(0);
     });
 
-  describesVp9WithDASHOnlyIs();
+  describesVp9DASHOnlyTaken();
 
-  describesIsInTheOpenAPIDocument();
+  describesOpenAPIDocumentRequestSchema();
 });
 
-function describesQueuesAStreamJobOn(): void {
+function describesQueuesStreamJobOwn(): void {
   it('queues a stream job on its own topic: the options under `stream`, credentials sealed, no API key', async () => {
     const { ingress, requests } = await setup();
     const body = {
@@ -107,7 +107,7 @@ function describesQueuesAStreamJobOn(): void {
   });
 }
 
-function describesVp9WithDASHOnlyIs(): void {
+function describesVp9DASHOnlyTaken(): void {
   it('vp9 with DASH only is taken', async () => {
     const { ingress } = await setup();
     const res = await request(ingress.server)
@@ -158,7 +158,7 @@ function describesVp9WithDASHOnlyIs(): void {
   });
 }
 
-function describesIsInTheOpenAPIDocument(): void {
+function describesOpenAPIDocumentRequestSchema(): void {
   it('is in the OpenAPI document with its request schema', async () => {
     const { ingress } = await setup();
     const doc = (await request(ingress.server).get('/openapi.json')).body as {

@@ -53,18 +53,18 @@ describe('watermark library over HTTP (PUT/GET/DELETE /watermarks)', function ()
   afterEach(() => rm(dir, { recursive: true, force: true }));
   after(() => rm(images, { recursive: true, force: true }));
 
-  describesStoresAnImageUnderA();
+  describesStoresImageUnderName();
 
-  describesGivesAStoredImageBack();
+  describesGivesStoredImageBack();
 
-  describesRefusesWhatIsNotA();
+  describesRefusesPngJpegWebp();
 
-  describesRefusesABodyOverThe();
+  describesRefusesBodyOverSize();
 
-  describesAnswers405WithAllowFor();
+  describesAnswers405AllowOther();
 });
 
-function describesStoresAnImageUnderA(): void {
+function describesStoresImageUnderName(): void {
   it('stores an image under a name, lists it with its facts, replaces and deletes it', async () => {
     const png = bytes['logo.png'] ?? Buffer.alloc(0);
     const created = await put('logo', png, 'image/png');
@@ -107,7 +107,7 @@ function describesStoresAnImageUnderA(): void {
   });
 }
 
-function describesGivesAStoredImageBack(): void {
+function describesGivesStoredImageBack(): void {
   it('gives a stored image back, as stored and with its type, to its own organisation only', async () => {
     for (const [name, type] of [
       ['logo.png', 'image/png'],
@@ -157,7 +157,7 @@ function describesGivesAStoredImageBack(): void {
   });
 }
 
-function describesRefusesWhatIsNotA(): void {
+function describesRefusesPngJpegWebp(): void {
   it('refuses what is not a png, jpeg or webp of the declared type with 415', async () => {
     const cases: [Buffer, string, RegExp][] = [
       [
@@ -193,7 +193,7 @@ function describesRefusesWhatIsNotA(): void {
   });
 }
 
-function describesRefusesABodyOverThe(): void {
+function describesRefusesBodyOverSize(): void {
   it('refuses a body over the size cap with 413, declared or streamed', async () => {
     const big = Buffer.concat([bytes['logo.png'] ?? Buffer.alloc(0), Buffer.alloc(70 * 1024)]);
     const declared = await put('big', big, 'image/png');
@@ -253,7 +253,7 @@ function describesRefusesABodyOverThe(): void {
   });
 }
 
-function describesAnswers405WithAllowFor(): void {
+function describesAnswers405AllowOther(): void {
   it('answers 405 with Allow for other methods, and says when no library is set up', async () => {
     const res = await request(handler).post('/watermarks/logo').set('x-api-key', KEY_A);
     expect(res.status).to.equal(405);

@@ -163,11 +163,11 @@ for (const kind of ['embedded', 'kafka'] as const) {
       await setup.cleanup();
     });
 
-    describesAWorkerLearnsTheCancels();
+    describesWorkerLearnsCancelsPublished();
   });
 }
 
-function describesAWorkerLearnsTheCancels(): void {
+function describesWorkerLearnsCancelsPublished(): void {
   it('a worker learns the cancels published before it started and every new one; starting workers again makes no new consumer group', async () => {
     // Published before any worker runs: the job is queued and already canceled.
     const early = job();

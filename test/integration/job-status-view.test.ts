@@ -87,15 +87,15 @@ for (const kind of ['embedded', 'kafka'] as const) {
       await maker.cleanup();
     });
 
-    describesFollowsAJobToIts();
+    describesFollowsJobDeliveredCallback();
 
-    describesBringsBackACancelAn();
+    describesBringsBackCancelIdempotency();
 
-    describesARestartLoadsOnlyAbout(kind);
+    describesRestartLoadsOnlyAbout(kind);
   });
 }
 
-function describesFollowsAJobToIts(): void {
+function describesFollowsJobDeliveredCallback(): void {
   it('follows a job to its delivered callback, writes each state change once and no progress tick, and finds it all again after a restart', async () => {
     const first = await ingress();
     const ack = await request(first.server)
@@ -173,7 +173,7 @@ function describesFollowsAJobToIts(): void {
   });
 }
 
-function describesBringsBackACancelAn(): void {
+function describesBringsBackCancelIdempotency(): void {
   it('brings back a cancel, an Idempotency-Key and the active-job counts from the status topic after a restart', async () => {
     const first = await ingress();
     const submit = (key?: string, body: object = validTranscode) => {
@@ -279,7 +279,7 @@ function activeCounts(view: Awaited<ReturnType<typeof ingress>>['statusView']) {
   };
 }
 
-function describesARestartLoadsOnlyAbout(kind: 'embedded' | 'kafka'): void {
+function describesRestartLoadsOnlyAbout(kind: 'embedded' | 'kafka'): void {
   it('a restart loads only about maxJobs of the newest jobs, however many the history holds', async () => {
     const first = await ingress(1000);
     const ids: string[] = [];

@@ -73,18 +73,18 @@ describe('Kafka bus (real broker)', function () {
     logLines = [];
   });
 
-  describesPublishThenSubscribeDeliversKey();
+  describesPublishSubscribeDeliversKey();
 
-  describesTwoMembersOfOneGroup();
+  describesTwoMembersGroupShare();
 
-  describesAHandlerThatHeartbeatsKeeps();
+  describesHandlerHeartbeatsKeepsPartition();
 
-  describesAMemberJoiningWhileA();
+  describesMemberJoiningLongHandler();
 
-  describesPublishRejectsWithBusUnavailableErrorWithin();
+  describesPublishRejectsBusUnavailableErrorWithin();
 });
 
-function describesPublishThenSubscribeDeliversKey(): void {
+function describesPublishSubscribeDeliversKey(): void {
   it('publish then subscribe delivers key, value bytes and headers, on topics ensureTopics created', async function () {
     this.timeout(30_000);
     const prefix = newPrefix();
@@ -124,7 +124,7 @@ function describesPublishThenSubscribeDeliversKey(): void {
   });
 }
 
-function describesTwoMembersOfOneGroup(): void {
+function describesTwoMembersGroupShare(): void {
   it('two members of one group share the partitions and handle each record exactly once', async function () {
     this.timeout(40_000);
     const prefix = newPrefix();
@@ -163,7 +163,7 @@ function describesTwoMembersOfOneGroup(): void {
   });
 }
 
-function describesAHandlerThatHeartbeatsKeeps(): void {
+function describesHandlerHeartbeatsKeepsPartition(): void {
   it('a handler that heartbeats keeps its partition past the session timeout', async function () {
     this.timeout(60_000);
     const sessionTimeoutMs = 6000;
@@ -222,7 +222,7 @@ function describesAHandlerThatHeartbeatsKeeps(): void {
   });
 }
 
-function describesAMemberJoiningWhileA(): void {
+function describesMemberJoiningLongHandler(): void {
   it('a member joining while a long handler runs does not wait for it: the group rebalances at once and the record finishes once', async function () {
     this.timeout(60_000);
     const prefix = newPrefix();
@@ -260,7 +260,7 @@ function describesAMemberJoiningWhileA(): void {
   });
 }
 
-function describesPublishRejectsWithBusUnavailableErrorWithin(): void {
+function describesPublishRejectsBusUnavailableErrorWithin(): void {
   it('publish rejects with BusUnavailableError within publishTimeoutMs while the broker is down, and works again after', async function () {
     this.timeout(120_000);
     if (!process.env.TEST_KAFKA_CTL)

@@ -52,14 +52,14 @@ describe('Kafka: the busy-aware assigner (real broker, bus level)', function () 
     lines.length = 0;
   });
 
-  describesAMemberJoiningOrStopping();
+  describesMemberJoiningStoppingAborts();
 
-  describesBeginsOnlyOnceTheAssignment();
+  describesBeginsOnlyOnceAssignment();
 
-  describesTheIdleWatchASlot();
+  describesIdleWatchSlotFreeing();
 });
 
-function describesAMemberJoiningOrStopping(): void {
+function describesMemberJoiningStoppingAborts(): void {
   it('a member joining or stopping aborts no running record; waiting ones move to free slots', async () => {
     const prefix = newPrefix();
     const group = newGroup();
@@ -112,7 +112,7 @@ function describesAMemberJoiningOrStopping(): void {
   });
 }
 
-function describesBeginsOnlyOnceTheAssignment(): void {
+function describesBeginsOnlyOnceAssignment(): void {
   it('begins only once the assignment is known: moved, it never began on the member it left', async () => {
     const prefix = newPrefix();
     const group = newGroup();
@@ -181,7 +181,7 @@ function describesBeginsOnlyOnceTheAssignment(): void {
   });
 }
 
-function describesTheIdleWatchASlot(): void {
+function describesIdleWatchSlotFreeing(): void {
   it('the idle watch: a slot freeing between rebalances takes a record waiting on another member', async () => {
     const prefix = newPrefix();
     const group = newGroup();

@@ -89,16 +89,16 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
     await files?.close();
   });
 
-  describesTheCloudeventsSDKKafkaBinding();
+  describesCloudeventsSDKKafkaBinding();
 
-  describesKafkaSOwnConsoleProducer();
+  describesKafkaSOwnConsole();
 
-  describesAJobThatBreaksA();
+  describesJobBreaksFieldRule();
 
-  describesAJobWhoseURLThe();
+  describesJobURLAddressPolicy();
 });
 
-function describesTheCloudeventsSDKKafkaBinding(): void {
+function describesCloudeventsSDKKafkaBinding(): void {
   it('the cloudevents SDK, Kafka binding, structured mode', async () => {
     const jobId = randomUUID();
     const event = new CloudEvent({
@@ -142,7 +142,7 @@ function describesTheCloudeventsSDKKafkaBinding(): void {
   });
 }
 
-function describesKafkaSOwnConsoleProducer(): void {
+function describesKafkaSOwnConsole(): void {
   it("Kafka's own console producer: structured mode with only the required attributes, no content-type", async () => {
     const jobId = randomUUID();
     const event = {
@@ -181,7 +181,7 @@ function describesKafkaSOwnConsoleProducer(): void {
   });
 }
 
-function describesAJobThatBreaksA(): void {
+function describesJobBreaksFieldRule(): void {
   it('a job that breaks a field rule is failed with invalid_event naming the field, and its failure callback is sent', async () => {
     const jobId = randomUUID();
     const data = jobData(jobId, {
@@ -208,7 +208,7 @@ function describesAJobThatBreaksA(): void {
   });
 }
 
-function describesAJobWhoseURLThe(): void {
+function describesJobURLAddressPolicy(): void {
   it('a job whose URL the address policy refuses is failed the same way; dead-lettered and counted by reason', async () => {
     const jobId = randomUUID();
     const data = jobData(jobId, {

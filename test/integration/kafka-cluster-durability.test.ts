@@ -58,16 +58,16 @@ describe('Kafka topic durability (three-broker cluster and single broker)', func
     await kafkaCluster('cluster-stop');
   });
 
-  describesCreatesEveryTopicWith3();
+  describesCreatesTopic3Replicas();
 
-  describesRefusesAnExistingTopicWith();
+  describesRefusesExistingTopicReplica();
 
-  describesAServiceStartedOnSuch();
+  describesServiceStartedSuchTopic();
 
-  describesOnTheSingleTestBroker();
+  describesSingleTestBrokerKeeps();
 });
 
-function describesCreatesEveryTopicWith3(): void {
+function describesCreatesTopic3Replicas(): void {
   it('creates every topic with 3 replicas and min.insync.replicas 2 set on the topic, and logs each', async () => {
     const { bus, prefix } = newBus(cluster);
     const report = await bus.ensureTopics();
@@ -110,7 +110,7 @@ function describesCreatesEveryTopicWith3(): void {
   });
 }
 
-function describesRefusesAnExistingTopicWith(): void {
+function describesRefusesExistingTopicReplica(): void {
   it('refuses an existing topic with one replica, naming it and the switch; the switch makes it a warning', async () => {
     const { bus, prefix } = newBus(cluster);
     const weak = prefix + topics.transcodeRequests;
@@ -152,7 +152,7 @@ function describesRefusesAnExistingTopicWith(): void {
   });
 }
 
-function describesAServiceStartedOnSuch(): void {
+function describesServiceStartedSuchTopic(): void {
   it('a service started on such a topic exits with a configuration error, and starts with the switch', async () => {
     const prefix = newPrefix();
     prefixes.push({ brokers: cluster, prefix });
@@ -189,7 +189,7 @@ function describesAServiceStartedOnSuch(): void {
   });
 }
 
-function describesOnTheSingleTestBroker(): void {
+function describesSingleTestBrokerKeeps(): void {
   it('on the single test broker keeps one replica and leaves min.insync.replicas to the broker', async () => {
     const { bus, prefix } = newBus(singleBroker());
     const report = await bus.ensureTopics();

@@ -121,10 +121,10 @@ describe('Kafka cluster drills: a broker dies mid-burst', function () {
     await kafkaCluster('cluster-stop');
   });
 
-  describesTheLeaderOfMostOf();
+  describesLeaderMostJobTopic();
 });
 
-function describesTheLeaderOfMostOf(): void {
+function describesLeaderMostJobTopic(): void {
   it("the leader of most of the job topic's partitions, then another broker while the jobs run: every job answered 200 runs once", async () => {
     await drill(
       'job-leader',

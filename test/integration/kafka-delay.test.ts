@@ -45,10 +45,10 @@ describe('Kafka bus: scheduled records through the delay topics (real broker)', 
     logLines = [];
   });
 
-  describesDeliversARecordNoEarlier();
+  describesDeliversRecordEarlierDue();
 });
 
-function describesDeliversARecordNoEarlier(): void {
+function describesDeliversRecordEarlierDue(): void {
   it('delivers a record no earlier than its due time, and it holds no partition meanwhile', async () => {
     const bus = newBus(newPrefix());
     const { got } = await collect(bus);

@@ -37,12 +37,12 @@ describe('Kafka fault tests: a killed worker, a broker that goes away', function
     await files?.close();
   });
 
-  describesAWorkerSIGKILLedMidJob();
+  describesWorkerSIGKILLedMidJob();
 
-  describesBrokerStoppedAndRestartedDuring();
+  describesBrokerStoppedRestartedDuring();
 });
 
-function describesAWorkerSIGKILLedMidJob(): void {
+function describesWorkerSIGKILLedMidJob(): void {
   it('a worker SIGKILLed mid-job: the job is redelivered to the other worker and succeeds once', async () => {
     const ack = await stack.submit('/transcode', { ...job('killed.mp4', 'long.mp4'), width: 1280 });
     const id = String(ack.body['id']);
@@ -95,7 +95,7 @@ function describesAWorkerSIGKILLedMidJob(): void {
   });
 }
 
-function describesBrokerStoppedAndRestartedDuring(): void {
+function describesBrokerStoppedRestartedDuring(): void {
   it('broker stopped and restarted during a burst: outage submissions get 503 quickly, every acknowledged job ends', async () => {
     const acked: string[] = [];
     const during: { status: number; ms: number }[] = [];

@@ -71,12 +71,12 @@ describe('Kafka: idempotent submissions across ingress copies and a restart; can
     await files?.close();
   });
 
-  describesARepeatAtTheOther();
+  describesRepeatOtherCopyAnswers();
 
-  describesHoldsAcrossARestartA();
+  describesHoldsAcrossRestartNew();
 });
 
-function describesARepeatAtTheOther(): void {
+function describesRepeatOtherCopyAnswers(): void {
   it('a repeat at the other copy answers the first acknowledgement; another body is 409; another organisation is independent', async () => {
     const body = job('seq.mp4');
     const first = await submit(url(0), body, 'seq-key');
@@ -135,7 +135,7 @@ function describesARepeatAtTheOther(): void {
   });
 }
 
-function describesHoldsAcrossARestartA(): void {
+function describesHoldsAcrossRestartNew(): void {
   it('holds across a restart: a new ingress process answers the first acknowledgement', async () => {
     const body = job('restart.mp4');
     const first = await submit(url(0), body, 'restart-key');

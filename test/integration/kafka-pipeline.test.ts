@@ -37,18 +37,18 @@ describe('Kafka: the services as separate processes on a real broker', function 
     await files?.close();
   });
 
-  describesHttpKafkaTranscoderEventsNotifier();
+  describesHTTPKafkaTranscoderEvents();
 
-  describesEachWorkerProcessServesHealthz();
+  describesWorkerProcessServesHealthz();
 
-  describesAPoisonMessageGoesTo();
+  describesPoisonMessageGoesDead();
 
-  describesNoCredentialValueOrAPI();
+  describesCredentialValueAPIKey();
 
-  describesAnotherSystemCanProduceA();
+  describesAnotherSystemCanProduce();
 });
 
-function describesHttpKafkaTranscoderEventsNotifier(): void {
+function describesHTTPKafkaTranscoderEvents(): void {
   it('HTTP → Kafka → transcoder → events → notifier → callback; status visible on another ingress', async () => {
     const ack = await stack.submit('/transcode', transcode(files, 'one.mp4'));
     expect(ack.status).to.equal(200);
@@ -94,7 +94,7 @@ function describesHttpKafkaTranscoderEventsNotifier(): void {
   });
 }
 
-function describesEachWorkerProcessServesHealthz(): void {
+function describesWorkerProcessServesHealthz(): void {
   it('each worker process serves /healthz, /readyz and /metrics with its job counts', async () => {
     const worker = stack.workers.transcoder[0];
     const started = worker?.logs.find((r) => r['msg'] === 'transcoder.started');
@@ -135,7 +135,7 @@ function describesEachWorkerProcessServesHealthz(): void {
   });
 }
 
-function describesAPoisonMessageGoesTo(): void {
+function describesPoisonMessageGoesDead(): void {
   it('a poison message goes to the dead-letter topic and the next good job still runs', async () => {
     await produceRaw(
       brokers,
@@ -166,7 +166,7 @@ function describesAPoisonMessageGoesTo(): void {
   });
 }
 
-function describesNoCredentialValueOrAPI(): void {
+function describesCredentialValueAPIKey(): void {
   it('no credential value or API key is in the raw bytes of any topic', async () => {
     const secret = 'SECRET-access-key-value-4242';
     const ack = await stack.submit(
@@ -205,7 +205,7 @@ function describesNoCredentialValueOrAPI(): void {
   });
 }
 
-function describesAnotherSystemCanProduceA(): void {
+function describesAnotherSystemCanProduce(): void {
   it('another system can produce a job straight to Kafka (examples/produce-transcode-job.ts)', async () => {
     const example = new URL('../../examples/produce-transcode-job.ts', import.meta.url).pathname;
     const { stdout } = await promisify(execFile)(process.execPath, [example], {

@@ -75,10 +75,10 @@ describe('Kafka: a worker joining, then the first one stopping, restarts no runn
     await files?.close();
   });
 
-  describesServiceEveryJobOfThe();
+  describesJobBatchStartsOnce();
 });
 
-function describesServiceEveryJobOfThe(): void {
+function describesJobBatchStartsOnce(): void {
   for (const service of ['summarizer', 'transcoder'] as const)
     it(`${service}: every job of the batch starts once, succeeds and calls back once`, async () => {
       const t0 = Date.now();

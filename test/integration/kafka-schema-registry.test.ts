@@ -37,12 +37,12 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     await files?.close();
   });
 
-  describesJobsRunEndToEnd();
+  describesJobsRunEndEnd();
 
-  describesConsumersStillReadPlainJSON();
+  describesConsumersStillReadPlain();
 });
 
-function describesJobsRunEndToEnd(): void {
+function describesJobsRunEndEnd(): void {
   it('jobs run end to end with registry-framed events, and the schema is registered per topic', async () => {
     const ack = await stack.submit('/transcode', body('framed.mp4'));
     expect(ack.status).to.equal(200);
@@ -91,7 +91,7 @@ function describesJobsRunEndToEnd(): void {
   });
 }
 
-function describesConsumersStillReadPlainJSON(): void {
+function describesConsumersStillReadPlain(): void {
   it('consumers still read plain JSON events produced by systems that do not use the registry', async () => {
     const jobId = crypto.randomUUID();
     const envelope = {

@@ -40,12 +40,12 @@ describe('Kafka: a worker killed with a full window (real broker)', function () 
     await files?.close();
   });
 
-  describesKill9MidBacklogEvery();
+  describesKill9MidBacklog();
 
-  describesKill9MidJobThe();
+  describesKill9MidJob();
 });
 
-function describesKill9MidBacklogEvery(): void {
+function describesKill9MidBacklog(): void {
   it('kill -9 mid-backlog: every acknowledged job ends exactly once, with one callback; finished ones are not run again', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 16; i += 1) {
@@ -91,7 +91,7 @@ function describesKill9MidBacklogEvery(): void {
   });
 }
 
-function describesKill9MidJobThe(): void {
+function describesKill9MidJob(): void {
   it('kill -9 mid-job: the job resumes on the other worker in under 40 s with the default settings', async () => {
     const survivor = stack.workers.transcoder.find(
       (w) => w.child.exitCode === null && w.child.signalCode === null,

@@ -142,7 +142,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  describesNoCommandRunsATs();
+  describesCommandRunsTsFile();
 
   for (const script of ['generate:types', 'generate:openapi', 'generate:config-table'])
     it(`npm run ${script}`, async () => {
@@ -150,13 +150,13 @@ describe('README commands, run as written with the machine’s own node on PATH'
       expect(ran.code, ran.stderr).to.equal(0);
     });
 
-  describesNpmRunBenchTranscode1();
+  describesNpmRunBenchTranscode();
 
-  describesNpmRunBenchSummary1();
+  describesNpmRunBenchSummary();
 
-  describesNpmRunBenchBacklog3();
+  describesNpmRunBenchBacklog();
 
-  describesNpmRunSilentExampleProduce();
+  describesNpmRunSilentExample();
 
   for (const service of ['ingress', 'transcoder', 'summarizer', 'notifier'] as const)
     it(`npm run start:${service} (on the test broker)`, async () => {
@@ -178,7 +178,7 @@ describe('README commands, run as written with the machine’s own node on PATH'
     });
 });
 
-function describesNoCommandRunsATs(): void {
+function describesCommandRunsTsFile(): void {
   it('no command runs a .ts file with whatever node the machine has: all go through npm', () => {
     expect(commands.length).to.be.greaterThan(5);
     const direct = commands.filter(
@@ -221,7 +221,7 @@ function describesNoCommandRunsATs(): void {
   });
 }
 
-function describesNpmRunBenchTranscode1(): void {
+function describesNpmRunBenchTranscode(): void {
   it('npm run bench:transcode -- 1 1 h264 (short arguments)', async () => {
     const ran = await run(['run', 'bench:transcode', '--', '1', '1', 'h264'], {}, 120_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
@@ -275,7 +275,7 @@ function describesNpmRunBenchTranscode1(): void {
   });
 }
 
-function describesNpmRunBenchSummary1(): void {
+function describesNpmRunBenchSummary(): void {
   it('npm run bench:summary -- 1 0.5 mp4,gif@160 (short arguments, a GIF with a width)', async () => {
     const ran = await run(['run', 'bench:summary', '--', '1', '0.5', 'mp4,gif@160'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
@@ -335,7 +335,7 @@ function describesNpmRunBenchSummary1(): void {
   });
 }
 
-function describesNpmRunBenchBacklog3(): void {
+function describesNpmRunBenchBacklog(): void {
   it('npm run bench:backlog -- 3 all-in-one (a short burst)', async () => {
     const ran = await run(['run', 'bench:backlog', '--', '3', 'all-in-one'], {}, 300_000);
     expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
@@ -346,7 +346,7 @@ function describesNpmRunBenchBacklog3(): void {
   });
 }
 
-function describesNpmRunSilentExampleProduce(): void {
+function describesNpmRunSilentExample(): void {
   it('npm run --silent example:produce (against the test broker)', async () => {
     const { id, records } = await produceExample({ SUCCESS_URL: 'https://hooks.example.com/ok' });
     expect(id).to.match(/^[0-9a-f-]{36}$/);

@@ -146,10 +146,10 @@ describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () 
     beforeUpload = () => undefined;
   });
 
-  describesSchemeEveryObjectIsIn();
+  describesObjectBucketManifestsWritten();
 });
 
-function describesSchemeEveryObjectIsIn(): void {
+function describesObjectBucketManifestsWritten(): void {
   for (const scheme of ['s3', 'azure', 'gcp'] as const) {
     it(`${scheme}: every object is in the bucket, the manifests written last`, async () => {
       const result = await run(scheme, 'ok/');

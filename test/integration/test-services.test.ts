@@ -69,12 +69,12 @@ function azureSharedKey(
 describe('test services (scripts/test-services)', function () {
   this.timeout(30_000);
 
-  describesHasEveryTESTVariableSet();
+  describesHasTESTVariableSet();
 
-  describesFfmpegRunsAndDrawsText();
+  describesFfmpegRunsDrawsText();
 });
 
-function describesHasEveryTESTVariableSet(): void {
+function describesHasTESTVariableSet(): void {
   it('has every TEST_* variable set', () => {
     const missing = VARIABLES.filter((name) => !process.env[name]);
     expect(
@@ -132,7 +132,7 @@ function describesHasEveryTESTVariableSet(): void {
   });
 }
 
-function describesFfmpegRunsAndDrawsText(): void {
+function describesFfmpegRunsDrawsText(): void {
   it('ffmpeg runs and draws text with the test font', async () => {
     const ffmpeg = env('TEST_FFMPEG');
     const font = env('TEST_FONT_FILE');

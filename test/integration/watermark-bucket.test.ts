@@ -61,12 +61,12 @@ describe('watermark library in an S3-compatible bucket', function () {
     await rm(work, { recursive: true, force: true });
   });
 
-  describesPutsListsFetchesAndRemoves();
+  describesPutsListsFetchesRemoves();
 
-  describesAllInOneWithWATERMARK();
+  describesAllWATERMARKBUCKET();
 });
 
-function describesPutsListsFetchesAndRemoves(): void {
+function describesPutsListsFetchesRemoves(): void {
   it('puts, lists, fetches and removes per organisation', async () => {
     const library = createBucketLibrary({ bucket, region: 'us-east-1', endpoint, credentials });
     try {
@@ -114,7 +114,7 @@ function describesPutsListsFetchesAndRemoves(): void {
   });
 }
 
-function describesAllInOneWithWATERMARK(): void {
+function describesAllWATERMARKBUCKET(): void {
   describe('all-in-one with WATERMARK_BUCKET', () => {
     let files: TestServer;
     let app: AllInOne;

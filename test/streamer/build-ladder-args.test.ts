@@ -27,14 +27,14 @@ const base = {
 };
 
 describe('ladder arguments', () => {
-  describesOneInputThePictureMade();
+  describesInputPictureMadeOnce();
 
   describesTwoPasses();
 
-  describesTheRungsQualityReference();
+  describesRungsQualityReference();
 });
 
-function describesOneInputThePictureMade(): void {
+function describesInputPictureMadeOnce(): void {
   it('one input, the picture made once at the top size then split and scaled down per rung', () => {
     const args = buildLadderArgs(base);
     expect(args.filter((a) => a === '-i')).to.have.length(1);
@@ -129,7 +129,7 @@ function describesTwoPasses(): void {
   });
 }
 
-function describesTheRungsQualityReference(): void {
+function describesRungsQualityReference(): void {
   describe("the rungs' quality reference", () => {
     const watermark = {
       inputs: ['/w/logo.png'],

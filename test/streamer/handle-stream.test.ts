@@ -73,18 +73,18 @@ describe('stream handler: encode, verify, publish (file server)', function () {
   });
   after(() => input.close());
 
-  describesPublishesEveryObjectPlaylistsAfter();
+  describesPublishesObjectPlaylistsAfter();
 
-  describesThePerFrameFiguresAsked();
+  describesPerFrameFiguresAsked();
 
-  describesDashAloneNoMediaPlaylists();
+  describesDASHAloneMediaPlaylists();
 
-  describesACancelWhileTheStore();
+  describesCancelStoreStillWrites();
 
-  describesACallerLadderAboveThe();
+  describesCallerLadderAboveInput();
 });
 
-function describesPublishesEveryObjectPlaylistsAfter(): void {
+function describesPublishesObjectPlaylistsAfter(): void {
   it('publishes every object, playlists after the media they name and the two manifests last', async () => {
     const out = await startStreamFileServer();
     try {
@@ -151,7 +151,7 @@ function describesPublishesEveryObjectPlaylistsAfter(): void {
   });
 }
 
-function describesThePerFrameFiguresAsked(): void {
+function describesPerFrameFiguresAsked(): void {
   it('the per-frame figures asked for: a quality.json in each rung folder, published with it and counted in the objects and bytes, not in the rung', async () => {
     const out = await startStreamFileServer();
     try {
@@ -201,7 +201,7 @@ function describesThePerFrameFiguresAsked(): void {
   });
 }
 
-function describesDashAloneNoMediaPlaylists(): void {
+function describesDASHAloneMediaPlaylists(): void {
   it('DASH alone: no media playlists, one manifest', async () => {
     const out = await startStreamFileServer();
     try {
@@ -259,7 +259,7 @@ function describesDashAloneNoMediaPlaylists(): void {
   });
 }
 
-function describesACancelWhileTheStore(): void {
+function describesCancelStoreStillWrites(): void {
   it('a cancel while the store still writes an upload: removed once its answer came, not after a guess', async () => {
     const stop = new AbortController();
     // The store takes 1.5 s after the body to keep seg_00001 (longer than the second removal
@@ -318,7 +318,7 @@ function describesACancelWhileTheStore(): void {
   });
 }
 
-function describesACallerLadderAboveThe(): void {
+function describesCallerLadderAboveInput(): void {
   it('a caller ladder above the input is refused before any encode', async () => {
     const out = await startStreamFileServer();
     try {

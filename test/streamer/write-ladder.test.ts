@@ -118,11 +118,11 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  describesIsOneFfmpegReadingThe();
+  describesFfmpegReadingInputOnce();
 
-  describesTheMasterDeclaresCODECSRESOLUTION();
+  describesMasterDeclaresCODECSRESOLUTION();
 
-  describesTheSameDecodeMakesA();
+  describesDecodeMakesPosterSprite();
 
   const others: ['h265' | 'vp9', string, RegExp, string][] = [
     ['h265', 'hevc', /^hvc1\.1\.6\.L\d+(\.[0-9A-F]{1,2})+$/, 'hvc1'],
@@ -156,7 +156,7 @@ describe('a ladder from one decode: CMAF segments, HLS master and DASH MPD', fun
     });
 });
 
-function describesIsOneFfmpegReadingThe(): void {
+function describesFfmpegReadingInputOnce(): void {
   it('is one ffmpeg reading the input once and splitting it to every rung', () => {
     const args = buildLadderArgs({
       input,
@@ -194,7 +194,7 @@ function describesIsOneFfmpegReadingThe(): void {
   });
 }
 
-function describesTheMasterDeclaresCODECSRESOLUTION(): void {
+function describesMasterDeclaresCODECSRESOLUTION(): void {
   it('the master declares CODECS, RESOLUTION, FRAME-RATE and measured bandwidths the rungs keep to', async () => {
     const out = join(dir, 'out');
     const master = await readFile(join(out, 'master.m3u8'), 'utf8');
@@ -247,7 +247,7 @@ function describesTheMasterDeclaresCODECSRESOLUTION(): void {
   });
 }
 
-function describesTheSameDecodeMakesA(): void {
+function describesDecodeMakesPosterSprite(): void {
   it('the same decode makes a poster, a sprite sheet and a WebVTT track of its tiles', async () => {
     const out = join(dir, 'out');
     expect(ladder.thumbnails).to.deep.equal({

@@ -37,14 +37,14 @@ describe('video analysis', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  describesALongInputIsCut();
+  describesLongInputCutStretches();
 
-  describesStretchesAnalysedSideBySide();
+  describesStretchesAnalysedSideSide();
 
-  describesFindsCutsBetweenFlatPictures();
+  describesFindsCutsBetweenFlat();
 });
 
-function describesALongInputIsCut(): void {
+function describesLongInputCutStretches(): void {
   it('a long input is cut into stretches of whole samples, one per thread (at most 4, at least 60 s each)', () => {
     expect(analysisParts(30, 2)).to.deep.equal([{ startSeconds: 0 }]);
     expect(analysisParts(172.04, 2)).to.deep.equal([
@@ -68,7 +68,7 @@ function describesALongInputIsCut(): void {
   });
 }
 
-function describesStretchesAnalysedSideBySide(): void {
+function describesStretchesAnalysedSideSide(): void {
   it('stretches analysed side by side give the cuts and activity of one pass', async () => {
     const options = {
       input,
@@ -108,7 +108,7 @@ function describesStretchesAnalysedSideBySide(): void {
   });
 }
 
-function describesFindsCutsBetweenFlatPictures(): void {
+function describesFindsCutsBetweenFlat(): void {
   it('finds cuts between flat pictures that x264 codes in a few bytes, with no keyframe at them', async () => {
     // x264 codes a cut to a flat picture as weighted prediction (the previous picture with a
     // brightness and colour offset): no keyframe, and packets as small as a still frame's. So no

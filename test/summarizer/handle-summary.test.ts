@@ -88,16 +88,16 @@ describe('summary handler with real ffmpeg', function () {
   });
   after(() => files.close());
 
-  describesMp4H264AacIndexFirst();
+  describesMp4H264AacIndex();
 
-  describesMp4WithRemoveAudioHasNo();
+  describesMp4RemoveAudioHasAudio();
 
-  describesGifTheWatermarkSColours();
+  describesGifWatermarkSColours();
 
-  describesGifWithAWidthAnd();
+  describesGifWidthImageWatermark();
 });
 
-function describesMp4H264AacIndexFirst(): void {
+function describesMp4H264AacIndex(): void {
   it('mp4: h264 + aac, index first, segments in order with their scenes and scores, duration within the target', async () => {
     const result = await handler(job({ format: 'mp4' }, 's.mp4', 'scenes.mp4'), ctx);
     const path = join(files.dir, 's.mp4');
@@ -155,7 +155,7 @@ function describesMp4H264AacIndexFirst(): void {
   });
 }
 
-function describesMp4WithRemoveAudioHasNo(): void {
+function describesMp4RemoveAudioHasAudio(): void {
   it('mp4 with removeAudio has no audio stream; width (odd → even, aspect kept) and a text watermark apply', async () => {
     await handler(
       job(
@@ -208,7 +208,7 @@ function describesMp4WithRemoveAudioHasNo(): void {
   });
 }
 
-function describesGifTheWatermarkSColours(): void {
+function describesGifWatermarkSColours(): void {
   it("gif: the watermark's colours are in the palette (drawn on the samples before palettegen)", async () => {
     // A grey input: without the watermark drawn on its samples the palette would be greys only.
     await run(ffmpeg, [
@@ -246,7 +246,7 @@ function describesGifTheWatermarkSColours(): void {
   });
 }
 
-function describesGifWithAWidthAnd(): void {
+function describesGifWidthImageWatermark(): void {
   it('gif with a width and an image watermark', async () => {
     await run(ffmpeg, [
       '-v',

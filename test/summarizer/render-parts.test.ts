@@ -115,16 +115,16 @@ describe('summary render in parts side by side', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  describesCutsTheClipsIntoOne();
+  describesCutsClipsRunConsecutive();
 
-  describesMp4WithoutAudioPartsAnd();
+  describesMp4AudioPartsJoin();
 
-  describesGifThePaletteFromSamples();
+  describesGifPaletteSamplesKeeps();
 
-  describesGifJoinRefusesPartsWhose();
+  describesGifJoinRefusesParts();
 });
 
-function describesCutsTheClipsIntoOne(): void {
+function describesCutsClipsRunConsecutive(): void {
   it('cuts the clips into one run of consecutive clips per thread, of about the same length', () => {
     const parts = renderParts(base({ partsDir: dir }));
     expect(parts.map((p) => p.clips)).to.deep.equal([clips.slice(0, 3), clips.slice(3)]);
@@ -187,7 +187,7 @@ function describesCutsTheClipsIntoOne(): void {
   });
 }
 
-function describesMp4WithoutAudioPartsAnd(): void {
+function describesMp4AudioPartsJoin(): void {
   it('mp4 without audio: parts and join have no audio stream', async () => {
     const o = base({
       partsDir: dir,
@@ -233,7 +233,7 @@ function describesMp4WithoutAudioPartsAnd(): void {
   });
 }
 
-function describesGifThePaletteFromSamples(): void {
+function describesGifPaletteSamplesKeeps(): void {
   it('gif: the palette from samples keeps the GIF close to its source; one from unfitting samples does not', async () => {
     const size = { width: 320, height: 180 };
     const samples = join(dir, 'samples-320.rgb');
@@ -286,7 +286,7 @@ function describesGifThePaletteFromSamples(): void {
   });
 }
 
-function describesGifJoinRefusesPartsWhose(): void {
+function describesGifJoinRefusesParts(): void {
   it('gif join refuses parts whose palettes differ', async () => {
     const a = join(dir, 'a.gif');
     const b = join(dir, 'b.gif');

@@ -59,12 +59,12 @@ describe('summary target', () => {
 });
 
 describe('segment selection', () => {
-  describesUsesAnInputNoLonger();
+  describesUsesInputLongerTarget();
 
-  describesTreatsAnInputOfNothing();
+  describesTreatsInputNothingBut();
 });
 
-function describesUsesAnInputNoLonger(): void {
+function describesUsesInputLongerTarget(): void {
   it('uses an input no longer than the target whole, one segment per scene, back to back', () => {
     const t = timeline(5, [2]);
     const segments = selectSegments(t, { targetSeconds: 6 });
@@ -124,7 +124,7 @@ function describesUsesAnInputNoLonger(): void {
   });
 }
 
-function describesTreatsAnInputOfNothing(): void {
+function describesTreatsInputNothingBut(): void {
   it('treats an input of nothing but flicker as one scene', () => {
     const t = timeline(
       30,

@@ -83,12 +83,12 @@ describe('bounded jobs: pixel budget, memory limit, and failure messages fit for
     logs.length = 0;
   });
 
-  describesRefusesAnInputWhoseOwn();
+  describesRefusesInputOwnFrame();
 
-  describesAnFfmpegFailureAWatermark();
+  describesFfmpegFailureWatermarkScaled();
 });
 
-function describesRefusesAnInputWhoseOwn(): void {
+function describesRefusesInputOwnFrame(): void {
   it('refuses an input whose own frame is over the pixel budget before any ffmpeg runs', async () => {
     let ran = false;
     const deps = testMediaJobDeps({ maxPixels: 320 * 200 });
@@ -148,7 +148,7 @@ function describesRefusesAnInputWhoseOwn(): void {
   });
 }
 
-function describesAnFfmpegFailureAWatermark(): void {
+function describesFfmpegFailureWatermarkScaled(): void {
   it('an ffmpeg failure (a watermark scaled past what ffmpeg takes) fails as transcode_failed without stderr', async () => {
     const handler = createTranscodeHandler(testMediaJobDeps());
     // Past the schema's bounds on purpose: only a handler given such a job makes ffmpeg fail this way.

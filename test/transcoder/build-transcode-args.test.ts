@@ -26,12 +26,12 @@ const twoPassJob = {
 const encoders = ['h264', 'h265', 'vp8', 'vp9'] as const;
 
 describe('transcode arguments', () => {
-  describesSizesBothOneAspectKept();
+  describesSizesBothAspectKept();
 
   describesTwoPasses();
 });
 
-function describesSizesBothOneAspectKept(): void {
+function describesSizesBothAspectKept(): void {
   it('sizes: both, one (aspect kept, even), none, odd values rounded down to even', () => {
     expect(outputSize({ width: 640, height: 360 }, input)).to.deep.equal({
       width: 640,
@@ -91,13 +91,13 @@ function describesSizesBothOneAspectKept(): void {
 
 function describesTwoPasses(): void {
   describe('two passes', () => {
-    describesEncoderANullFirstPass();
+    describesNullFirstPassAudio();
 
-    describesBoundsPeaksMaxrate15x();
+    describesBoundsPeaksMaxrate1();
   });
 }
 
-function describesEncoderANullFirstPass(): void {
+function describesNullFirstPassAudio(): void {
   for (const encoder of encoders) {
     it(`${encoder}: a null first pass without audio, then the output; both log into the work dir`, () => {
       const [first = [], second = []] = buildTranscodeArgs({
@@ -150,7 +150,7 @@ function describesEncoderANullFirstPass(): void {
   });
 }
 
-function describesBoundsPeaksMaxrate15x(): void {
+function describesBoundsPeaksMaxrate1(): void {
   it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
     for (const encoder of encoders) {
       const [, second = []] = buildTranscodeArgs({

@@ -81,16 +81,16 @@ describe('transcode handler with real ffmpeg', function () {
     });
   }
 
-  describesRendersATextWatermarkWith();
+  describesRendersTextWatermarkCharacters();
 
-  describesOverlaysAnImageWatermarkFetched();
+  describesOverlaysImageWatermarkFetched();
 
-  describesReportsTheQualityOfThe();
+  describesReportsQualityOutputUploads();
 
-  describesFailsAnInputLargerThan();
+  describesFailsInputLargerLimit();
 });
 
-function describesRendersATextWatermarkWith(): void {
+function describesRendersTextWatermarkCharacters(): void {
   it('renders a text watermark with characters that break naive escaping, and reports progress', async () => {
     progress.length = 0;
     const text = `100% "it's": done \\ {x} %{pts}`;
@@ -140,7 +140,7 @@ function describesRendersATextWatermarkWith(): void {
   });
 }
 
-function describesOverlaysAnImageWatermarkFetched(): void {
+function describesOverlaysImageWatermarkFetched(): void {
   it('overlays an image watermark fetched by URL', async () => {
     await run('ffmpeg', [
       '-v',
@@ -179,7 +179,7 @@ function describesOverlaysAnImageWatermarkFetched(): void {
   });
 }
 
-function describesReportsTheQualityOfThe(): void {
+function describesReportsQualityOutputUploads(): void {
   it('reports the quality of the output and uploads the per-frame figures beside it when asked', async () => {
     const name = 'out-quality.mp4';
     const result = await handler(
@@ -231,7 +231,7 @@ function describesReportsTheQualityOfThe(): void {
   });
 }
 
-function describesFailsAnInputLargerThan(): void {
+function describesFailsInputLargerLimit(): void {
   it('fails an input larger than the limit as input_too_large', async () => {
     const small = createTranscodeHandler(
       testMediaJobDeps({ maxInputBytes: 1024, stallTimeoutMs: 1000, threads: 1, fontFile: '' }),

@@ -30,12 +30,12 @@ describe('embedded bus (SQLite)', () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  describesReportsAGroupSBacklog();
+  describesReportsGroupSBacklog();
 
-  describesDeliversABacklogOfMany();
+  describesDeliversBacklogManyPages();
 });
 
-function describesReportsAGroupSBacklog(): void {
+function describesReportsGroupSBacklog(): void {
   it("reports a group's backlog as its lag (partition 0), down to 0 once it is done", async function () {
     this.timeout(15_000);
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });
@@ -77,7 +77,7 @@ function describesReportsAGroupSBacklog(): void {
   });
 }
 
-function describesDeliversABacklogOfMany(): void {
+function describesDeliversBacklogManyPages(): void {
   it('delivers a backlog of many pages over two topics in publish order, past a record handed back', async () => {
     // More records than the largest page, on two topics: the scan reads pages per topic and
     // merges them, and one topic's old handed-back record does not hold the other topic back.

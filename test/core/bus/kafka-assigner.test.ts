@@ -28,12 +28,12 @@ const owned = (plan: Map<string, Map<string, number[]>>, id: string): number[] =
   [...(plan.get(id)?.get(T) ?? [])].sort((a, b) => a - b);
 
 describe('busy-aware sticky assignment', () => {
-  describesAPartitionWithARunning();
+  describesPartitionRunningJobStays();
 
-  describesWaitingRecordsThatNoMember();
+  describesWaitingRecordsMemberHas();
 });
 
-function describesAPartitionWithARunning(): void {
+function describesPartitionRunningJobStays(): void {
   it('a partition with a running job stays with the member running it, whoever joins', () => {
     const plan = planAssignment(
       [
@@ -94,7 +94,7 @@ function describesAPartitionWithARunning(): void {
   });
 }
 
-function describesWaitingRecordsThatNoMember(): void {
+function describesWaitingRecordsMemberHas(): void {
   it('waiting records that no member has room for stay with the member holding them', () => {
     // Moving 1 to b (fewer partitions) would only fetch it, and download its input, again.
     const plan = planAssignment(

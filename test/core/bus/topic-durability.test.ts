@@ -9,12 +9,12 @@ import {
 import { ConfigError } from '../../../services/core/settings.ts';
 
 describe('Kafka: topic durability', () => {
-  describesDurabilitytarget();
+  describesDurabilityTarget();
 
   describesExistingTopics();
 });
 
-function describesDurabilitytarget(): void {
+function describesDurabilityTarget(): void {
   describe('durabilityTarget', () => {
     it('keeps one replica and leaves min.insync.replicas to a single broker', () => {
       const target = durabilityTarget({}, 1);

@@ -56,12 +56,12 @@ export const noFontSize: Summary = { ...summary, watermark: { text: 'hi' } };
 describe('OpenAPI description in stock tools', function () {
   this.timeout(120_000);
 
-  describesLeavesOutWhatOnlyOur();
+  describesLeavesOutOnlyOur();
 
-  describesGivesOpenapiTypescriptTypesThat();
+  describesGivesOpenapiTypescriptTypes();
 });
 
-function describesLeavesOutWhatOnlyOur(): void {
+function describesLeavesOutOnlyOur(): void {
   it('leaves out what only our validator reads (ajv-errors errorMessage, $defs inside schemas)', async () => {
     const text = await readFile(documentPath, 'utf8');
     expect(text).not.to.include('"errorMessage"');
@@ -112,7 +112,7 @@ function describesLeavesOutWhatOnlyOur(): void {
   });
 }
 
-function describesGivesOpenapiTypescriptTypesThat(): void {
+function describesGivesOpenapiTypescriptTypes(): void {
   it('gives openapi-typescript types that compile under tsc --strict and refuse a wrong request', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'openapi-types-'));
     try {

@@ -27,14 +27,14 @@ const required = (jobId: string): Record<string, unknown> => ({
 const value = (event: unknown): Buffer => Buffer.from(JSON.stringify(event));
 
 describe('event codec: the CloudEvents Kafka protocol binding', () => {
-  describesStructuredModeWithOnlyThe();
+  describesStructuredModeOnlyRequired();
 
-  describesRefusesWhatItCannotUse();
+  describesRefusesCannotUseSays();
 
-  describesTheServiceSOwnEvents();
+  describesServiceSOwnEvents();
 });
 
-function describesStructuredModeWithOnlyThe(): void {
+function describesStructuredModeOnlyRequired(): void {
   it('structured mode with only the required attributes, with or without content-type; time is filled in', () => {
     const jobId = randomUUID();
     for (const headers of [{}, { 'content-type': 'application/cloudevents+json; charset=utf-8' }]) {
@@ -79,7 +79,7 @@ function describesStructuredModeWithOnlyThe(): void {
   });
 }
 
-function describesRefusesWhatItCannotUse(): void {
+function describesRefusesCannotUseSays(): void {
   it('refuses what it cannot use, and says why, keeping the data for the job owner', () => {
     const jobId = randomUUID();
     const cases: [Parameters<typeof codec.decode>[0], RegExp][] = [
@@ -124,7 +124,7 @@ function describesRefusesWhatItCannotUse(): void {
   });
 }
 
-function describesTheServiceSOwnEvents(): void {
+function describesServiceSOwnEvents(): void {
   it("the service's own events stay structured and carry every attribute", () => {
     const record = codec.encode(
       topics.transcodeRequests,

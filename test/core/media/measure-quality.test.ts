@@ -141,16 +141,16 @@ describe('measure quality (real ffmpeg)', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  describesAgreesWithFfmpegSOwn();
+  describesAgreesFfmpegSOwn();
 
-  describesWithoutAVMAFFfmpegPSNR();
+  describesVMAFFfmpegPSNRSSIM();
 
-  describesSeveralOutputsInOneRun();
+  describesSeveralOutputsRunFigures();
 
-  describesWritesThePerFrameFile();
+  describesWritesPerFrameFile();
 });
 
-function describesAgreesWithFfmpegSOwn(): void {
+function describesAgreesFfmpegSOwn(): void {
   it("agrees with ffmpeg's own psnr and ssim, and with libvmaf's pooled VMAF when TEST_VMAF_FFMPEG is set", async () => {
     const { report, frames } = await measureQuality(testQualityTools(), await options());
     expect(report.framesCompared).to.equal(125);
@@ -199,7 +199,7 @@ function describesAgreesWithFfmpegSOwn(): void {
   });
 }
 
-function describesWithoutAVMAFFfmpegPSNR(): void {
+function describesVMAFFfmpegPSNRSSIM(): void {
   it('without a VMAF ffmpeg: PSNR and SSIM, and VMAF named missing with the reason', async () => {
     const tools: QualityTools = {
       ...testQualityTools(),
@@ -255,7 +255,7 @@ function describesWithoutAVMAFFfmpegPSNR(): void {
   });
 }
 
-function describesSeveralOutputsInOneRun(): void {
+function describesSeveralOutputsRunFigures(): void {
   it('several outputs in one run: each the figures it has measured alone, the reference decoded once', async () => {
     const o = await options();
     const calls: (readonly string[])[] = [];
@@ -313,7 +313,7 @@ function describesSeveralOutputsInOneRun(): void {
   });
 }
 
-function describesWritesThePerFrameFile(): void {
+function describesWritesPerFrameFile(): void {
   it('writes the per-frame file as JSON, one frame a line', async () => {
     const path = join(dir, 'frames.json');
     await writeFramesFile(path, [

@@ -11,12 +11,12 @@ const logs = { psnr: '/w/p.log', ssim: '/w/s.log' };
 const graphOf = (args: string[]): string => args[args.indexOf('-filter_complex') + 1] ?? '';
 
 describe('quality args', () => {
-  describesPassesTheOutputThroughPsnr();
+  describesPassesOutputThroughPsnr();
 
-  describesDecodesTheReferenceOnceFor();
+  describesDecodesReferenceOnceSeveral();
 });
 
-function describesPassesTheOutputThroughPsnr(): void {
+function describesPassesOutputThroughPsnr(): void {
   it('passes the output through psnr, ssim and libvmaf, the reference split to each, to a null muxer', () => {
     const args = qualityArgs({
       targets: [{ outputPath: '/w/out.mp4', logs: { ...logs, vmaf: '/w/v.csv' } }],
@@ -68,7 +68,7 @@ function describesPassesTheOutputThroughPsnr(): void {
   });
 }
 
-function describesDecodesTheReferenceOnceFor(): void {
+function describesDecodesReferenceOnceSeveral(): void {
   it('decodes the reference once for several outputs: split to each, through its own filter, each output its own input, logs and map', () => {
     const at = (k: number) => ({
       psnr: `/w/${k}p.log`,

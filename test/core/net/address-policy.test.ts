@@ -65,12 +65,12 @@ describe('address policy (SSRF guard)', () => {
   for (const a of forbidden) it(`refuses ${a}`, () => expect(isForbiddenAddress(a)).to.equal(true));
   for (const a of allowed) it(`allows ${a}`, () => expect(isForbiddenAddress(a)).to.equal(false));
 
-  describesTreatsLocalhostNamesAsLocal();
+  describesTreatsLocalhostNamesLocal();
 
-  describesWithALLOWPRIVATENETWORKSTrue();
+  describesALLOWPRIVATENETWORKSTrue();
 });
 
-function describesTreatsLocalhostNamesAsLocal(): void {
+function describesTreatsLocalhostNamesLocal(): void {
   it('treats localhost names as local and reads bracketed IPv6 literals', () => {
     expect(isLocalHostname('localhost')).to.equal(true);
     expect(isLocalHostname('api.LOCALHOST.')).to.equal(true);
@@ -110,7 +110,7 @@ function describesTreatsLocalhostNamesAsLocal(): void {
   });
 }
 
-function describesWithALLOWPRIVATENETWORKSTrue(): void {
+function describesALLOWPRIVATENETWORKSTrue(): void {
   describe('with ALLOW_PRIVATE_NETWORKS=true', () => {
     const metadata = [
       '169.254.169.254',
@@ -128,13 +128,13 @@ function describesWithALLOWPRIVATENETWORKSTrue(): void {
         expect(open.refusal(a)).to.match(/link-local or cloud metadata/));
     for (const a of ['127.0.0.1', '10.0.0.7', '192.168.1.20', '::1', 'fd12::5', '8.8.8.8'])
       it(`reaches ${a}`, () => expect(open.refusal(a)).to.equal(undefined));
-    describesStillRefusesMetadataHostNames();
+    describesStillRefusesMetadataHost();
 
-    describesARedirectFromAnAllowed();
+    describesRedirectAllowedPrivateFile();
   });
 }
 
-function describesStillRefusesMetadataHostNames(): void {
+function describesStillRefusesMetadataHost(): void {
   it('still refuses metadata host names, and reaches localhost', () => {
     expect(open.hostRefusal('metadata.google.internal')).to.match(/metadata/);
     expect(open.hostRefusal('[fe80::1]')).to.match(/link-local/);
@@ -163,7 +163,7 @@ function describesStillRefusesMetadataHostNames(): void {
   });
 }
 
-function describesARedirectFromAnAllowed(): void {
+function describesRedirectAllowedPrivateFile(): void {
   it('a redirect from an allowed private file server to the metadata address is refused, by literal or by name', async () => {
     const server = createServer((req, res) => {
       const to =

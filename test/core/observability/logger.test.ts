@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createLogger, redact } from '../../../services/core/observability/logger.ts';
 
 describe('logger', () => {
-  describesWritesToStdoutAsynchronouslyAnd();
+  describesWritesStdoutAsynchronouslyStill();
 
   for (const reader of ['gone', 'not reading'] as const)
     it(`a process whose stdout reader is ${reader} still exits at once, and says on stderr how many lines it dropped`, async function () {
@@ -39,12 +39,12 @@ describe('logger', () => {
       expect(stderr).to.match(/media-service: \d+ log lines dropped/);
     });
 
-  describesWritesOneJSONLinePer();
+  describesWritesJSONLinePer();
 
-  describesIsPinoUnderneathItsError();
+  describesPinoUnderneathErrorSerializer();
 });
 
-function describesWritesToStdoutAsynchronouslyAnd(): void {
+function describesWritesStdoutAsynchronouslyStill(): void {
   it('writes to stdout asynchronously, and still every line when the process exits at once', () => {
     const logger = new URL('../../../services/core/observability/logger.ts', import.meta.url).href;
     const script = `
@@ -69,7 +69,7 @@ function describesWritesToStdoutAsynchronouslyAnd(): void {
   });
 }
 
-function describesWritesOneJSONLinePer(): void {
+function describesWritesJSONLinePer(): void {
   it('writes one JSON line per record with constant message and fields', () => {
     const lines: string[] = [];
     const log = createLogger({
@@ -127,7 +127,7 @@ function describesWritesOneJSONLinePer(): void {
   });
 }
 
-function describesIsPinoUnderneathItsError(): void {
+function describesPinoUnderneathErrorSerializer(): void {
   it('is pino underneath: its error serializer (type, own fields, aggregated errors) and a non-Error cause kept', () => {
     const lines: string[] = [];
     const log = createLogger({

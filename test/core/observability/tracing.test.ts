@@ -15,14 +15,14 @@ import { startOtlpReceiver } from '../../support/otlp-receiver.ts';
 const PARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
 describe('tracing', () => {
-  describesConfigurationFromTheStandardOTEL();
+  describesConfigurationStandardOTELVariables();
 
-  describesTraceContextInHeaders();
+  describesTraceContextHeaders();
 
-  describesExportsOverOTLPHTTPProtobuf();
+  describesExportsOverOTLPHTTP();
 });
 
-function describesConfigurationFromTheStandardOTEL(): void {
+function describesConfigurationStandardOTELVariables(): void {
   describe('configuration from the standard OTEL_* variables', () => {
     it('is off by default, and with OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true', () => {
       expect(loadConfig({}).traceExport).to.equal(undefined);
@@ -78,7 +78,7 @@ function describesConfigurationFromTheStandardOTEL(): void {
   });
 }
 
-function describesTraceContextInHeaders(): void {
+function describesTraceContextHeaders(): void {
   describe('trace context in headers', () => {
     it('reads traceparent and tracestate, or CloudEvents binary-mode ce_ headers, and writes them back', () => {
       const context = extractTraceContext({ traceparent: PARENT, tracestate: 'a=1' });
@@ -132,7 +132,7 @@ function describesTraceContextInHeaders(): void {
   });
 }
 
-function describesExportsOverOTLPHTTPProtobuf(): void {
+function describesExportsOverOTLPHTTP(): void {
   it('exports over OTLP/HTTP protobuf (the default protocol) to a receiver, once shut down', async () => {
     const otlp = await startOtlpReceiver();
     try {

@@ -108,10 +108,10 @@ describe('job status store', () => {
     });
   }
 
-  describesKeepsAQueuedOrRunning();
+  describesKeepsQueuedRunningJob();
 });
 
-function describesKeepsAQueuedOrRunning(): void {
+function describesKeepsQueuedRunningJob(): void {
   it('keeps a queued or running job whole, and compresses it once it is set as ended', () => {
     const store = createJobStatusStore({ recent: 2 });
     const queued = (id: string): string => JSON.stringify({ id, status: 'queued', note: id });

@@ -21,14 +21,14 @@ describe('bucket transfers', () => {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  describesWritesABodyToA();
+  describesWritesBodyFileReports();
 
-  describesMapsStatusesToTheTaxonomy();
+  describesMapsStatusesTaxonomySide();
 
-  describesReportsAnAbortedTransferWith();
+  describesReportsAbortedTransferSignal();
 });
 
-function describesWritesABodyToA(): void {
+function describesWritesBodyFileReports(): void {
   it('writes a body to a file and reports the final byte count', async () => {
     const seen: number[] = [];
     const dest = join(dir, 'ok.bin');
@@ -72,7 +72,7 @@ function describesWritesABodyToA(): void {
   });
 }
 
-function describesMapsStatusesToTheTaxonomy(): void {
+function describesMapsStatusesTaxonomySide(): void {
   it('maps statuses to the taxonomy by side', () => {
     const code = (side: 'input' | 'output', status?: number): string =>
       failureToMediaError('S3', side, status === undefined ? {} : { status }).code;
@@ -124,7 +124,7 @@ function describesMapsStatusesToTheTaxonomy(): void {
   });
 }
 
-function describesReportsAnAbortedTransferWith(): void {
+function describesReportsAbortedTransferSignal(): void {
   it("reports an aborted transfer with the signal's own MediaError", async () => {
     const controller = new AbortController();
     controller.abort(new MediaError('job_timeout', 'too slow'));

@@ -37,14 +37,14 @@ describe('transfers: aborts never end the process, and a rate floor cuts trickle
     uncaught.length = 0;
   });
 
-  describesAnUploadToAServer();
+  describesUploadServerReadsNothing();
 
-  describesAnUploadSlowerThanThe();
+  describesUploadSlowerFloorCut();
 
-  describesATransferAtOrAbove();
+  describesTransferAboveFloorCut();
 });
 
-function describesAnUploadToAServer(): void {
+function describesUploadServerReadsNothing(): void {
   it('an upload to a server that reads nothing, aborted mid-way (job time-out), rejects with the abort reason and throws nothing uncaught', async () => {
     const controller = new AbortController();
     const progress: number[] = [];
@@ -81,7 +81,7 @@ function describesAnUploadToAServer(): void {
   });
 }
 
-function describesAnUploadSlowerThanThe(): void {
+function describesUploadSlowerFloorCut(): void {
   it('an upload slower than the floor is cut with output_unreachable', async () => {
     const floor = { minBytesPerSecond: 64 * 1024 * 1024, windowMs: 600 };
     const started = performance.now();
@@ -130,7 +130,7 @@ function describesAnUploadSlowerThanThe(): void {
   });
 }
 
-function describesATransferAtOrAbove(): void {
+function describesTransferAboveFloorCut(): void {
   it('a transfer at or above the floor is not cut', async () => {
     const floor = { minBytesPerSecond: 1, windowMs: 300 };
     let moved = 0;

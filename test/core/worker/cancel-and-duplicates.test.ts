@@ -93,18 +93,18 @@ async function worker(
 }
 
 describe('job worker: cancels and duplicate requests', () => {
-  describesAJobCanceledWhileQueued();
+  describesJobCanceledQueuedEnds();
 
-  describesACancelWhileTheJob();
+  describesCancelJobRunsAborts();
 
-  describesASecondRequestRecordOf();
+  describesSecondRequestRecordJob();
 
-  describesAnOutcomeTheBusDoes();
+  describesOutcomeBusDoesAcknowledge();
 
-  describesARequestOfAnAttempt();
+  describesRequestAttemptStatusTopic();
 });
 
-function describesAJobCanceledWhileQueued(): void {
+function describesJobCanceledQueuedEnds(): void {
   it('a job canceled while queued ends canceled without running, and is not retried', async () => {
     const ran: string[] = [];
     const w = await worker(async (j) => {
@@ -132,7 +132,7 @@ function describesAJobCanceledWhileQueued(): void {
   });
 }
 
-function describesACancelWhileTheJob(): void {
+function describesCancelJobRunsAborts(): void {
   it('a cancel while the job runs aborts its signal with code canceled; the job ends canceled, once', async () => {
     let reason: unknown;
     const w = await worker(
@@ -181,7 +181,7 @@ function describesACancelWhileTheJob(): void {
   });
 }
 
-function describesASecondRequestRecordOf(): void {
+function describesSecondRequestRecordJob(): void {
   it('a second request record of the same job and attempt (another event id) is skipped as a duplicate', async () => {
     let runs = 0;
     const w = await worker(async () => {
@@ -228,7 +228,7 @@ function describesASecondRequestRecordOf(): void {
   });
 }
 
-function describesAnOutcomeTheBusDoes(): void {
+function describesOutcomeBusDoesAcknowledge(): void {
   it('an outcome the bus does not acknowledge is published again, the record kept: the job runs once', async () => {
     const real = createEmbeddedBus({ path: ':memory:', redeliveryDelayMs: 10 });
     let refusals = 2;
@@ -263,7 +263,7 @@ function describesAnOutcomeTheBusDoes(): void {
   });
 }
 
-function describesARequestOfAnAttempt(): void {
+function describesRequestAttemptStatusTopic(): void {
   it('a request of an attempt the status topic shows ended is not run by a worker that never saw it', async () => {
     const bus = createEmbeddedBus({ path: ':memory:' });
     const ended = job();

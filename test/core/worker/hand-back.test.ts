@@ -96,12 +96,12 @@ async function worker(handler: JobHandler, begin: () => Promise<void> = () => Pr
 }
 
 describe('job worker: handing a record back', () => {
-  describesARecordLostWhileIts();
+  describesRecordLostJobRuns();
 
-  describesAJobWhoseRecordMoves();
+  describesJobRecordMovesBegin();
 });
 
-function describesARecordLostWhileIts(): void {
+function describesRecordLostJobRuns(): void {
   it('a record lost while its job runs is handed back as a HandBack, with no outcome published', async () => {
     const lost = new AbortController();
     const w = await worker(
@@ -153,7 +153,7 @@ function describesARecordLostWhileIts(): void {
   });
 }
 
-function describesAJobWhoseRecordMoves(): void {
+function describesJobRecordMovesBegin(): void {
   it('a job whose record moves while its begin waits for the assignment never begins: it moves', async () => {
     const lost = new AbortController();
     let worked = false;

@@ -129,20 +129,20 @@ const refusedWith = async (j: JobRequested, extra: HarnessOptions = {}) => {
 const failureUrl = 'https://hooks.example.com/fail';
 
 describe('job worker loop', () => {
-  describesPublishesProcessingProgressAndExactly();
+  describesPublishesProcessingProgressExactly();
 
-  describesAJobWaitingForIts();
+  describesJobWaitingRetryShows();
 
-  describesARetryScheduled20S();
+  describesRetryScheduled20S();
 
-  describesPublishesTheOutcomePromptlyHowever();
+  describesPublishesOutcomePromptlyHowever();
 
-  describesReportsAnUnexpectedExceptionAs();
+  describesReportsUnexpectedExceptionInternal();
 
-  describesJobRequestsProducedStraightTo();
+  describesJobRequestsProducedStraight();
 });
 
-function describesPublishesProcessingProgressAndExactly(): void {
+function describesPublishesProcessingProgressExactly(): void {
   it('publishes processing, progress and exactly one succeeded event; opens sealed credentials', async () => {
     let opened: unknown;
     const h = await harness(async (j, ctx) => {
@@ -201,7 +201,7 @@ function describesPublishesProcessingProgressAndExactly(): void {
   });
 }
 
-function describesAJobWaitingForIts(): void {
+function describesJobWaitingRetryShows(): void {
   it('a job waiting for its retry shows queued, since the due time, with its next attempt and the last error', async () => {
     const h = await harness(
       async () => {
@@ -236,7 +236,7 @@ function describesAJobWaitingForIts(): void {
   });
 }
 
-function describesARetryScheduled20S(): void {
+function describesRetryScheduled20S(): void {
   it('a retry scheduled 20 s out holds no worker slot: a job published after it runs at once', async () => {
     const attempts: string[] = [];
     const scheduled: number[] = [];
@@ -284,7 +284,7 @@ function describesARetryScheduled20S(): void {
   });
 }
 
-function describesPublishesTheOutcomePromptlyHowever(): void {
+function describesPublishesOutcomePromptlyHowever(): void {
   it('publishes the outcome promptly however slow progress publishes are, and drops stale progress', async () => {
     let progressPublishes = 0;
     const slowProgress = (bus: EventBus): EventBus => ({
@@ -335,7 +335,7 @@ function describesPublishesTheOutcomePromptlyHowever(): void {
   });
 }
 
-function describesReportsAnUnexpectedExceptionAs(): void {
+function describesReportsUnexpectedExceptionInternal(): void {
   it('reports an unexpected exception as internal without its message', async () => {
     const h = await harness(async () => {
       throw new Error('/tmp/secret/path exploded');
@@ -372,15 +372,15 @@ function describesReportsAnUnexpectedExceptionAs(): void {
   });
 }
 
-function describesJobRequestsProducedStraightTo(): void {
+function describesJobRequestsProducedStraight(): void {
   describe('job requests produced straight to the bus pass the ingress rules', () => {
-    describesARefusedURLFailedAs();
+    describesRefusedURLFailedInvalid();
 
-    describesDataThatBreaksItsSchema();
+    describesDataBreaksSchemaStill();
   });
 }
 
-function describesARefusedURLFailedAs(): void {
+function describesRefusedURLFailedInvalid(): void {
   it('a refused URL: failed as invalid_event naming the field, dead-lettered as url_forbidden, failure callback kept', async () => {
     const { failed, dead } = await refusedWith(
       job(20, { output: { url: 'http://169.254.169.254/x' }, callbacks: { failureUrl } }),
@@ -432,7 +432,7 @@ function describesARefusedURLFailedAs(): void {
   });
 }
 
-function describesDataThatBreaksItsSchema(): void {
+function describesDataBreaksSchemaStill(): void {
   it('data that breaks its schema still fails the job it names', async () => {
     const h = await harness(async () => result);
     const bad = JSON.parse(

@@ -127,9 +127,9 @@ export function describeMediaStore(
       await rm(dest(), { force: true });
     });
 
-    describesUploadsA3MiBFile();
+    describesUploads3MiBFile();
 
-    describesRejectsAnObjectLargerThan();
+    describesRejectsObjectLargerMaxBytes();
 
     if (options.checksCredentials)
       it('rejects refused credentials with *_rejected, the secrets in no message', async function () {
@@ -158,11 +158,11 @@ export function describeMediaStore(
         expect(existsSync(dest())).to.equal(false);
       });
 
-    describesRejectsAtOnceWhenThe();
+    describesRejectsOnceSignalAlready();
   });
 }
 
-function describesUploadsA3MiBFile(): void {
+function describesUploads3MiBFile(): void {
   it('uploads a 3 MiB file and downloads the same bytes, reporting progress up to the size', async () => {
     const url = here().url('clips/in put.bin');
     const upProgress: number[] = [];
@@ -213,7 +213,7 @@ function describesUploadsA3MiBFile(): void {
   });
 }
 
-function describesRejectsAnObjectLargerThan(): void {
+function describesRejectsObjectLargerMaxBytes(): void {
   it('rejects an object larger than maxBytes with input_too_large and leaves no file', async () => {
     const url = here().url('big.bin');
     await harness.store.upload(source, url, {
@@ -250,7 +250,7 @@ function describesRejectsAnObjectLargerThan(): void {
   });
 }
 
-function describesRejectsAtOnceWhenThe(): void {
+function describesRejectsOnceSignalAlready(): void {
   it('rejects at once when the signal is already aborted, moving nothing', async () => {
     const url = here().url('aborted.mp4');
     const stopped = AbortSignal.abort(new MediaError('interrupted', 'stopped by the test'));
