@@ -136,11 +136,6 @@ function readImageLayout(dockerfile: string): ImageLayout {
   return layout;
 }
 
-// No Docker engine here: the image's filesystem is laid out as its Dockerfile makes it (the
-// code owned by root, the data folder made and handed to the node user, uid 1000 in the
-// node images), and its default command is run as that user. As root, that is uid 1000
-// through setpriv; as any other user (chown and setpriv need root), it is this user, with the
-// code made read-only, as root's code is to the node user: the same check either way.
 const NODE_UID = 1000;
 const asRoot = process.getuid?.() === 0;
 const runUid = asRoot ? NODE_UID : (process.getuid?.() ?? NODE_UID);
@@ -148,6 +143,11 @@ const code = ['package.json', 'schemas', 'services'];
 let base: string;
 let app = '';
 
+// No Docker engine here: the image's filesystem is laid out as its Dockerfile makes it (the
+// code owned by root, the data folder made and handed to the node user, uid 1000 in the
+// node images), and its default command is run as that user. As root, that is uid 1000
+// through setpriv; as any other user (chown and setpriv need root), it is this user, with the
+// code made read-only, as root's code is to the node user: the same check either way.
 describe("packaging: the image's default command runs as the node user", function () {
   this.timeout(120_000);
 

@@ -12,10 +12,6 @@ import type { SpawnedService } from '../support/spawn-service.ts';
 
 const BATCH = 6;
 
-/**
- * Issue 22 as an operator meets it: one worker runs a batch, a second joins, the first is
- * stopped (SIGTERM). No job may be aborted and started again, none may fail, each calls back once.
- */
 let files: TestServer;
 let stack: KafkaStack;
 const jobs = {
@@ -33,6 +29,10 @@ const jobs = {
   }),
 };
 
+/**
+ * Issue 22 as an operator meets it: one worker runs a batch, a second joins, the first is
+ * stopped (SIGTERM). No job may be aborted and started again, none may fail, each calls back once.
+ */
 describe('Kafka: a worker joining, then the first one stopping, restarts no running job', function () {
   this.timeout(600_000);
 

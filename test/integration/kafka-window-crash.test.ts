@@ -10,13 +10,13 @@ const startedJobs = (w: SpawnedService | undefined): string[] =>
 const succeededJobs = (w: SpawnedService | undefined): string[] =>
   (w?.logs ?? []).filter((r) => r['msg'] === 'job.succeeded').map((r) => String(r['jobId']));
 
-// Transcoders with the default session timeout (KAFKA_SESSION_TIMEOUT_MS unset), one CPU and
-// one transfer slot each, and a window of four records, so a backlog fills it.
 let files: TestServer;
 let stack: KafkaStack;
 const job = (name: string, input: string): Record<string, unknown> =>
   transcodeBody(files, input, name, { width: 160, ...fileCallbacks(files) });
 
+// Transcoders with the default session timeout (KAFKA_SESSION_TIMEOUT_MS unset), one CPU and
+// one transfer slot each, and a window of four records, so a backlog fills it.
 describe('Kafka: a worker killed with a full window (real broker)', function () {
   this.timeout(400_000);
 

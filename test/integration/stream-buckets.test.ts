@@ -20,11 +20,6 @@ import { startStreamFileServer, type StreamFileServer } from '../support/stream-
 type Scheme = 's3' | 'azure' | 'gcp';
 const isPlaylist = (k: string): boolean => /\.(m3u8|mpd|vtt)$/.test(k);
 
-/**
- * A stream job publishing to each bucket emulator: the objects listed in the bucket afterwards,
- * the order their uploads completed in (recorded around the real store), and what a failed or
- * canceled publish leaves: no playlist, no manifest.
- */
 const suffix = Math.random().toString(36).slice(2, 8);
 const bucket = `streams-${suffix}`;
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -101,6 +96,11 @@ const run = (scheme: Scheme, prefix: string, signal = new AbortController().sign
   return handler(job, ctx);
 };
 
+/**
+ * A stream job publishing to each bucket emulator: the objects listed in the bucket afterwards,
+ * the order their uploads completed in (recorded around the real store), and what a failed or
+ * canceled publish leaves: no playlist, no manifest.
+ */
 describe('stream jobs publishing to S3, Azure and GCS (emulators)', function () {
   this.timeout(180_000);
 

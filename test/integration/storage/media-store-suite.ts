@@ -83,11 +83,6 @@ async function rejection(promise: Promise<unknown>): Promise<MediaError> {
 const never = new AbortController().signal;
 const SIZE = 3 * 1024 * 1024 + 4321;
 
-/**
- * `checksCredentials`: the store behind the harness refuses wrong credentials (Azurite does;
- * moto and fake-gcs-server accept any). Only then is the refused-credentials test registered:
- * a test that cannot fail is not registered rather than skipped.
- */
 let harness: StoreHarness;
 let dir: string;
 let bucket: TestBucket | undefined;
@@ -99,6 +94,11 @@ const here = (): TestBucket => {
   return bucket;
 };
 
+/**
+ * `checksCredentials`: the store behind the harness refuses wrong credentials (Azurite does;
+ * moto and fake-gcs-server accept any). Only then is the refused-credentials test registered:
+ * a test that cannot fail is not registered rather than skipped.
+ */
 export function describeMediaStore(
   title: string,
   setup: () => Promise<StoreHarness>,
