@@ -19,9 +19,9 @@ const requests = (published: readonly OutgoingRecord[]) =>
   );
 
 describe('Idempotency-Key on submissions, through the HTTP app', () => {
-  describesKeyBodyAnswerFirst();
+  describesSameKeyAndBodyAnswerFirst();
 
-  describesAnotherOrganisationSIdentical();
+  describesAnotherOrganisationsKey();
 
   describesEmptyIdempotencyKeyBlanks();
 
@@ -32,7 +32,7 @@ describe('Idempotency-Key on submissions, through the HTTP app', () => {
   describesPublishBusCannotConfirm();
 });
 
-function describesKeyBodyAnswerFirst(): void {
+function describesSameKeyAndBodyAnswerFirst(): void {
   it('the same key and body answer the first acknowledgement (same id and createdAt); one record is queued', async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });
@@ -84,7 +84,7 @@ function describesKeyBodyAnswerFirst(): void {
   });
 }
 
-function describesAnotherOrganisationSIdentical(): void {
+function describesAnotherOrganisationsKey(): void {
   it("another organisation's identical key is a job of its own", async () => {
     const bus = recordingBus();
     const ingress = await makeIngress({ bus });

@@ -100,12 +100,12 @@ describe('all-in-one jobs between buckets (S3, Azure, GCS emulators) with per-re
     await rm(workDir, { recursive: true, force: true });
   });
 
-  describesS3AzureOutTranscoded();
+  describesS3InAzureOutTranscoded();
 
-  describesGcpS3OutWebm();
+  describesGcpInS3OutWebm();
 });
 
-function describesS3AzureOutTranscoded(): void {
+function describesS3InAzureOutTranscoded(): void {
   it('s3:// in, azure:// out: transcoded, uploaded with the output credentials, verified', async () => {
     const done = await run({
       inputUrl: `s3://${s3Bucket}/videos/in.mp4`,
@@ -142,7 +142,7 @@ function describesS3AzureOutTranscoded(): void {
   });
 }
 
-function describesGcpS3OutWebm(): void {
+function describesGcpInS3OutWebm(): void {
   it('gcp:// in, s3:// out as webm; then a missing object fails with input_not_found', async () => {
     const done = await run({
       inputUrl: `gcp://${gcsBucket}/summaries/in.gif`,

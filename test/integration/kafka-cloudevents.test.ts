@@ -91,7 +91,7 @@ describe('Kafka: jobs produced straight to the request topic as CloudEvents, by 
 
   describesCloudeventsSDKKafkaBinding();
 
-  describesKafkaSOwnConsole();
+  describesKafkaConsoleProducer();
 
   describesJobBreaksFieldRule();
 
@@ -142,7 +142,7 @@ function describesCloudeventsSDKKafkaBinding(): void {
   });
 }
 
-function describesKafkaSOwnConsole(): void {
+function describesKafkaConsoleProducer(): void {
   it("Kafka's own console producer: structured mode with only the required attributes, no content-type", async () => {
     const jobId = randomUUID();
     const event = {

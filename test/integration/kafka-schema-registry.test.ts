@@ -37,12 +37,12 @@ describe('Kafka with a Confluent-compatible schema registry (Apicurio)', functio
     await files?.close();
   });
 
-  describesJobsRunEndEnd();
+  describesJobsRunEndToEnd();
 
   describesConsumersStillReadPlain();
 });
 
-function describesJobsRunEndEnd(): void {
+function describesJobsRunEndToEnd(): void {
   it('jobs run end to end with registry-framed events, and the schema is registered per topic', async () => {
     const ack = await stack.submit('/transcode', body('framed.mp4'));
     expect(ack.status).to.equal(200);

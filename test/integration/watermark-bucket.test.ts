@@ -63,7 +63,7 @@ describe('watermark library in an S3-compatible bucket', function () {
 
   describesPutsListsFetchesRemoves();
 
-  describesAllWATERMARKBUCKET();
+  describesAllInOneWithWatermarkBucket();
 });
 
 function describesPutsListsFetchesRemoves(): void {
@@ -114,7 +114,7 @@ function describesPutsListsFetchesRemoves(): void {
   });
 }
 
-function describesAllWATERMARKBUCKET(): void {
+function describesAllInOneWithWatermarkBucket(): void {
   describe('all-in-one with WATERMARK_BUCKET', () => {
     let files: TestServer;
     let app: AllInOne;

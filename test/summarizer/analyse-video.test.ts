@@ -39,7 +39,7 @@ describe('video analysis', function () {
 
   describesLongInputCutStretches();
 
-  describesStretchesAnalysedSideSide();
+  describesStretchesAnalysedSideBySide();
 
   describesFindsCutsBetweenFlat();
 });
@@ -68,7 +68,7 @@ function describesLongInputCutStretches(): void {
   });
 }
 
-function describesStretchesAnalysedSideSide(): void {
+function describesStretchesAnalysedSideBySide(): void {
   it('stretches analysed side by side give the cuts and activity of one pass', async () => {
     const options = {
       input,

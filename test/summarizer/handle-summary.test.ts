@@ -92,7 +92,7 @@ describe('summary handler with real ffmpeg', function () {
 
   describesMp4RemoveAudioHasAudio();
 
-  describesGifWatermarkSColours();
+  describesGifWatermarkColours();
 
   describesGifWidthImageWatermark();
 });
@@ -208,7 +208,7 @@ function describesMp4RemoveAudioHasAudio(): void {
   });
 }
 
-function describesGifWatermarkSColours(): void {
+function describesGifWatermarkColours(): void {
   it("gif: the watermark's colours are in the palette (drawn on the samples before palettegen)", async () => {
     // A grey input: without the watermark drawn on its samples the palette would be greys only.
     await run(ffmpeg, [

@@ -93,7 +93,7 @@ function describesTwoPasses(): void {
   describe('two passes', () => {
     describesNullFirstPassAudio();
 
-    describesBoundsPeaksMaxrate1();
+    describesBoundsPeaksMaxrate();
   });
 }
 
@@ -150,7 +150,7 @@ function describesNullFirstPassAudio(): void {
   });
 }
 
-function describesBoundsPeaksMaxrate1(): void {
+function describesBoundsPeaksMaxrate(): void {
   it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
     for (const encoder of encoders) {
       const [, second = []] = buildTranscodeArgs({

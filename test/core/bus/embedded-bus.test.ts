@@ -30,12 +30,12 @@ describe('embedded bus (SQLite)', () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  describesReportsGroupSBacklog();
+  describesReportsGroupBacklog();
 
   describesDeliversBacklogManyPages();
 });
 
-function describesReportsGroupSBacklog(): void {
+function describesReportsGroupBacklog(): void {
   it("reports a group's backlog as its lag (partition 0), down to 0 once it is done", async function () {
     this.timeout(15_000);
     const bus = createEmbeddedBus({ path: join(dir, 'b.sqlite') });

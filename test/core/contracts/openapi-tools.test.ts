@@ -56,12 +56,12 @@ export const noFontSize: Summary = { ...summary, watermark: { text: 'hi' } };
 describe('OpenAPI description in stock tools', function () {
   this.timeout(120_000);
 
-  describesLeavesOutOnlyOur();
+  describesLeavesOutValidatorOnlyKeywords();
 
   describesGivesOpenapiTypescriptTypes();
 });
 
-function describesLeavesOutOnlyOur(): void {
+function describesLeavesOutValidatorOnlyKeywords(): void {
   it('leaves out what only our validator reads (ajv-errors errorMessage, $defs inside schemas)', async () => {
     const text = await readFile(documentPath, 'utf8');
     expect(text).not.to.include('"errorMessage"');

@@ -29,9 +29,9 @@ const value = (event: unknown): Buffer => Buffer.from(JSON.stringify(event));
 describe('event codec: the CloudEvents Kafka protocol binding', () => {
   describesStructuredModeOnlyRequired();
 
-  describesRefusesCannotUseSays();
+  describesRefusesWhatItCannotUse();
 
-  describesServiceSOwnEvents();
+  describesServicesOwnEvents();
 });
 
 function describesStructuredModeOnlyRequired(): void {
@@ -79,7 +79,7 @@ function describesStructuredModeOnlyRequired(): void {
   });
 }
 
-function describesRefusesCannotUseSays(): void {
+function describesRefusesWhatItCannotUse(): void {
   it('refuses what it cannot use, and says why, keeping the data for the job owner', () => {
     const jobId = randomUUID();
     const cases: [Parameters<typeof codec.decode>[0], RegExp][] = [
@@ -124,7 +124,7 @@ function describesRefusesCannotUseSays(): void {
   });
 }
 
-function describesServiceSOwnEvents(): void {
+function describesServicesOwnEvents(): void {
   it("the service's own events stay structured and carry every attribute", () => {
     const record = codec.encode(
       topics.transcodeRequests,

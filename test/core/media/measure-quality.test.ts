@@ -141,7 +141,7 @@ describe('measure quality (real ffmpeg)', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  describesAgreesFfmpegSOwn();
+  describesAgreesWithFfmpegsOwn();
 
   describesVMAFFfmpegPSNRSSIM();
 
@@ -150,7 +150,7 @@ describe('measure quality (real ffmpeg)', function () {
   describesWritesPerFrameFile();
 });
 
-function describesAgreesFfmpegSOwn(): void {
+function describesAgreesWithFfmpegsOwn(): void {
   it("agrees with ffmpeg's own psnr and ssim, and with libvmaf's pooled VMAF when TEST_VMAF_FFMPEG is set", async () => {
     const { report, frames } = await measureQuality(testQualityTools(), await options());
     expect(report.framesCompared).to.equal(125);
