@@ -143,8 +143,6 @@ export default tseslint.config(
   // through named functions (one per group of its), and a long it reads as named checks.
   {
     files: ['services/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts'],
-    // Left out while another branch rewrites the notifier's tests (two callbacks over 80 there).
-    ignores: ['test/notifier/**'],
     rules: {
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
     },

@@ -9,36 +9,45 @@ import { startTestServer, type TestServer } from '../support/file-server.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
+let server: TestServer;
+const http = createGuardedHttp({ allowPrivateNetworks: true });
+const options: {
+  timeoutMs: number;
+  secret: string | undefined;
+  signal: AbortSignal;
+  now: () => Date;
+} = {
+  timeoutMs: 2000,
+  secret: SECRET,
+  signal: new AbortController().signal,
+  now: () => new Date(),
+};
+const attempt = (path: string, extra: Partial<typeof options> = {}) =>
+  deliverCallback(
+    http,
+    {
+      url: `${server.url}${path}`,
+      webhookId: 'job-1:media.job.succeeded:1',
+      body: { jobId: 'j', note: 'ünïcode' },
+      attempt: 3,
+    },
+    { ...options, ...extra },
+  );
+
 describe('one callback attempt', () => {
-  let server: TestServer;
-  const http = createGuardedHttp({ allowPrivateNetworks: true });
-  const options: {
-    timeoutMs: number;
-    secret: string | undefined;
-    signal: AbortSignal;
-    now: () => Date;
-  } = {
-    timeoutMs: 2000,
-    secret: SECRET,
-    signal: new AbortController().signal,
-    now: () => new Date(),
-  };
-  const attempt = (path: string, extra: Partial<typeof options> = {}) =>
-    deliverCallback(
-      http,
-      {
-        url: `${server.url}${path}`,
-        webhookId: 'job-1:media.job.succeeded:1',
-        body: { jobId: 'j', note: 'ünïcode' },
-        attempt: 3,
-      },
-      { ...options, ...extra },
-    );
   beforeEach(async () => {
     server = await startTestServer();
   });
   afterEach(() => server.close());
 
+  describesSignsPerStandardWebhooksThe();
+
+  describesTellsRetryableAnswers408429();
+
+  describesAReceiverThatNeverAnswers();
+});
+
+function describesSignsPerStandardWebhooksThe(): void {
   it('signs per Standard Webhooks: the standardwebhooks package verifies it', async () => {
     expect(await attempt('/callbacks/a')).to.deep.equal({ kind: 'delivered', status: 200 });
     const got = server.callbacks[0];
@@ -70,7 +79,9 @@ describe('one callback attempt', () => {
     expect(server.callbacks[0]?.headers).to.not.have.property('webhook-signature');
     expect(server.callbacks[0]?.headers).to.have.property('webhook-timestamp');
   });
+}
 
+function describesTellsRetryableAnswers408429(): void {
   it('tells retryable answers (408, 429, 5xx, with Retry-After) from permanent ones (other 4xx, 3xx)', async () => {
     const statuses: Record<string, [number, Record<string, string>]> = {
       '/r429': [429, { 'retry-after': '7' }],
@@ -125,7 +136,9 @@ describe('one callback attempt', () => {
       plain.close();
     }
   });
+}
 
+function describesAReceiverThatNeverAnswers(): void {
   it('a receiver that never answers is abandoned after the time-out; a refused port is named, not its address', async () => {
     const silent: Server = createServer(() => {});
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
@@ -159,4 +172,4 @@ describe('one callback attempt', () => {
     expect(result.kind).to.equal('permanent');
     expect(server.callbacks).to.have.length(0);
   });
-});
+}

@@ -15,11 +15,53 @@ import { codec, decodeAll, log, newMetrics, recordingBus } from './notifier-fixt
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const policy = { backoffMs: 1000, backoffMaxMs: 3600_000, horizonMs: 24 * 3600_000 };
 
+let base: string;
+const answers = new Map<string, [number, Record<string, string>]>();
+let hits = 0;
+const setup = (slots = createHostSlots(2), extra: Partial<DeliveryOptions> = {}) => {
+  const bus = recordingBus();
+  const metrics = newMetrics();
+  const handler = createDeliveryHandler(
+    {
+      bus,
+      codec,
+      http: createGuardedHttp({ allowPrivateNetworks: true }),
+      log,
+      metrics,
+      clock: { now: () => NOW },
+    },
+    {
+      policy,
+      timeoutMs: 2000,
+      hostSlots: slots,
+      secretFor: () => undefined,
+      random: () => 0.5,
+      ...extra,
+    },
+  );
+  return { bus, metrics, handler, slots };
+};
+const record = (path: string, extra: Partial<CallbackDelivery> = {}): BusRecord => {
+  const data: CallbackDelivery = {
+    webhookId: 'w-1',
+    jobId: '6f1c2e0a-0000-4000-8000-000000000001',
+    orgId: 'org-a',
+    url: base + path,
+    body: { a: 1 },
+    attempt: 1,
+    ...extra,
+  };
+  return { ...codec.encode(topics.callbacks, 'media.callback.delivery', data), headers: {} };
+};
+const context = (signal = new AbortController().signal) => ({
+  signal,
+  heartbeat: async () => {},
+  waitOnly: () => {},
+  begin: () => Promise.resolve(),
+});
+
 describe('callback delivery handler (one attempt, outcome on the bus)', () => {
   let receiver: Server;
-  let base: string;
-  const answers = new Map<string, [number, Record<string, string>]>();
-  let hits = 0;
   before(async () => {
     receiver = createServer((req, res) => {
       hits++;
@@ -31,48 +73,18 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
   });
   after(() => receiver.close());
 
-  const setup = (slots = createHostSlots(2), extra: Partial<DeliveryOptions> = {}) => {
-    const bus = recordingBus();
-    const metrics = newMetrics();
-    const handler = createDeliveryHandler(
-      {
-        bus,
-        codec,
-        http: createGuardedHttp({ allowPrivateNetworks: true }),
-        log,
-        metrics,
-        clock: { now: () => NOW },
-      },
-      {
-        policy,
-        timeoutMs: 2000,
-        hostSlots: slots,
-        secretFor: () => undefined,
-        random: () => 0.5,
-        ...extra,
-      },
-    );
-    return { bus, metrics, handler, slots };
-  };
-  const record = (path: string, extra: Partial<CallbackDelivery> = {}): BusRecord => {
-    const data: CallbackDelivery = {
-      webhookId: 'w-1',
-      jobId: '6f1c2e0a-0000-4000-8000-000000000001',
-      orgId: 'org-a',
-      url: base + path,
-      body: { a: 1 },
-      attempt: 1,
-      ...extra,
-    };
-    return { ...codec.encode(topics.callbacks, 'media.callback.delivery', data), headers: {} };
-  };
-  const context = (signal = new AbortController().signal) => ({
-    signal,
-    heartbeat: async () => {},
-    waitOnly: () => {},
-    begin: () => Promise.resolve(),
-  });
+  describesA429WithRetryAfter();
 
+  describesCountsEachAttemptByWhat();
+
+  describesGivesUpOnceTheHorizon();
+
+  describesADeliveryRecordReadAgain();
+
+  describesTwoCopiesOfOneRecord();
+});
+
+function describesA429WithRetryAfter(): void {
   it('a 429 with Retry-After schedules attempt 2 no sooner than it says, and reports retrying', async () => {
     answers.set('/busy', [429, { 'retry-after': '120' }]);
     const { bus, handler } = setup();
@@ -121,7 +133,9 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
       (await metrics.callbacks.get()).values.find((v) => v.labels['outcome'] === 'given_up')?.value,
     ).to.equal(1);
   });
+}
 
+function describesCountsEachAttemptByWhat(): void {
   it('counts each attempt by what it met: the status class, a time-out, a network error, a refused address', async () => {
     answers.set('/ok', [204, {}]);
     answers.set('/gone', [410, {}]);
@@ -172,7 +186,9 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
       traced.close();
     }
   });
+}
 
+function describesGivesUpOnceTheHorizon(): void {
   it('gives up once the horizon since the first attempt has passed', async () => {
     answers.set('/down', [503, {}]);
     const { bus, handler } = setup();
@@ -230,7 +246,9 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
     silent.closeAllConnections();
     silent.close();
   });
+}
 
+function describesADeliveryRecordReadAgain(): void {
   it('a delivery record read again (same event id) makes no second attempt once the first settled', async () => {
     const seen = new Set<string>();
     const { bus, handler } = setup(createHostSlots(2), {
@@ -284,7 +302,9 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
       'w-1:callback:1',
     ]);
   });
+}
 
+function describesTwoCopiesOfOneRecord(): void {
   it('two copies of one record in flight at once make one attempt', async () => {
     const { handler } = setup();
     const once = record('/in-flight-twice');
@@ -306,4 +326,4 @@ describe('callback delivery handler (one attempt, outcome on the bus)', () => {
     const [status] = decodeAll(bus.published);
     expect(status?.data).to.deep.include({ state: 'delivered', attempts: 1 });
   });
-});
+}
