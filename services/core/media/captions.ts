@@ -45,7 +45,7 @@ export interface CaptionDeps {
 export interface CaptionJob {
   /** The job's `captions` option (undefined: the input's text streams are kept). */
   captions: CaptionsOption | undefined;
-  /** The file ffmpeg reads the input from, and its probe. */
+  /** The file ffmpeg reads the input from, and its probe (its length the trim's, when trimmed). */
   inputPath: string;
   info: MediaInfo;
   workDir: string;
@@ -134,7 +134,7 @@ async function inputTracks(
   for (const [i, { stream, index }] of streams.entries()) {
     const { cues } = parseCaptions(await readFile(raw[i] ?? ''), { allowNoCues: true });
     const path = join(job.workDir, `captions-input-${index}.vtt`);
-    await writeFile(path, writeWebVtt(onTimeline(cues, job.trim)), 'utf8');
+    await writeFile(path, writeWebVtt(onTimeline(cues, job)), 'utf8');
     const language = stream.language ?? 'und';
     tracks.push({ path, language, label: stream.title ?? language, source: 'input', index });
   }
@@ -174,14 +174,17 @@ async function fileTrack(
     );
   }
   const path = join(job.workDir, `captions-file-${index}.vtt`);
-  await writeFile(path, writeWebVtt(onTimeline(cues, job.trim)), 'utf8');
+  await writeFile(path, writeWebVtt(onTimeline(cues, job)), 'utf8');
   return { path, language: file.language, label: file.label, source: 'file', index };
 }
 
-function onTimeline(cues: Cue[], trim: InputTrim | undefined): Cue[] {
-  if (!trim) return cues;
+/**
+ * The cues on the output's timeline: shifted by the trim's start, cut at its edges or at the
+ * input's end (a cue past the picture would lengthen the output).
+ */
+function onTimeline(cues: Cue[], job: CaptionJob): Cue[] {
   return trimCues(cues, {
-    startMs: Math.round(trim.startSeconds * 1000),
-    durationMs: Math.round(trim.durationSeconds * 1000),
+    startMs: Math.round((job.trim?.startSeconds ?? 0) * 1000),
+    durationMs: Math.round((job.trim?.durationSeconds ?? job.info.durationSeconds) * 1000),
   });
 }
