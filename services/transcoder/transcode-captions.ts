@@ -43,7 +43,14 @@ export async function transcodeCaptions(
     trim: input.trim,
     signal: ctx.signal,
   };
-  const tracks = softTracks(spec, await prepareCaptions(captionDeps, job), ctx);
+  const prepared = await prepareCaptions(captionDeps, job).catch((error: unknown) => {
+    // Unasked, the input's tracks are a bonus: one ffmpeg cannot read costs them, not the job.
+    if (spec.captions || ctx.signal.aborted) throw error;
+    ctx.log.warn('captions.input_tracks_unreadable', { error });
+    return undefined;
+  });
+  if (!prepared) return undefined;
+  const tracks = softTracks(spec, prepared, ctx);
   const burned = await burnInTrack(captionDeps, job, tracks);
   if (!burned) return { tracks };
   const fontName = await fontFamily(deps.fontFile).catch((error: unknown) => {
