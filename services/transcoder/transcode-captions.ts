@@ -34,6 +34,7 @@ export async function transcodeCaptions(
     runFfmpeg: deps.runFfmpeg,
     stallTimeoutMs: deps.stallTimeoutMs,
     log: ctx.log,
+    rateFloor: deps.rateFloor,
   };
   const job: CaptionJob = {
     captions: spec.captions,

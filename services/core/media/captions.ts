@@ -4,6 +4,7 @@ import type { CaptionsOption } from '../contracts/types.generated.ts';
 import { MediaError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { MediaStore } from '../storage/media-store.ts';
+import { withRateFloor, type RateFloor } from '../storage/transfer-rate.ts';
 import {
   CaptionFormatError,
   parseCaptions,
@@ -40,6 +41,8 @@ export interface CaptionDeps {
   runFfmpeg: FfmpegRunner;
   stallTimeoutMs: number;
   log: Logger;
+  /** Downloads slower than this are cut, as the input's are (unset: only the store's idle timeout). */
+  rateFloor?: RateFloor;
 }
 
 export interface CaptionJob {
@@ -151,15 +154,23 @@ async function fileTrack(
 ): Promise<CaptionTrack> {
   const name = `captions.files[${index}] (${JSON.stringify(file.label)})`;
   const download = join(job.workDir, `captions-file-${index}.download`);
-  await deps.http
-    .download(file.url, download, { signal: job.signal, maxBytes: CAPTION_FILE_MAX_BYTES })
-    .catch((error: unknown) => {
-      // Only a MediaError's message is written for callers; it names neither the URL nor a path.
-      if (!(error instanceof MediaError)) throw error;
-      throw new MediaError(error.code, `${name} could not be fetched: ${error.message}`, {
-        cause: error,
-      });
+  const fetch = (signal: AbortSignal, onProgress: (bytes: number) => void) =>
+    deps.http.download(file.url, download, {
+      signal,
+      maxBytes: CAPTION_FILE_MAX_BYTES,
+      onProgress,
     });
+  await (
+    deps.rateFloor
+      ? withRateFloor(deps.rateFloor, 'input', job.signal, fetch)
+      : fetch(job.signal, () => undefined)
+  ).catch((error: unknown) => {
+    // Only a MediaError's message is written for callers; it names neither the URL nor a path.
+    if (!(error instanceof MediaError)) throw error;
+    throw new MediaError(error.code, `${name} could not be fetched: ${error.message}`, {
+      cause: error,
+    });
+  });
   let cues: Cue[];
   try {
     ({ cues } = parseCaptions(await readFile(download)));
