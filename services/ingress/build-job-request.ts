@@ -1,4 +1,5 @@
 import type {
+  CaptionsOption,
   JobRequested,
   StreamRequest,
   SummaryRequest,
@@ -94,18 +95,37 @@ export function refuseLocalUrls(body: JobBody, policy: AddressPolicy): void {
       'watermark.imageUrl',
       body.watermark && 'imageUrl' in body.watermark ? body.watermark.imageUrl : undefined,
     ],
+    ...captionFileUrls(body),
   ];
   const refusal = firstUrlRefusal(urls, policy);
   if (refusal) throw new MediaError(refusal.code, refusal.message);
 }
 
+/** The caption files' URLs, named by their place in the body. */
+function captionFileUrls(body: JobBody): [string, string][] {
+  const { captions } = body as { captions?: CaptionsOption };
+  return (captions?.files ?? []).map((file, i) => [`captions.files[${i}].url`, file.url]);
+}
+
+/** What is wrong with a `captions.burnIn.file` that names none of `captions.files`. */
+function missingBurnIn(captions: CaptionsOption | undefined): string | undefined {
+  const file = captions?.burnIn?.file;
+  const count = captions?.files?.length ?? 0;
+  if (file === undefined || file < count) return undefined;
+  return `captions.burnIn.file (${file}) must name one of captions.files (${count === 0 ? 'none given' : `0 to ${count - 1}`})`;
+}
+
 /**
- * A cross-field rule the schemas cannot hold: a trim whose end is not after its start (the
- * worker refuses it too, for jobs produced straight to Kafka).
+ * The cross-field rules the schemas cannot hold, every problem in one message: a trim whose end
+ * is not after its start, a `captions.burnIn.file` that names no file (the worker refuses both
+ * too, for jobs produced straight to Kafka).
  */
-export function refuseBackwardsTrim(body: JobBody): void {
-  const backwards = backwardsTrim((body as { trim?: TrimOption }).trim);
-  if (backwards) throw new MediaError('invalid_request', backwards);
+export function refuseCrossFieldProblems(body: JobBody): void {
+  const problems = [
+    backwardsTrim((body as { trim?: TrimOption }).trim),
+    missingBurnIn((body as { captions?: CaptionsOption }).captions),
+  ].filter((problem) => problem !== undefined);
+  if (problems.length) throw new MediaError('invalid_request', problems.join('; '));
 }
 
 /**

@@ -14,7 +14,7 @@ import { nowIsoMicros } from '../core/time.ts';
 import {
   buildJobRequest,
   refuseLocalUrls,
-  refuseBackwardsTrim,
+  refuseCrossFieldProblems,
   refuseOverPixelBudget,
   type JobType,
   type ValidRequest,
@@ -87,7 +87,7 @@ function validateSubmission(
   limitRate(apiKey, ctx);
   const request = checkBody(deps.contracts, type, body);
   refuseOverPixelBudget(request.body, deps.maxPixels);
-  refuseBackwardsTrim(request.body);
+  refuseCrossFieldProblems(request.body);
   refuseLocalUrls(request.body, deps.addressPolicy);
   return { orgId: org, request };
 }

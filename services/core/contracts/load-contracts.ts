@@ -93,7 +93,7 @@ function describeProblems(errors: ErrorObject[], root: string): string {
     const field = fieldOf(error);
     byField.set(field, [...(byField.get(field) ?? []), error]);
   }
-  const groups = [...byField.values()];
+  const groups = [...byField.values()].flatMap(byPlace);
   // "must match the then schema" says only that a rule below failed; that rule speaks for itself.
   const specific = groups.filter((g) => g.some((e) => !COMPOSITE.has(e.keyword)));
   // A field's own bad value first, then what its value asks of others (the creds of a bucket URL).
@@ -101,6 +101,25 @@ function describeProblems(errors: ErrorObject[], root: string): string {
   const ordered = (specific.length > 0 ? specific : groups).sort((a, b) => located(a) - located(b));
   const sentences = ordered.map((group) => pickMostUseful(group, root));
   return [...new Set(sentences)].join('; ') || `${root} is invalid`;
+}
+
+/**
+ * A field's errors split by the place inside it they are about (`captions.files[0].language`,
+ * `captions.burnIn`), so an object's several problems are each said; kept whole when a branch
+ * (oneOf, if) failed, whose alternatives would otherwise each be said.
+ */
+function byPlace(group: ErrorObject[]): ErrorObject[][] {
+  if (group.some((e) => COMPOSITE.has(e.keyword))) return [group];
+  const byPath = new Map<string, ErrorObject[]>();
+  for (const error of group) {
+    // The field's own problems (its missing or unknown properties) stay one sentence.
+    const nested = error.instancePath.split('/').length > 2;
+    const { missingProperty } = error.params as { missingProperty?: unknown };
+    const missing = typeof missingProperty === 'string' ? missingProperty : '';
+    const place = nested ? `${error.instancePath}/${missing}` : '';
+    byPath.set(place, [...(byPath.get(place) ?? []), error]);
+  }
+  return [...byPath.values()];
 }
 
 /** Keywords that only say "a branch failed"; the branch's own error is the actionable one. */

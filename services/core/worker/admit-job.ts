@@ -35,6 +35,9 @@ export function jobUrls(job: JobRequested): [string, string | undefined][] {
     ['data.callbacks.successUrl', job.callbacks?.successUrl],
     ['data.callbacks.failureUrl', job.callbacks?.failureUrl],
     [`data.${job.kind}.watermark.imageUrl`, watermark],
+    ...(spec && 'captions' in spec ? (spec.captions?.files ?? []) : []).map(
+      (file, i): [string, string] => [`data.${job.kind}.captions.files[${i}].url`, file.url],
+    ),
   ];
 }
 
@@ -116,7 +119,7 @@ function inDataTerms(message: string, kind: JobRequested['kind']): string {
     failureUrl: 'data.callbacks.failureUrl',
   };
   const spec =
-    /^(watermark|width|height|encoder|container|bitrateKbps|removeAudio|formats|ladder|segmentSeconds|thumbnails)$/;
+    /^(watermark|width|height|encoder|container|bitrateKbps|removeAudio|formats|ladder|segmentSeconds|thumbnails|captions)$/;
   return message.replace(
     /(?<![\w.])[A-Za-z]+\b/g,
     (name: string) => place[name] ?? (spec.test(name) ? `data.${kind}.${name}` : name),
