@@ -141,6 +141,12 @@ export const errorCatalog = {
     summary:
       'The requested trim lies outside the input (it starts at or past its end, or ends after it), or ends before it starts.',
   },
+  input_caption_invalid: {
+    status: 422,
+    retryable: false,
+    summary:
+      'A caption file (`captions.files[i]`, named by index and label) is not SubRip or WebVTT in UTF-8, is empty or has a broken cue; or `captions.burnIn` names a track that does not exist (an input text subtitle stream or a file).',
+  },
   watermark_unavailable: {
     status: 422,
     retryable: false,

@@ -8,6 +8,12 @@ import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import { jobInputArgs } from '../core/media/trim.ts';
 import { passArgs } from '../core/media/two-pass.ts';
 import { videoCodecArgs } from './rate-control.ts';
+import {
+  burnInFilter,
+  captionInputs,
+  captionOutputArgs,
+  type TranscodeCaptions,
+} from './caption-args.ts';
 
 export { outputSize, type OutputSize } from '../core/media/output-size.ts';
 export {
@@ -40,6 +46,8 @@ export interface TranscodeOptions {
   targetKbps?: number;
   /** The audio's loudness filter, when the request asked for a loudness (loudness.ts). */
   loudnessFilter?: string;
+  /** The output's soft caption tracks and the one burned in (caption-args.ts); none: no captions. */
+  captions?: TranscodeCaptions;
 }
 
 /**
@@ -59,7 +67,7 @@ export function retryFinalPass(options: TranscodeOptions, targetKbps: number): s
 
 function firstPass(o: TranscodeOptions): string[] {
   return [
-    ...pictureInput(o),
+    ...pictureInput(o, []),
     '-an',
     ...videoArgs(o, 1),
     // The muxer is never written: the pass only leaves its statistics in the work dir.
@@ -72,8 +80,10 @@ function firstPass(o: TranscodeOptions): string[] {
 function finalPass(o: TranscodeOptions): string[] {
   const audio = o.input.info.audio;
   const encoder = o.spec.container === 'webm' ? 'opus' : 'aac';
+  const tracks = o.captions?.tracks ?? [];
+  const firstCaption = 1 + (o.watermark?.inputs.length ?? 0);
   return [
-    ...pictureInput(o),
+    ...pictureInput(o, captionInputs(tracks)),
     ...(audio
       ? [
           '-map',
@@ -84,6 +94,7 @@ function finalPass(o: TranscodeOptions): string[] {
         ]
       : ['-an']),
     ...videoArgs(o, 2),
+    ...captionOutputArgs(tracks, o.spec.container, firstCaption),
     '-map_metadata',
     '-1',
     ...muxerArgs(o.spec),
@@ -92,15 +103,22 @@ function finalPass(o: TranscodeOptions): string[] {
   ];
 }
 
-/** Both passes must see the same picture (watermark included), or the statistics mislead. */
-function pictureInput(o: TranscodeOptions): string[] {
-  const picture = `[0:${o.input.video.index}]${pictureFilters(o.input, o.size, 'bicubic')}`;
+/**
+ * Both passes must see the same picture (watermark and burned-in captions included), or the
+ * statistics mislead. The captions are drawn below the watermark, which stays on top. Inputs come
+ * first (`-map` before an `-i` would be taken as that input's option): the job's input, the
+ * watermark's, then `moreInputs`.
+ */
+function pictureInput(o: TranscodeOptions, moreInputs: string[]): string[] {
+  const burnIn = o.captions?.burnIn ? `,${burnInFilter(o.captions.burnIn, o.size.height)}` : '';
+  const picture = `[0:${o.input.video.index}]${pictureFilters(o.input, o.size, 'bicubic')}${burnIn}`;
   const graph = o.watermark
     ? `${picture}[in];${o.watermark.filter(1)};[out]format=yuv420p[v]`
     : `${picture},format=yuv420p[v]`;
   return [
     ...jobInputArgs(o.input),
     ...(o.watermark?.inputs.flatMap((i) => inputArgs(i)) ?? []),
+    ...moreInputs,
     '-filter_complex',
     graph,
     '-map',

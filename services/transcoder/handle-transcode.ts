@@ -30,6 +30,8 @@ import {
   type TranscodeOptions,
 } from './build-transcode-args.ts';
 import { encodeToRate } from './encode-to-rate.ts';
+import type { TranscodeCaptions } from './caption-args.ts';
+import { captionsReport, transcodeCaptions } from './transcode-captions.ts';
 
 export type TranscoderDeps = MediaJobDeps;
 
@@ -56,6 +58,7 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
         const size = outputSize(spec, input.video.display);
         checkOutputPixels(size, deps.maxPixels);
         const watermark = await jobWatermark(deps, job, ctx, workDir, spec.watermark);
+        const captions = await transcodeCaptions(deps, ctx, { spec, input, size, workDir });
         const encodedPath = needsRemux(spec) ? join(workDir, 'encoded.mkv') : outputPath;
         const loudness = await planJobLoudness(deps, ctx, {
           asked: spec.loudness,
@@ -72,13 +75,14 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
           passLogPrefix: join(workDir, 'pass'),
           ...(watermark ? { watermark } : {}),
           ...(loudness?.filter ? { loudnessFilter: loudness.filter } : {}),
+          ...(captions ? { captions } : {}),
         });
         checkDecodedLength(input.info, decoded);
         if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
         const verified = await verify(
           deps.probe,
           outputPath,
-          { spec, size, input, decoded },
+          { spec, size, input, decoded, captions },
           job.output.url,
         );
         const loudnessResult = loudness
@@ -136,7 +140,13 @@ async function encode(deps: TranscoderDeps, ctx: JobContext, o: TranscodeOptions
 async function verify(
   probe: Prober,
   path: string,
-  o: { spec: TranscodeSpec; size: OutputSize; input: JobInput; decoded: number },
+  o: {
+    spec: TranscodeSpec;
+    size: OutputSize;
+    input: JobInput;
+    decoded: number;
+    captions: TranscodeCaptions | undefined;
+  },
   outputUrl: string,
 ): Promise<JobResult> {
   const expectedSeconds = o.decoded || o.input.info.durationSeconds;
@@ -160,5 +170,6 @@ async function verify(
     ...(out.bitRate ? { bitrateKbps: Math.round(out.bitRate / 100) / 10 } : {}),
     input: describeInput(o.input),
     output: describeOutput(out),
+    ...(o.captions ? { captions: captionsReport(o.captions, o.spec.container, out) } : {}),
   };
 }

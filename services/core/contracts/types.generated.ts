@@ -49,6 +49,43 @@ export interface CaptionBurnIn {
   file?: number;
   inputTrack?: number;
 }
+// from schemas/common/captions-report.v1.schema.json
+/**
+ * The output's caption tracks (present when the request asked for `captions` or the input has text subtitle streams): `tracks`, the soft tracks in output order; `burnedIn`, the track drawn into the picture (`captions.burnIn`), if any.
+ */
+export interface CaptionsReport {
+  /**
+   * @maxItems 40
+   */
+  tracks: CaptionTrackReport[];
+  burnedIn?: CaptionTrackReport;
+}
+/**
+ * This interface was referenced by `CaptionsReport`'s JSON-Schema
+ * via the `definition` "track".
+ */
+export interface CaptionTrackReport {
+  /**
+   * `input`: one of the input's text subtitle streams; `file`: one of `captions.files`.
+   */
+  source: "input" | "file";
+  /**
+   * Its place among its source: the input's text subtitle streams (0 is the first), or `captions.files`.
+   */
+  index: number;
+  /**
+   * The language tag the output carries: ISO 639-2 (`eng`, `por`), `und` when unknown.
+   */
+  language: string;
+  /**
+   * The track's name in players' menus (MP4: its handler name; WebM: its title).
+   */
+  label: string;
+  /**
+   * How the output carries it: `mov_text` in MP4, `webvtt` in WebM; absent for a burned-in track that is not also a soft track.
+   */
+  codec?: "mov_text" | "webvtt";
+}
 // from schemas/common/credentials.v1.schema.json
 /**
  * Per-request bucket credentials. Secrets: never logged, sealed before they enter an event.
@@ -766,6 +803,7 @@ export interface JobResult {
   output?: MediaDescription;
   quality?: QualityReport;
   loudness?: LoudnessReport;
+  captions?: CaptionsReport;
 }
 /**
  * What a stream job published, measured from its files: the manifests, each rung and the audio rendition, the thumbnails, the caption renditions, the object count and total bytes. URLs are under the job's output prefix.

@@ -75,6 +75,19 @@ export interface MediaInfo {
   /** The first audio stream: the one outputs carry. */
   audio?: AudioInfo;
   audioStreams: AudioInfo[];
+  /** Every subtitle stream, text or bitmap, in stream order (captions.ts keeps the text ones). */
+  subtitleStreams?: SubtitleInfo[];
+}
+
+export interface SubtitleInfo {
+  /** The stream's index in the file (what `-map 0:N` names). */
+  index: number;
+  /** ffprobe's codec name: mov_text, subrip, ass, ssa, webvtt; dvd_subtitle, hdmv_pgs_subtitle… */
+  codec: string;
+  /** The stream's `language` tag as the file has it (ISO 639-2 in MP4 and Matroska), if any. */
+  language?: string;
+  /** The stream's `title` tag (`handler_name` in MP4 is the muxer's, not a title), if any. */
+  title?: string;
 }
 
 /** The part of ffprobe's JSON this model reads. */
@@ -133,6 +146,7 @@ export function readMediaInfo(json: ProbeJson, scanned?: PacketSpan): MediaInfo 
   const audioStreams = streams.filter((s) => s.codec_type === 'audio').map(readAudio);
   const video = videoStream ? readVideo(videoStream) : undefined;
   const audio = audioStreams[0];
+  const subtitleStreams = streams.filter((s) => s.codec_type === 'subtitle').map(readSubtitle);
   const { seconds, source } = bestDuration(json, video, audio, scanned);
   return {
     formatName: json.format?.format_name ?? '',
@@ -144,6 +158,7 @@ export function readMediaInfo(json: ProbeJson, scanned?: PacketSpan): MediaInfo 
     ...(video ? { video } : {}),
     ...(audio ? { audio } : {}),
     audioStreams,
+    ...(subtitleStreams.length ? { subtitleStreams } : {}),
   };
 }
 
@@ -219,6 +234,17 @@ function readAudio(s: ProbeStream): AudioInfo {
     sampleRate: Number(s.sample_rate ?? 0) || 0,
     ...(start !== undefined ? { startSeconds: start } : {}),
     ...(duration ? { durationSeconds: duration } : {}),
+  };
+}
+
+function readSubtitle(s: ProbeStream): SubtitleInfo {
+  const language = s.tags?.['language'];
+  const title = s.tags?.['title'];
+  return {
+    index: s.index ?? 0,
+    codec: s.codec_name ?? '',
+    ...(language && language !== 'und' ? { language } : {}),
+    ...(title ? { title } : {}),
   };
 }
 

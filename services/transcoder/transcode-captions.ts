@@ -1,0 +1,106 @@
+import { dirname } from 'node:path';
+import type { CaptionsReport, TranscodeSpec } from '../core/contracts/types.generated.ts';
+import { MediaError } from '../core/errors.ts';
+import {
+  burnInTrack,
+  prepareCaptions,
+  textSubtitleStreams,
+  type CaptionDeps,
+  type CaptionJob,
+  type CaptionTrack,
+} from '../core/media/captions.ts';
+import { fontFamily } from '../core/media/font-family.ts';
+import { iso639Part2 } from '../core/media/language-codes.ts';
+import type { MediaInfo } from '../core/media/media-info.ts';
+import type { JobInput } from '../core/media/read-input.ts';
+import type { MediaJobDeps } from '../core/media-job/media-job.ts';
+import type { JobContext } from '../core/worker/job-handler.ts';
+import { burnInMarginPx, type TranscodeCaptions } from './caption-args.ts';
+import { needsRemux, type OutputSize } from './build-transcode-args.ts';
+
+/**
+ * A transcode's captions made ready (captions.ts): undefined when the request has no `captions`
+ * and the input no text subtitle stream, so such a job runs exactly as before captions existed.
+ */
+export async function transcodeCaptions(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: { spec: TranscodeSpec; input: JobInput; size: OutputSize; workDir: string },
+): Promise<TranscodeCaptions | undefined> {
+  const { spec, input } = o;
+  if (!spec.captions && textSubtitleStreams(input.info).length === 0) return undefined;
+  const captionDeps: CaptionDeps = {
+    http: deps.httpStore,
+    runFfmpeg: deps.runFfmpeg,
+    stallTimeoutMs: deps.stallTimeoutMs,
+    log: ctx.log,
+  };
+  const job: CaptionJob = {
+    captions: spec.captions,
+    inputPath: input.path,
+    info: input.info,
+    workDir: o.workDir,
+    trim: input.trim,
+    signal: ctx.signal,
+  };
+  const tracks = softTracks(spec, await prepareCaptions(captionDeps, job), ctx);
+  const burned = await burnInTrack(captionDeps, job, tracks);
+  if (!burned) return { tracks };
+  const fontName = await fontFamily(deps.fontFile).catch((error: unknown) => {
+    ctx.log.warn('captions.font_unreadable', { error });
+    return undefined;
+  });
+  return {
+    tracks,
+    burnIn: {
+      track: burned,
+      fontsDir: dirname(deps.fontFile),
+      fontName,
+      marginPx: burnInMarginPx(spec.watermark, o.size.height),
+    },
+  };
+}
+
+/**
+ * VP8 in MP4 is remuxed by a library that writes no subtitle tracks: the input's are left out
+ * (said in the log), and caption files asked for are refused rather than dropped.
+ */
+function softTracks(spec: TranscodeSpec, tracks: CaptionTrack[], ctx: JobContext): CaptionTrack[] {
+  if (!needsRemux(spec) || tracks.length === 0) return tracks;
+  if (spec.captions?.files)
+    throw new MediaError(
+      'option_unsupported',
+      'caption tracks cannot be written into an mp4 with vp8 video: use webm, or another encoder',
+    );
+  ctx.log.info('captions.input_tracks_left_out', { reason: 'vp8 in mp4', tracks: tracks.length });
+  return [];
+}
+
+/**
+ * The captions part of the result, once the output's subtitle streams are checked against the
+ * tracks written (output_invalid when a track is missing).
+ */
+export function captionsReport(
+  captions: TranscodeCaptions,
+  container: 'mp4' | 'webm',
+  out: MediaInfo,
+): CaptionsReport {
+  const codec = container === 'mp4' ? 'mov_text' : 'webvtt';
+  const found = (out.subtitleStreams ?? []).filter((s) => s.codec === codec).length;
+  if (found !== captions.tracks.length)
+    throw new MediaError(
+      'output_invalid',
+      `the output failed verification: ${found} caption tracks instead of ${captions.tracks.length}`,
+    );
+  const describe = (track: CaptionTrack): CaptionsReport['tracks'][number] => ({
+    source: track.source,
+    index: track.index,
+    language: iso639Part2(track.language),
+    label: track.label,
+    ...(captions.tracks.includes(track) ? { codec } : {}),
+  });
+  return {
+    tracks: captions.tracks.map(describe),
+    ...(captions.burnIn ? { burnedIn: describe(captions.burnIn.track) } : {}),
+  };
+}
