@@ -7,6 +7,12 @@
  */
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { StreamSpec } from '../core/contracts/types.generated.ts';
+import { prepareCaptions, textSubtitleStreams } from '../core/media/captions.ts';
+import { bcp47Language } from '../core/media/language-codes.ts';
+import type { JobInput } from '../core/media/read-input.ts';
+import type { MediaJobDeps } from '../core/media-job/media-job.ts';
+import type { JobContext } from '../core/worker/job-handler.ts';
 
 /** The folder of the caption renditions under the output prefix. */
 export const CAPTIONS_DIR = 'captions';
@@ -15,7 +21,7 @@ export const CAPTIONS_DIR = 'captions';
 export interface CaptionInput {
   /** A local, validated WebVTT file on the output's timeline. */
   path: string;
-  /** BCP 47 language tag (`und` when the input did not say). */
+  /** BCP 47 or ISO 639-2 language tag (`und` when the input did not say). */
   language: string;
   /** The track's name in players' menus. */
   label: string;
@@ -23,12 +29,42 @@ export interface CaptionInput {
 
 /** One caption rendition as published: keys relative to the output folder. */
 export interface CaptionRendition {
+  /** BCP 47, its shortest form (an input's `eng` becomes `en`). */
   language: string;
   label: string;
   /** The WebVTT file (the DASH representation and the HLS playlist's one segment). */
   track: string;
   /** The HLS subtitle media playlist, when HLS is published. */
   playlist?: string;
+}
+
+/**
+ * The stream's caption tracks, made ready by the core (captions.ts: the input's text subtitle
+ * streams unless `keepInput` is false, then the caller's files; cues on the trimmed timeline).
+ * None when the request has no `captions` and the input no text subtitle stream, so such a stream
+ * publishes what it did before captions existed.
+ */
+export async function streamCaptions(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: { spec: StreamSpec; input: JobInput; workDir: string },
+): Promise<CaptionInput[]> {
+  const { spec, input } = o;
+  if (!spec.captions && textSubtitleStreams(input.info).length === 0) return [];
+  const captionDeps = {
+    http: deps.httpStore,
+    runFfmpeg: deps.runFfmpeg,
+    stallTimeoutMs: deps.stallTimeoutMs,
+    log: ctx.log,
+  };
+  return prepareCaptions(captionDeps, {
+    captions: spec.captions,
+    inputPath: input.path,
+    info: input.info,
+    workDir: o.workDir,
+    trim: input.trim,
+    signal: ctx.signal,
+  });
 }
 
 const keyOf = (k: number, extension: string): string => `${CAPTIONS_DIR}/caption_${k}.${extension}`;
@@ -48,7 +84,7 @@ export async function writeCaptionRenditions(
     tracks.map(async (t, k) => {
       const track = keyOf(k, 'vtt');
       await copyFile(t.path, join(outDir, track));
-      const rendition = { language: t.language, label: t.label, track };
+      const rendition = { language: bcp47Language(t.language), label: t.label, track };
       if (!o.hls) return rendition;
       const playlist = keyOf(k, 'm3u8');
       await writeFile(join(outDir, playlist), subtitlePlaylist(track, o.durationSeconds));

@@ -137,13 +137,14 @@ describe('writeCaptionRenditions', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('copies each track under captions/ in order, with a playlist when HLS is published', async () => {
+  it('copies each track under captions/ in order, with a playlist when HLS is published; languages in BCP 47', async () => {
     const vtt = (text: string) => `WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n${text}\n`;
     await writeFile(join(dir, 'a.vtt'), vtt('one'));
     await writeFile(join(dir, 'b.vtt'), vtt('two'));
     const tracks = [
       { path: join(dir, 'a.vtt'), language: 'en', label: 'English' },
-      { path: join(dir, 'b.vtt'), language: 'fr', label: 'Français' },
+      { path: join(dir, 'b.vtt'), language: 'fre', label: 'Français' },
+      { path: join(dir, 'b.vtt'), language: 'pt-BR', label: 'Português' },
     ];
     const out = join(dir, 'out');
     const written = await writeCaptionRenditions(out, tracks, { durationSeconds: 12, hls: true });
@@ -160,6 +161,12 @@ describe('writeCaptionRenditions', () => {
         track: 'captions/caption_1.vtt',
         playlist: 'captions/caption_1.m3u8',
       },
+      {
+        language: 'pt-BR',
+        label: 'Português',
+        track: 'captions/caption_2.vtt',
+        playlist: 'captions/caption_2.m3u8',
+      },
     ]);
     expect(await readFile(join(out, 'captions/caption_1.vtt'), 'utf8')).to.equal(vtt('two'));
     expect(await readFile(join(out, 'captions/caption_0.m3u8'), 'utf8')).to.equal(
@@ -169,7 +176,7 @@ describe('writeCaptionRenditions', () => {
       durationSeconds: 12,
       hls: false,
     });
-    expect(dashOnly.map((c) => c.playlist)).to.deep.equal([undefined, undefined]);
+    expect(dashOnly.map((c) => c.playlist)).to.deep.equal([undefined, undefined, undefined]);
     expect(
       await writeCaptionRenditions(join(dir, 'none'), [], { durationSeconds: 12, hls: true }),
     ).to.deep.equal([]);

@@ -882,7 +882,7 @@ export interface StreamRung {
  */
 export interface StreamCaption {
   /**
-   * BCP 47 language tag (und when the input did not say).
+   * BCP 47 language tag in its shortest form (an input stream's ISO 639-2 eng or fre is en or fr; und when the input did not say).
    */
   language: string;
   label: string;

@@ -1,4 +1,3 @@
-import { expect } from 'chai';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
@@ -8,53 +7,21 @@ import { writeLadder } from '../../../services/streamer/write-ladder.ts';
 import { testMediaJobDeps } from '../../support/media-job-deps.ts';
 import { startStreamFileServer, type StreamFileServer } from '../../support/stream-file-server.ts';
 import { makeClip, openPlayer, playerMounts } from './stream-playback-fixture.ts';
+import {
+  captionsIn,
+  expectDashCaptions,
+  expectHlsCaptions,
+  vtt,
+  type ExpectedTrack,
+} from './caption-playback.ts';
 
 const deps = testMediaJobDeps();
 
 /** Two caption tracks of the 12 s clip, a cue of each at its own time. */
-const TRACKS = [
-  { language: 'en', label: 'English', cue: [3, 5, 'Hello at three'] as const },
-  { language: 'fr', label: 'Français', cue: [7.5, 9, 'Bonjour à sept et demie'] as const },
+const TRACKS: ExpectedTrack[] = [
+  { language: 'en', label: 'English', cue: [3, 5, 'Hello at three'] },
+  { language: 'fr', label: 'Français', cue: [7.5, 9, 'Bonjour à sept et demie'] },
 ];
-
-const vttTime = (s: number): string => `00:00:${s.toFixed(3).padStart(6, '0')}`;
-const vtt = ([start, end, text]: readonly [number, number, string]): string =>
-  `WEBVTT\n\n${vttTime(start)} --> ${vttTime(end)}\n${text}\n`;
-
-interface Shown {
-  label: string;
-  language: string;
-  at: number;
-  texts: string[];
-}
-interface Captions {
-  tracks: Record<string, unknown>[];
-  element: { kind: string; label: string; language: string }[];
-  shown: Shown[];
-  errors: string[];
-}
-
-/** What a player showed: each track's cue at its time, in the track of its language. */
-function expectCuesShown(shown: Shown[]): void {
-  expect(shown.map((s) => [s.language, s.texts])).to.deep.equal(
-    TRACKS.map((t) => [t.language, [t.cue[2]]]),
-  );
-  shown.forEach((s, k) => expect(s.at).to.be.closeTo((TRACKS[k]?.cue[0] ?? -1) + 0.5, 0.3));
-}
-
-/** `play` is hlsCaptions or dashCaptions of page-captions.js. */
-async function captionsIn(page: Page, play: string, url: string): Promise<Captions> {
-  const times = TRACKS.map((t) => t.cue[0] + 0.5);
-  return (await page.evaluate(
-    (fn, u, at) =>
-      (globalThis as unknown as Record<string, (u: string, at: number[]) => Promise<unknown>>)[
-        fn
-      ]?.(u, at),
-    play,
-    url,
-    times,
-  )) as Captions;
-}
 
 // The ladder writer with two caption tracks, served from disk; the stream published by the
 // service with the input's and a caller's captions plays in captions-service.test.ts.
@@ -97,26 +64,12 @@ describe('caption renditions play in headless Chromium (hls.js, dash.js)', funct
   });
 
   it('hls.js lists the SUBTITLES group and shows each track cue at its time', async () => {
-    const got = await captionsIn(page, 'hlsCaptions', `${server.url}/stream/master.m3u8`);
-    expect(got.errors).to.deep.equal([]);
-    expect(got.tracks).to.deep.equal(
-      TRACKS.map((t) => ({ name: t.label, lang: t.language, default: false })),
-    );
-    expect(got.element.map((e) => [e.kind, e.label, e.language])).to.deep.equal(
-      TRACKS.map((t) => ['subtitles', t.label, t.language]),
-    );
-    expectCuesShown(got.shown);
-    expect(got.shown.map((s) => s.label)).to.deep.equal(TRACKS.map((t) => t.label));
+    const got = await captionsIn(page, 'hlsCaptions', `${server.url}/stream/master.m3u8`, TRACKS);
+    expectHlsCaptions(got, TRACKS);
   });
 
   it('dash.js lists the text adaptation sets and shows each track cue at its time', async () => {
-    const got = await captionsIn(page, 'dashCaptions', `${server.url}/stream/manifest.mpd`);
-    expect(got.errors).to.deep.equal([]);
-    expect(got.tracks).to.deep.equal(
-      TRACKS.map((t) => ({ lang: t.language, labels: [t.label], roles: ['subtitle'] })),
-    );
-    // dash.js labels the element's tracks by adaptation set id; its own list has the labels.
-    expect(got.element.map((e) => e.language)).to.deep.equal(TRACKS.map((t) => t.language));
-    expectCuesShown(got.shown);
+    const got = await captionsIn(page, 'dashCaptions', `${server.url}/stream/manifest.mpd`, TRACKS);
+    expectDashCaptions(got, TRACKS);
   });
 });
