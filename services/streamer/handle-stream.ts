@@ -33,6 +33,7 @@ import { publishDuringEncode } from './publish-during-encode.ts';
 import { joinRendition, measureRungs, RUNG_FRAMES_FILE } from './measure-rungs.ts';
 import { item, publishPhases, streamResult } from './publish-stream.ts';
 import { planThumbnails } from './thumbnails.ts';
+import { streamCaptions, type CaptionInput } from './caption-renditions.ts';
 import { writeLadder, type StreamFormat, type WrittenLadder } from './write-ladder.ts';
 
 /** Objects of one stream uploaded at once (each also takes a transfer slot of the process). */
@@ -59,8 +60,8 @@ export function ladderCost(rungs: readonly Rung[]): number {
 }
 
 /**
- * fetch input (transfer slot) → read it (CPU slot) → the ladder, thumbnails and manifests from
- * one ffmpeg (a CPU slot weighted by ladderCost) → verify each rung → measure each rung's quality
+ * fetch input (transfer slot) → read it (CPU slot) → the caption tracks, the ladder, thumbnails
+ * and manifests from one ffmpeg (a CPU slot weighted by ladderCost) → verify each rung → measure each rung's quality
  * (same slot) → publish every object,
  * manifests last (transfer slots). Same job id → same keys under the prefix, overwritten.
  */
@@ -95,7 +96,8 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
             const o = { spec, input, rungs, workDir, outDir };
             const asked = { asked: spec.loudness, input, encoder: 'aac', workDir } as const;
             const plan = await planJobLoudness(deps, ctx, asked);
-            const encoded = await encodeLadder(deps, job, ctx, { ...o, plan }, upload);
+            const captions = await streamCaptions(deps, ctx, o);
+            const encoded = await encodeLadder(deps, job, ctx, { ...o, plan, captions }, upload);
             const prefix = job.output.url;
             const quality = await measureRungs(deps, ctx, { ...o, ...encoded, prefix });
             const loudness = plan
@@ -126,6 +128,8 @@ interface LadderJob {
   outDir: string;
   /** What the encode does to the audio's loudness, when the request asked (loudness.ts). */
   plan?: LoudnessPlan | undefined;
+  /** The caption tracks published as WebVTT renditions (caption-renditions.ts). */
+  captions?: readonly CaptionInput[] | undefined;
 }
 
 /** The loudness report of the audio rendition: its init and every segment joined, measured. */
@@ -236,6 +240,7 @@ async function encodeLadder(
       passLogPrefix: join(o.workDir, 'ladder-pass'),
       threads: deps.threads,
       formats: spec.formats ?? (['hls', 'dash'] satisfies StreamFormat[]),
+      captions: o.captions,
       ...(watermark ? { watermark } : {}),
       ...(o.plan?.filter ? { loudnessFilter: o.plan.filter } : {}),
       ...(spec.thumbnails

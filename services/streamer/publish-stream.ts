@@ -28,7 +28,8 @@ export async function item(outDir: string, key: string, audio = false): Promise<
 
 /**
  * The stream's objects in three phases: media (init and media segments, images), then what
- * names them (media playlists, the thumbnail track), then the manifests players open (HLS
+ * names them (media playlists, the thumbnail track; the caption files go with the media, their
+ * playlists with the playlists), then the manifests players open (HLS
  * master, MPD). A player that finds a manifest finds everything it names. Keys in `published`
  * (segments uploaded while the encode went on) are left out; `more` (the rungs' per-frame
  * quality files) go with the media.
@@ -55,11 +56,18 @@ export async function publishPhases(
     media.push(item(outDir, t.poster), ...t.sheets.map((s) => item(outDir, s)));
     playlists.push(item(outDir, t.track));
   }
+  for (const c of ladder.captions ?? []) {
+    media.push(item(outDir, c.track));
+    if (c.playlist) playlists.push(item(outDir, c.playlist));
+  }
   const manifests = Object.values(ladder.manifests).map((m) => item(outDir, m));
   return [await Promise.all(media), await Promise.all(playlists), await Promise.all(manifests)];
 }
 
-/** The result's `stream` part: URLs under the prefix, the measured rungs, the totals. */
+/**
+ * The result's `stream` part: URLs under the prefix, the measured rungs, the caption renditions,
+ * the totals.
+ */
 export function streamResult(
   prefix: string,
   ladder: WrittenLadder,
@@ -111,6 +119,16 @@ export function streamResult(
             trackUrl: prefix + t.track,
             sheetUrls: t.sheets.map((s) => prefix + s),
           },
+        }
+      : {}),
+    ...(ladder.captions
+      ? {
+          captions: ladder.captions.map((c) => ({
+            language: c.language,
+            label: c.label,
+            url: prefix + c.track,
+            ...(c.playlist ? { playlistUrl: prefix + c.playlist } : {}),
+          })),
         }
       : {}),
     segmentSeconds: o.segmentSeconds,

@@ -9,6 +9,11 @@ import {
   sheetName,
   thumbnailTrack,
 } from './thumbnails.ts';
+import {
+  writeCaptionRenditions,
+  type CaptionInput,
+  type CaptionRendition,
+} from './caption-renditions.ts';
 import { measureRenditions, type MeasuredRendition } from './measure-renditions.ts';
 import {
   DASH_MANIFEST,
@@ -27,16 +32,22 @@ export interface WrittenLadder {
   manifests: Partial<Record<StreamFormat, string>>;
   /** Paths under the output folder of the poster, the WebVTT track and its sprite sheets. */
   thumbnails?: { poster: string; track: string; sheets: string[] };
+  /** The caption renditions, when the job has caption tracks. */
+  captions?: CaptionRendition[];
 }
 
 /**
  * Encodes the ladder in two ffmpeg passes (`run` runs each: the job's cancel, stall limit,
  * progress; only the `encode` pass writes to `o.outDir`), then measures what it wrote and writes
- * the manifests beside it, in `o.outDir`.
+ * the manifests beside it, in `o.outDir`, with the caption tracks (`o.captions`) as WebVTT
+ * renditions.
  */
 export async function writeLadder(
   run: (args: readonly string[], pass: 'analyse' | 'encode') => Promise<unknown>,
-  o: LadderArgsOptions & { formats: readonly StreamFormat[] },
+  o: LadderArgsOptions & {
+    formats: readonly StreamFormat[];
+    captions?: readonly CaptionInput[] | undefined;
+  },
 ): Promise<WrittenLadder> {
   const audio = o.input.info.audio;
   await Promise.all([
@@ -49,10 +60,15 @@ export async function writeLadder(
   await run(encode, 'encode');
   const renditions = await measureRenditions(o.outDir, o.rungs, audio !== undefined);
   const target = audio ? audioTarget(audio, 'aac') : undefined;
+  const captions = await writeCaptionRenditions(o.outDir, o.captions ?? [], {
+    durationSeconds: Math.max(...renditions.map(playedSeconds)),
+    hls: o.formats.includes('hls'),
+  });
   const options: ManifestOptions = {
     renditions,
     frameRate: o.input.video.frameRate,
     ...(target ? { audio: { channels: target.channels, sampleRate: target.sampleRate } } : {}),
+    ...(captions.length > 0 ? { captions } : {}),
   };
   const manifests: WrittenLadder['manifests'] = {};
   if (o.formats.includes('hls')) {
@@ -63,8 +79,9 @@ export async function writeLadder(
     await writeFile(join(o.outDir, DASH_MANIFEST), dashManifest(options));
     manifests.dash = DASH_MANIFEST;
   }
+  const written = { renditions, manifests, ...(captions.length > 0 ? { captions } : {}) };
   const plan = o.thumbnails;
-  if (!plan) return { renditions, manifests };
+  if (!plan) return written;
   const track = `${THUMBNAILS_DIR}/${THUMBNAIL_TRACK}`;
   await writeFile(join(o.outDir, track), thumbnailTrack(plan, o.input.info.durationSeconds));
   const thumbnails = {
@@ -72,5 +89,8 @@ export async function writeLadder(
     track,
     sheets: Array.from({ length: plan.sheets }, (_, k) => `${THUMBNAILS_DIR}/${sheetName(k + 1)}`),
   };
-  return { renditions, manifests, thumbnails };
+  return { ...written, thumbnails };
 }
+
+const playedSeconds = (r: MeasuredRendition): number =>
+  r.segments.reduce((n, s) => n + s.durationSeconds, 0);

@@ -3,6 +3,7 @@
  * are ffmpeg's) and a DASH MPD, both declaring what was measured from the files (see
  * measure-renditions.ts), never the encoder's targets. Pure: renditions in, text out.
  */
+import type { CaptionRendition } from './caption-renditions.ts';
 import type { MeasuredRendition } from './measure-renditions.ts';
 
 export const HLS_MASTER = 'master.m3u8';
@@ -14,14 +15,19 @@ export interface ManifestOptions {
   frameRate: number;
   /** Audio channels and rate of the audio rendition, when there is one. */
   audio?: { channels: number; sampleRate: number };
+  /** WebVTT caption renditions, in the order players list them. */
+  captions?: readonly CaptionRendition[];
 }
 
 const AUDIO_GROUP = 'audio';
+const SUBTITLES_GROUP = 'subs';
 
 /**
  * HLS master playlist, as Apple's authoring rules ask: each variant with BANDWIDTH (peak) and
  * AVERAGE-BANDWIDTH including its audio group, CODECS of video and audio, RESOLUTION and
- * FRAME-RATE; audio once, in its own rendition group.
+ * FRAME-RATE; audio once, in its own rendition group; the caption tracks in one SUBTITLES group
+ * that every variant names, none on by default (AUTOSELECT lets a player pick the viewer's
+ * language).
  */
 export function hlsMaster(o: ManifestOptions): string {
   const audio = o.renditions.find((r) => r.type === 'audio');
@@ -29,6 +35,11 @@ export function hlsMaster(o: ManifestOptions): string {
   if (audio)
     lines.push(
       `#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="${AUDIO_GROUP}",NAME="audio",LANGUAGE="und",DEFAULT=YES,AUTOSELECT=YES,CHANNELS="${o.audio?.channels ?? 2}",URI="${audio.name}/index.m3u8"`,
+    );
+  const subtitles = (o.captions ?? []).filter((c) => c.playlist !== undefined);
+  for (const c of subtitles)
+    lines.push(
+      `#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="${SUBTITLES_GROUP}",NAME="${quoted(c.label)}",LANGUAGE="${quoted(c.language)}",DEFAULT=NO,AUTOSELECT=YES,URI="${c.playlist}"`,
     );
   for (const video of o.renditions.filter((r) => r.type === 'video')) {
     const attributes = [
@@ -38,11 +49,23 @@ export function hlsMaster(o: ManifestOptions): string {
       `RESOLUTION=${video.width}x${video.height}`,
       `FRAME-RATE=${o.frameRate.toFixed(3)}`,
       ...(audio ? [`AUDIO="${AUDIO_GROUP}"`] : []),
+      ...(subtitles.length > 0 ? [`SUBTITLES="${SUBTITLES_GROUP}"`] : []),
     ];
     lines.push(`#EXT-X-STREAM-INF:${attributes.join(',')}`, `${video.name}/index.m3u8`);
   }
   return `${lines.join('\n')}\n`;
 }
+
+/** An HLS quoted-string holds no double quote (RFC 8216 §4.2): a label's become single ones. */
+const quoted = (text: string): string => text.replaceAll('"', "'");
+
+/** Text and attribute values of the MPD. */
+const xml = (text: string): string =>
+  text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;');
 
 /** ISO 8601 duration in seconds, millisecond precision. */
 const isoDuration = (seconds: number): string => `PT${seconds.toFixed(3)}S`;
@@ -50,7 +73,8 @@ const isoDuration = (seconds: number): string => `PT${seconds.toFixed(3)}S`;
 /**
  * DASH MPD (static, live profile with CMAF): one adaptation set of the video rungs, one of the
  * audio, each representation with a SegmentTemplate over the very files the HLS playlists
- * name and a SegmentTimeline of their decode times; `bandwidth` is the measured peak.
+ * name and a SegmentTimeline of their decode times; `bandwidth` is the measured peak. Each
+ * caption track is a text adaptation set of its own: one representation, the whole WebVTT file.
  */
 export function dashManifest(o: ManifestOptions): string {
   const video = o.renditions.filter((r) => r.type === 'video');
@@ -75,6 +99,7 @@ export function dashManifest(o: ManifestOptions): string {
           '    </AdaptationSet>',
         ]
       : []),
+    ...(o.captions ?? []).map((c, k) => textAdaptationSet(c, 2 + k)),
   ];
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
@@ -84,6 +109,22 @@ export function dashManifest(o: ManifestOptions): string {
     '  </Period>',
     '</MPD>',
     '',
+  ].join('\n');
+}
+
+/**
+ * A caption track as DASH-IF's interoperability guidelines give a side-loaded WebVTT file: contentType text,
+ * mimeType text/vtt, its language, the subtitle role, its label, a BaseURL to the file.
+ */
+function textAdaptationSet(c: CaptionRendition, id: number): string {
+  return [
+    `    <AdaptationSet id="${id}" contentType="text" mimeType="text/vtt" lang="${xml(c.language)}">`,
+    `      <Label>${xml(c.label)}</Label>`,
+    '      <Role schemeIdUri="urn:mpeg:dash:role:2011" value="subtitle"/>',
+    `      <Representation id="caption_${id - 2}" bandwidth="256">`,
+    `        <BaseURL>${xml(c.track)}</BaseURL>`,
+    '      </Representation>',
+    '    </AdaptationSet>',
   ].join('\n');
 }
 

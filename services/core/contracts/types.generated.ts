@@ -755,6 +755,14 @@ export interface JobRetryScheduled {
 }
 // from schemas/events/job-succeeded.v1.schema.json
 export type UrlString1 = (HttpUrl | BucketUrl) & string;
+/**
+ * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
+ */
+export type UrlString2 = (HttpUrl | BucketUrl) & string;
+/**
+ * A location: an http(s) file server URL, or s3://, azure://, gcp:// <bucket>/<path>.
+ */
+export type UrlString3 = (HttpUrl | BucketUrl) & string;
 export interface JobSucceeded {
   jobId: string;
   kind: "transcode" | "summary" | "stream";
@@ -802,7 +810,7 @@ export interface JobResult {
   captions?: CaptionsReport;
 }
 /**
- * What a stream job published, measured from its files: the manifests, each rung and the audio rendition, the thumbnails, the object count and total bytes. URLs are under the job's output prefix.
+ * What a stream job published, measured from its files: the manifests, each rung and the audio rendition, the thumbnails, the caption renditions, the object count and total bytes. URLs are under the job's output prefix.
  */
 export interface StreamResult {
   manifests: {
@@ -836,6 +844,12 @@ export interface StreamResult {
      */
     sheetUrls: UrlString[];
   };
+  /**
+   * The caption tracks (the input's kept subtitle streams, then the caller's files), each a WebVTT file named by a text adaptation set of the MPD and, with HLS, by a subtitle media playlist in the master's SUBTITLES group.
+   *
+   * @maxItems 40
+   */
+  captions?: StreamCaption[];
   segmentSeconds: number;
   /**
    * Objects published under the prefix (segments, playlists, manifests, images).
@@ -869,6 +883,18 @@ export interface StreamRung {
 }
 /**
  * How close an output's pictures are to the input's: each decoded output frame against the decoded input frame of the same time, made at the output's geometry the way the encode made it (deinterlaced, upright, tone-mapped, scaled), without the watermark: a watermark counts as difference. Only the luma plane is measured. A metric that could not be measured is absent and named in `missing` with the reason; the job succeeds either way.
+ */
+export interface StreamCaption {
+  /**
+   * BCP 47 language tag in its shortest form (an input stream's ISO 639-2 eng or fre is en or fr; und when the input did not say).
+   */
+  language: string;
+  label: string;
+  url: UrlString2;
+  playlistUrl?: UrlString3;
+}
+/**
+ * What the service saw in a file: the picture as displayed (rotation and pixel aspect ratio applied), its length and rates. In a job's result it describes the input and the output, so a caller can see why the output looks as it does.
  */
 // from schemas/events/stream-result.v1.schema.json
 // from schemas/events/stream-spec.v1.schema.json

@@ -34,3 +34,27 @@ export function iso639Part2(tag: string): string {
   if (/^[a-z]{3}$/.test(language)) return language;
   return ISO_639_1_TO_2[language] ?? 'und';
 }
+
+/** ISO 639-2/B codes (bibliographic, what Matroska files often hold) that differ from /T. */
+const ISO_639_2_B_TO_T: Record<string, string> = Object.fromEntries(
+  (
+    'alb sqi arm hye baq eus bur mya chi zho cze ces dut nld fre fra geo kat ger deu gre ell ' +
+    'ice isl mac mkd mao mri may msa per fas rum ron slo slk tib bod wel cym'
+  )
+    .split(' ')
+    .flatMap((code, i, all) => (i % 2 === 0 ? [[code, all[i + 1] ?? 'und']] : [])),
+);
+const ISO_639_2_TO_1: Record<string, string> = Object.fromEntries(
+  Object.entries(ISO_639_1_TO_2).map(([two, three]) => [three, two]),
+);
+
+/**
+ * A track's language as a BCP 47 tag, as HLS and DASH manifests take it: a three-letter ISO 639-2
+ * code (/T or /B) with a two-letter one becomes it (`eng`, `fre` → `en`, `fr`), as BCP 47 asks for
+ * the shortest code; any other tag is kept as it is.
+ */
+export function bcp47Language(tag: string): string {
+  const code = tag.toLowerCase();
+  if (!/^[a-z]{3}$/.test(code)) return tag;
+  return ISO_639_2_TO_1[ISO_639_2_B_TO_T[code] ?? code] ?? tag;
+}
