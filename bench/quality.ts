@@ -63,7 +63,7 @@ const f1 = (x: number): string => x.toFixed(1);
 const f2 = (x: number): string => x.toFixed(2);
 const pct = (x: number, of: number): string =>
   `${x >= of ? '+' : '−'}${f1(Math.abs((x / of - 1) * 100))} %`;
-// A window's bits as a rate, in multiples of the request (the bound: 3.5× over 1 s, 2.5× over 2 s).
+// A window's bits as a rate, in multiples of the request (the bound of rate-control.ts: 5.5× over 1 s, 3.5× over 2 s).
 const peaks = (m: EncodeMeasure, kbps: number): string =>
   `${f2(m.peak1sBits / (kbps * 1000))}× / ${f2(m.peak2sBits / (2 * kbps * 1000))}×`;
 const pair = (a: number, b: number, digits = 1): string =>

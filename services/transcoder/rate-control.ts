@@ -3,8 +3,8 @@ import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
 /**
  * Peak rate allowed to every encoder, as a multiple of the requested bitrate (`-maxrate`).
  * With the buffer below, the bits in any window of T seconds stay under
- * `(PEAK_FACTOR × T + BUFFER_SECONDS) × bitrate`: at most 3.5× the average rate over 1 s and
- * 2.5× over 2 s, so a player with a 2 s buffer on a link of 1.5× the bitrate never stalls.
+ * `(PEAK_FACTOR × T + BUFFER_SECONDS) × bitrate`: at most 5.5× the average rate over 1 s and
+ * 3.5× over 2 s, so a player with a 4 s buffer on a link of 1.5× the bitrate never stalls.
  * x264/x265 enforce it as VBV (hard). VP8 and VP9 run without `-maxrate`/`-bufsize` (with
  * them libvpx spent more than its own two-pass encode on still content, see videoCodecArgs) and
  * stay within the bound as measured by test/integration/rate-control.test.ts. Measured (5 natural/synthetic 720p clips, 1000–4000 kb/s): at most 2.2× over
@@ -12,8 +12,15 @@ import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
  */
 export const PEAK_FACTOR = 1.5;
 
-/** Decoder buffer, in seconds at the requested bitrate (`-bufsize`). */
-export const BUFFER_SECONDS = 2;
+/**
+ * Decoder buffer, in seconds at the requested bitrate (`-bufsize`). A hard cut to a detailed
+ * still needs a keyframe of several seconds' bits: on the 15 s slides clip at 1000 kb/s,
+ * x264's anchor (no VBV) spent up to 4.5 s of the rate on one keyframe. With a 2 s buffer x264
+ * lost 0.91 VMAF (3.0 on the 5th-percentile frame) to its anchor and x265 0.50 (2.9); with
+ * 4 s, 0.24 (0.85) and 0.11 (0.58), at less CPU, and moving pictures (animation, camera at
+ * 1000 kb/s) kept their rates and VMAF within 0.05 of the 2 s buffer's (bench:quality).
+ */
+export const BUFFER_SECONDS = 4;
 
 /** Fraction of a transcode's CPU time its first pass takes, per encoder. */
 export function firstPassShare(encoder: TranscodeSpec['encoder']): number {
@@ -47,8 +54,9 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
  *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips (see
  *   correctedTargetKbps).
- * - The price of the VBV: on still slides with hard cuts (ceiling below 4000 kb/s), x264 and
- *   VP8 (with alt-ref frames then) spent 6 % more than their anchors (x265 1 % less).
+ * - The price of the VBV: on still slides with hard cuts (ceiling below 2000 kb/s), x264 spends
+ *   7 % more than its anchor at 2000 kb/s (1619 against 1518 kb/s; 11 % with a 2 s buffer),
+ *   x265 5 % less.
  */
 export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   const rate = [

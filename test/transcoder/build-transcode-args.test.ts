@@ -151,7 +151,7 @@ function describesNullFirstPassAudio(): void {
 }
 
 function describesBoundsPeaksMaxrate(): void {
-  it('bounds peaks: maxrate 1.5x and a 2 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
+  it('bounds peaks: maxrate 1.5x and a 4 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
     for (const encoder of encoders) {
       const [, second = []] = buildTranscodeArgs({
         ...twoPassJob,
@@ -165,7 +165,7 @@ function describesBoundsPeaksMaxrate(): void {
         continue;
       }
       expect(after(second, '-maxrate'), encoder).to.equal('6000k');
-      expect(after(second, '-bufsize'), encoder).to.equal('8000k');
+      expect(after(second, '-bufsize'), encoder).to.equal('16000k');
     }
   });
 
