@@ -8,9 +8,9 @@
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { StreamSpec } from '../core/contracts/types.generated.ts';
-import { prepareCaptions, textSubtitleStreams } from '../core/media/captions.ts';
 import { bcp47Language } from '../core/media/language-codes.ts';
 import type { JobInput } from '../core/media/read-input.ts';
+import { jobCaptions } from '../core/media-job/job-captions.ts';
 import type { MediaJobDeps } from '../core/media-job/media-job.ts';
 import type { JobContext } from '../core/worker/job-handler.ts';
 
@@ -49,22 +49,8 @@ export async function streamCaptions(
   ctx: JobContext,
   o: { spec: StreamSpec; input: JobInput; workDir: string },
 ): Promise<CaptionInput[]> {
-  const { spec, input } = o;
-  if (!spec.captions && textSubtitleStreams(input.info).length === 0) return [];
-  const captionDeps = {
-    http: deps.httpStore,
-    runFfmpeg: deps.runFfmpeg,
-    stallTimeoutMs: deps.stallTimeoutMs,
-    log: ctx.log,
-  };
-  return prepareCaptions(captionDeps, {
-    captions: spec.captions,
-    inputPath: input.path,
-    info: input.info,
-    workDir: o.workDir,
-    trim: input.trim,
-    signal: ctx.signal,
-  });
+  const prepared = await jobCaptions(deps, ctx, { ...o, captions: o.spec.captions });
+  return prepared?.tracks ?? [];
 }
 
 const keyOf = (k: number, extension: string): string => `${CAPTIONS_DIR}/caption_${k}.${extension}`;

@@ -1,18 +1,12 @@
 import { dirname } from 'node:path';
 import type { CaptionsReport, TranscodeSpec } from '../core/contracts/types.generated.ts';
 import { MediaError } from '../core/errors.ts';
-import {
-  burnInTrack,
-  prepareCaptions,
-  textSubtitleStreams,
-  type CaptionDeps,
-  type CaptionJob,
-  type CaptionTrack,
-} from '../core/media/captions.ts';
+import { burnInTrack, type CaptionTrack } from '../core/media/captions.ts';
 import { fontFamily } from '../core/media/font-family.ts';
 import { iso639Part2 } from '../core/media/language-codes.ts';
 import type { MediaInfo } from '../core/media/media-info.ts';
 import type { JobInput } from '../core/media/read-input.ts';
+import { jobCaptions } from '../core/media-job/job-captions.ts';
 import type { MediaJobDeps } from '../core/media-job/media-job.ts';
 import type { JobContext } from '../core/worker/job-handler.ts';
 import { burnInMarginPx, type TranscodeCaptions } from './caption-args.ts';
@@ -27,32 +21,11 @@ export async function transcodeCaptions(
   ctx: JobContext,
   o: { spec: TranscodeSpec; input: JobInput; size: OutputSize; workDir: string },
 ): Promise<TranscodeCaptions | undefined> {
-  const { spec, input } = o;
-  if (!spec.captions && textSubtitleStreams(input.info).length === 0) return undefined;
-  const captionDeps: CaptionDeps = {
-    http: deps.httpStore,
-    runFfmpeg: deps.runFfmpeg,
-    stallTimeoutMs: deps.stallTimeoutMs,
-    log: ctx.log,
-    rateFloor: deps.rateFloor,
-  };
-  const job: CaptionJob = {
-    captions: spec.captions,
-    inputPath: input.path,
-    info: input.info,
-    workDir: o.workDir,
-    trim: input.trim,
-    signal: ctx.signal,
-  };
-  const prepared = await prepareCaptions(captionDeps, job).catch((error: unknown) => {
-    // Unasked, the input's tracks are a bonus: one ffmpeg cannot read costs them, not the job.
-    if (spec.captions || ctx.signal.aborted) throw error;
-    ctx.log.warn('captions.input_tracks_unreadable', { error });
-    return undefined;
-  });
+  const { spec } = o;
+  const prepared = await jobCaptions(deps, ctx, { ...o, captions: spec.captions });
   if (!prepared) return undefined;
-  const tracks = softTracks(spec, prepared, ctx);
-  const burned = await burnInTrack(captionDeps, job, tracks);
+  const tracks = softTracks(spec, prepared.tracks, ctx);
+  const burned = await burnInTrack(prepared.deps, prepared.job, tracks);
   if (!burned) return { tracks };
   const fontName = await fontFamily(deps.fontFile).catch((error: unknown) => {
     ctx.log.warn('captions.font_unreadable', { error });
