@@ -9,7 +9,7 @@ import { createKafkaBus, type KafkaBusOptions } from '../../services/core/bus/ka
 import { TopicDurabilityError } from '../../services/core/bus/topic-durability.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
 import { kafkaCluster, startKafkaCluster } from '../support/kafka-cluster.ts';
-import { deleteTopicsWithPrefix, withAdmin } from '../support/kafka-raw.ts';
+import { deleteTopicsWithPrefix, onceTopicsKnown, withAdmin } from '../support/kafka-raw.ts';
 import { brokers as singleBroker, newPrefix } from '../support/kafka-test-names.ts';
 import { spawnService } from '../support/spawn-service.ts';
 
@@ -76,13 +76,15 @@ function describesCreatesTopic3Replicas(): void {
     for (const t of report)
       expect(t).to.include({ created: true, replicas: 3, minInsyncReplicas: 2 });
 
-    const described = await withAdmin(cluster, async (admin) => ({
-      metadata: await admin.fetchTopicMetadata({ topics: names }),
-      configs: await admin.describeConfigs({
-        includeSynonyms: false,
-        resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
-      }),
-    }));
+    const described = await withAdmin(cluster, (admin) =>
+      onceTopicsKnown(async () => ({
+        metadata: await admin.fetchTopicMetadata({ topics: names }),
+        configs: await admin.describeConfigs({
+          includeSynonyms: false,
+          resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+        }),
+      })),
+    );
     for (const t of described.metadata.topics)
       for (const p of t.partitions)
         expect(p.replicas, `${t.name}/${p.partitionId}`).to.have.length(3);

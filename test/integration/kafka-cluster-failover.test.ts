@@ -16,7 +16,7 @@ import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
 import { transcodeBody } from '../support/job-requests.ts';
 import { kafkaCluster, quorumLeader, startKafkaCluster } from '../support/kafka-cluster.ts';
-import { withAdmin } from '../support/kafka-raw.ts';
+import { onceTopicsKnown, withAdmin } from '../support/kafka-raw.ts';
 import { eventually, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
 import { sleep } from '../support/kafka-test-names.ts';
 
@@ -348,7 +348,7 @@ async function expectOnce(submissions: Submission[], seen: Seen, s: KafkaStack):
 /** The broker id (1–3, the cluster node) leading most partitions of `topic`. */
 async function leaderOfMost(brokers: string[], topic: string): Promise<1 | 2 | 3> {
   const { topics: [meta] = [] } = await withAdmin(brokers, (admin) =>
-    admin.fetchTopicMetadata({ topics: [topic] }),
+    onceTopicsKnown(() => admin.fetchTopicMetadata({ topics: [topic] })),
   );
   const counts = new Map<number, number>();
   for (const p of meta?.partitions ?? []) counts.set(p.leader, (counts.get(p.leader) ?? 0) + 1);

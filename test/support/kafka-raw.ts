@@ -95,3 +95,22 @@ export async function deleteTopicsWithPrefix(
     if (mine.length > 0) await admin.deleteTopics({ topics: mine, timeout: 15_000 });
   });
 }
+
+/**
+ * `work` (an admin request about topics created a moment ago), again while the broker asked
+ * answers "unknown topic or partition": a broker other than the one that created a topic does
+ * so until the controller's update reaches it (seen on the three-broker cluster right after the
+ * service's ensureTopics).
+ */
+export async function onceTopicsKnown<T>(work: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await work();
+    } catch (error) {
+      const type = (error as { type?: string }).type;
+      if (type !== 'UNKNOWN_TOPIC_OR_PARTITION' || Date.now() > end) throw error;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
