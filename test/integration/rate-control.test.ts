@@ -2,7 +2,10 @@
 // the service's own encode (encodeToRate) against an anchor encoded here (same encoder,
 // two passes, same bitrate, no VBV, slow-class preset). Needs the libvmaf ffmpeg of the test
 // services (TEST_VMAF_FFMPEG): unset, the suite fails, as every integration test does without
-// its services. bench/quality.ts measures the same on the full corpus, with CPU.
+// its services. No rule here compares CPU time, so an anchor's figures are kept between runs
+// (test/support/anchor-cache.ts, keyed by the ffmpeg builds, the clip's bytes and the anchor's
+// recipe): a run encodes and measures the service's side. bench/quality.ts measures the same on
+// the full corpus, both sides every time, with CPU.
 import { expect } from 'chai';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -31,8 +34,9 @@ const figures = (m: EncodeMeasure): string =>
   `p5 ${m.quality.vmafP5.toFixed(2)}`;
 
 describe('rate control against the two-pass anchor (services/transcoder/rate-control.ts)', function () {
-  // Per case two encodes and two VMAF runs of a 5 s clip: about a minute of CPU for x265 and
-  // VP9, but over three minutes of wall time on 2 cores shared with other work (load 15).
+  // Per case two encodes and two VMAF runs of a 5 s clip (one of each once the anchor is kept):
+  // about a minute of CPU for x265 and VP9, but over three minutes of wall time on 2 cores
+  // shared with other work (load 15).
   this.timeout(600_000);
   let dir: string;
   let tools: { ffmpeg: string; vmafFfmpeg: string };
@@ -59,7 +63,7 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
           encoder,
           kbps: KBPS,
         };
-        const { ours, anchor } = await compareWithAnchor(tools, c, caseDir);
+        const { ours, anchor } = await compareWithAnchor(tools, c, caseDir, { reuseAnchor: true });
         const v = verdicts(KBPS, ours, anchor);
         const says = `ours ${figures(ours)}; anchor ${figures(anchor)}`;
         if (!v.withinRequest)
@@ -84,7 +88,7 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
         const caseDir = join(dir, 'vp9-animation-overshoot');
         await mkdir(caseDir);
         const c = { clipPath: clip.path, width: 426, height: 240, encoder, kbps: 300 };
-        const { ours, anchor } = await compareWithAnchor(tools, c, caseDir);
+        const { ours, anchor } = await compareWithAnchor(tools, c, caseDir, { reuseAnchor: true });
         const says = `ours ${figures(ours)}; anchor ${figures(anchor)}`;
         expect(anchor.kbps, `the case overshoots no more: ${says}`).to.be.above(300 * 1.05);
         expect(ours.retried, says).to.not.equal(undefined);

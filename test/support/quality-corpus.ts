@@ -50,7 +50,8 @@ export const SHORT_CORPUS: readonly CorpusEntry[] = SHORT_CORPUS_RECIPES.map(ent
 
 const RECIPES = new Map([...CORPUS_RECIPES, ...SHORT_CORPUS_RECIPES].map((r) => [r.name, r]));
 const ffmpegPath = (): string => process.env['TEST_FFMPEG'] ?? 'ffmpeg';
-const cacheDir = (): string =>
+/** Where test fixtures that take long to make are kept between runs. */
+export const cacheDir = (): string =>
   process.env['MEDIA_TEST_CACHE'] ?? join(homedir(), '.cache/media-service-test');
 
 // Near-lossless, so the corpus adds little distortion of its own; bit-exact and one fixed thread

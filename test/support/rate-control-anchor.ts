@@ -22,6 +22,7 @@ import {
 } from './encode-measures.ts';
 import { pictureFilters } from '../../services/core/media/picture-filters.ts';
 import { readTestInput } from './job-input.ts';
+import { anchorKey, cachedFigures } from './anchor-cache.ts';
 
 export type Encoder = TranscodeSpec['encoder'];
 export const ENCODERS: readonly Encoder[] = ['h264', 'h265', 'vp8', 'vp9'];
@@ -169,15 +170,20 @@ const readRate = createVideoRateReader(process.env['TEST_FFPROBE'] ?? 'ffprobe',
   memoryLimitBytes: 2 * 1024 ** 3,
 });
 
-/** Both sides of one case, in one dir: the service's encode, then the anchor's. */
+/**
+ * Both sides of one case, in one dir: the service's encode, then the anchor's. With
+ * `reuseAnchor` the anchor's figures come from an earlier run's when everything that makes them
+ * is the same (anchor-cache.ts); its CPU time is then that run's, so a caller that compares CPU
+ * leaves it off.
+ */
 export async function compareWithAnchor(
   tools: MeasureTools,
   c: EncodeCase,
   dir: string,
+  { reuseAnchor = false }: { reuseAnchor?: boolean } = {},
 ): Promise<{ ours: EncodeMeasure; anchor: EncodeMeasure }> {
   const ext = containerOf(c.encoder);
   const oursOut = join(dir, `ours.${ext}`);
-  const anchorOut = join(dir, `anchor.${ext}`);
   const picture = await casePicture(c);
   const encoded = await serviceEncode(
     tools,
@@ -187,10 +193,32 @@ export async function compareWithAnchor(
     ...(await measureOutput(tools, c, oursOut, dir, picture, encoded.cpuSeconds)),
     ...(encoded.retried ? { retried: encoded.retried } : {}),
   };
+  const measureAnchor = (): Promise<EncodeMeasure> => anchorMeasure(tools, c, dir, picture);
+  if (!reuseAnchor) return { ours, anchor: await measureAnchor() };
+  const key = await anchorKey({
+    binaries: [tools.ffmpeg, tools.vmafFfmpeg],
+    inputs: [c.clipPath],
+    recipe: {
+      picture,
+      size: [c.width, c.height],
+      passes: anchorPasses(c, 'OUTPUT', 'PASSLOG', picture).map((args) =>
+        args.map((a) => (a === c.clipPath ? 'CLIP' : a)),
+      ),
+    },
+  });
+  return { ours, anchor: await cachedFigures(key, measureAnchor) };
+}
+
+async function anchorMeasure(
+  tools: MeasureTools,
+  c: EncodeCase,
+  dir: string,
+  picture: string,
+): Promise<EncodeMeasure> {
+  const anchorOut = join(dir, `anchor.${containerOf(c.encoder)}`);
   const anchorRuns = anchorPasses(c, anchorOut, join(dir, 'anchor-pass'), picture);
   const anchorCpu = await runMeasured(tools.ffmpeg, anchorRuns);
-  const anchor = await measureOutput(tools, c, anchorOut, dir, picture, anchorCpu);
-  return { ours, anchor };
+  return measureOutput(tools, c, anchorOut, dir, picture, anchorCpu);
 }
 
 /** The documented peak bound (rate-control.ts): bits allowed in any window of `seconds`. */
