@@ -24,8 +24,10 @@ async function ffmpeg(args: string[]): Promise<void> {
 
 /**
  * The inputs of the captions tests, written to `dir`: an MP4 with a mov_text track tagged
- * `eng`, an MKV with a SubRip (`fre`) and an ASS (`ger`) track, a WebM with a WebVTT track, and
- * a flat picture of 320×240 without subtitles (a burned-in caption shows plainly on it).
+ * `eng`, an MKV with a SubRip (`fre`) and an ASS (`ger`) track, the same MKV as a live recorder
+ * writes it (to a pipe: no length, no index, so its timeline is rebuilt first), a WebM with a
+ * WebVTT track, and a flat picture of 320×240 without subtitles (a burned-in caption shows
+ * plainly on it).
  */
 export async function writeCaptionInputs(dir: string): Promise<void> {
   const srt = join(dir, 'cues.srt');
@@ -40,13 +42,19 @@ export async function writeCaptionInputs(dir: string): Promise<void> {
     ...lang(0, 'eng'),
     join(dir, 'with-subs.mp4'),
   ]);
-  await ffmpeg([
+  const mkv = [
     ...VIDEO,
     ...[...sub, '-map', '1:s'],
     ...X264,
     ...['-c:s:0', 'subrip', '-c:s:1', 'ass', ...lang(0, 'fre'), ...lang(1, 'ger')],
-    join(dir, 'with-subs.mkv'),
-  ]);
+  ];
+  await ffmpeg([...mkv, join(dir, 'with-subs.mkv')]);
+  const piped = await run(
+    FFMPEG,
+    ['-hide_banner', '-loglevel', 'error', ...mkv, '-f', 'matroska', 'pipe:1'],
+    { encoding: 'buffer', maxBuffer: 16 << 20 },
+  );
+  await writeFile(join(dir, 'with-subs-unindexed.mkv'), piped.stdout);
   await ffmpeg([
     ...VIDEO,
     ...sub,

@@ -106,6 +106,20 @@ function inputTrackCases(): void {
     expect(await cuesOf(servedPath('from-mkv.mp4'), 1)).to.have.length(2);
   });
 
+  it('an MKV without a length (its timeline rebuilt first) keeps its tracks too', async () => {
+    const result = await transcode('with-subs-unindexed.mkv', 'from-unindexed.mp4', H264_MP4);
+    expect(result.input?.durationSeconds).to.be.closeTo(4, 0.1);
+    const streams = await subtitleStreams(servedPath('from-unindexed.mp4'));
+    expect(streams.map((s) => [s.codec, s.language])).to.deep.equal([
+      ['mov_text', 'fre'],
+      ['mov_text', 'ger'],
+    ]);
+    expect(await cuesOf(servedPath('from-unindexed.mp4'), 0)).to.deep.equal([
+      [1, 2, 'Hello'],
+      [3, 3.5, 'World'],
+    ]);
+  });
+
   it('a WebM’s WebVTT track stays WebVTT in the WebM output', async () => {
     const result = await transcode('with-subs.webm', 'kept.webm', VP9_WEBM);
     const streams = await subtitleStreams(servedPath('kept.webm'));

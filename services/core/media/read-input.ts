@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { MediaError } from '../errors.ts';
+import { textSubtitleStreams } from './captions.ts';
 import { fieldParity } from './detect-interlace.ts';
 import type { MediaInfo, VideoInfo } from './media-info.ts';
 import type { PicturePlan } from './picture-filters.ts';
@@ -78,19 +79,30 @@ export function timelineNeedsRemux(info: MediaInfo): boolean {
   );
 }
 
-/** The video and first audio stream (the ones outputs carry), copied. */
+/**
+ * The video, the first audio stream (the ones outputs carry) and the text subtitle streams
+ * (captions.ts), copied; a mov_text track, which Matroska cannot hold, becomes SubRip.
+ */
 function remuxArgs(
   inputPath: string,
   info: MediaInfo & { video: VideoInfo },
   out: string,
 ): string[] {
+  const subtitles = textSubtitleStreams(info);
   return [
     ...inputArgs(inputPath),
     '-map',
     `0:${info.video.index}`,
     ...(info.audio ? ['-map', `0:${info.audio.index}`] : []),
+    ...subtitles.flatMap((s) => ['-map', `0:${s.index}`]),
     '-c',
     'copy',
+    ...subtitles.flatMap((s, k) => [
+      ...(MATROSKA_TEXT.has(s.codec) ? [] : [`-c:s:${k}`, 'subrip']),
+      // `-map_metadata -1` drops the streams' tags too: a track keeps its language and title.
+      ...(s.language ? [`-metadata:s:s:${k}`, `language=${s.language}`] : []),
+      ...(s.title ? [`-metadata:s:s:${k}`, `title=${s.title}`] : []),
+    ]),
     '-map_metadata',
     '-1',
     '-f',
@@ -99,6 +111,9 @@ function remuxArgs(
     out,
   ];
 }
+
+/** Text subtitle codecs Matroska holds as they are. */
+const MATROSKA_TEXT = new Set(['subrip', 'srt', 'ass', 'ssa', 'webvtt']);
 
 /**
  * A decode that ended well before the length the input's header declares means a truncated or
