@@ -1,11 +1,11 @@
 // The anchor of a rate-control case (the encoder's own two-pass encode, measured) is a fixed
-// function of the ffmpeg builds, the clip's bytes, the picture filters, the anchor's arguments
+// function of the ffmpeg builds (and the libraries they load), the clip's bytes, the picture filters, the anchor's arguments
 // and the code that measures it: the tests that do not compare CPU time keep its figures between
 // runs, under a key made of all of these, so each run encodes and measures only the service's
 // side. A change to any of them makes a new key, and the anchor is encoded again.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { execFile } from 'node:child_process';
@@ -21,19 +21,42 @@ async function fileHash(path: string): Promise<string> {
 }
 
 const binaryHashes = new Map<string, Promise<string>>();
-/** A binary named on PATH or by path, by the bytes it runs. */
+/**
+ * A binary named on PATH or by path: its bytes, and the name, size and time of each shared
+ * library it loads (a distribution's ffmpeg takes its encoders from libx264, libvpx… packages
+ * that are upgraded apart from it). A static build loads none.
+ */
 async function binaryHash(command: string): Promise<string> {
   let found = binaryHashes.get(command);
   if (!found) {
     found = (async () => {
-      const path = command.includes('/')
-        ? command
-        : (await run('sh', ['-c', `command -v "$0"`, command])).stdout.trim();
-      return fileHash(await realpath(path));
+      const path = await realpath(
+        command.includes('/')
+          ? command
+          : (await run('sh', ['-c', `command -v "$0"`, command])).stdout.trim(),
+      );
+      const libraries = await sharedLibraries(path);
+      const stamps = await Promise.all(
+        libraries.map(async (lib) => {
+          const real = await realpath(lib);
+          const { size, mtimeMs } = await stat(real);
+          return `${real} ${size} ${mtimeMs}`;
+        }),
+      );
+      return `${await fileHash(path)}\n${stamps.sort().join('\n')}`;
     })();
     binaryHashes.set(command, found);
   }
   return found;
+}
+
+/** The shared libraries `ldd` resolves for `path`; none for a static executable. */
+async function sharedLibraries(path: string): Promise<string[]> {
+  const listed = await run('ldd', [path]).then(
+    ({ stdout }) => stdout,
+    () => '',
+  );
+  return [...listed.matchAll(/=> (\/\S+)/g)].map((m) => m[1] as string);
 }
 
 /** The measuring code: this module, the anchor's and the measures'. */
