@@ -16,8 +16,8 @@ export interface AttemptOptions {
   timeoutMs: number;
   /** `whsec_…` secret of the job's organisation; undefined: sent unsigned. */
   secret: string | undefined;
-  /** Aborted when the notifier stops: the attempt is then not counted. */
-  signal: AbortSignal;
+  /** Cuts the attempt short (it is then not counted); without one, only the time-out does. */
+  signal?: AbortSignal;
   now: () => Date;
   /** Sent besides the webhook headers: the job's trace context (`traceparent`, `tracestate`). */
   headers?: Readonly<Record<string, string>>;
@@ -58,7 +58,8 @@ export async function deliverCallback(
     secret: options.secret,
     now: options.now(),
   });
-  const signal = AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]);
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   try {
     const res = await http.request(callback.url, {
       method: 'POST',

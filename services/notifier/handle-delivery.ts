@@ -44,6 +44,11 @@ export interface DeliveryOptions {
   policy: RetryPolicy;
   /** Time-out of one attempt, in ms. */
   timeoutMs: number;
+  /**
+   * Aborted when the notifier's stop runs out of grace: cuts an attempt under way short. A record
+   * lost otherwise (a rebalance, a consumer restarting in a broker's failover) does not.
+   */
+  stopped?: AbortSignal;
   hostSlots: HostSlots;
   /** The `whsec_` secret that signs an organisation's callbacks; undefined: unsigned. */
   secretFor(orgId: string): string | undefined;
@@ -72,8 +77,13 @@ export interface DeliveryOptions {
  * for a due time or a busy host: both are republished, and the record is committed.
  */
 export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptions): RecordHandler {
-  // Two copies of one record in flight at once (a partition's window) make one attempt.
-  const inFlight = new Set<string>();
+  // Two copies of one record in flight at once (a partition's window, a record read again after
+  // a rebalance or a consumer's restart) make one attempt: the second waits for the first.
+  const inFlight = new Map<string, Promise<void>>();
+  // Delivered here, the `delivered` status not yet acknowledged (its publish cut short by a lost
+  // partition or a crashed consumer): the record comes again, and its copy publishes the status
+  // instead of calling back a second time.
+  const unacknowledged = new Map<string, () => Promise<void>>();
   return async (record, delivery) => {
     const decoded = deps.codec.decode(record);
     if (!decoded.ok) return deadLetter(deps, record, 'invalid_event', decoded.reason);
@@ -86,8 +96,20 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
       );
     const job = decoded.event.data;
     const deliveryId = decoded.event.id;
-    if (inFlight.has(deliveryId) || options.handled?.has(job.jobId, deliveryId)) {
+    // Awaited only while there is one: the check and the claim below are one synchronous step.
+    let earlierSettled = false;
+    for (let earlier = inFlight.get(deliveryId); earlier; earlier = inFlight.get(deliveryId)) {
+      const settled = await earlier.then(
+        () => true,
+        () => false,
+      );
+      earlierSettled ||= settled;
+    }
+    const status = unacknowledged.get(deliveryId);
+    if (earlierSettled || status || options.handled?.has(job.jobId, deliveryId)) {
       deps.log.info('callback.duplicate_attempt', { jobId: job.jobId, attempt: job.attempt });
+      if (status) await untilAcknowledged(deps.log, delivery.signal, options.random)(status);
+      unacknowledged.delete(deliveryId);
       return;
     }
     if (stoppedByCancel(job, options)) {
@@ -96,9 +118,16 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
     }
     const release = options.hostSlots.tryAcquire(new URL(job.url).host);
     if (!release) return defer(deps, options, record);
-    inFlight.add(deliveryId);
+    const attempt = attemptOnce(
+      deps,
+      { ...options, unacknowledged },
+      { record, job, deliveryId },
+      delivery,
+      release,
+    );
+    inFlight.set(deliveryId, attempt);
     try {
-      await attemptOnce(deps, options, { record, job, deliveryId }, delivery, release);
+      await attempt;
     } finally {
       inFlight.delete(deliveryId);
     }
@@ -109,7 +138,7 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
 /** One attempt of a delivery record, and its outcome settled on the bus. */
 async function attemptOnce(
   deps: DeliveryDeps,
-  options: DeliveryOptions,
+  options: DeliveryOptions & { unacknowledged: Map<string, () => Promise<void>> },
   { record, job, deliveryId }: { record: BusRecord; job: CallbackDelivery; deliveryId: string },
   delivery: DeliveryContext,
   release: () => void,
@@ -133,10 +162,14 @@ async function attemptOnce(
   let outcome: AttemptOutcome;
   try {
     await delivery.heartbeat();
+    // Not cut short when the record is lost (a consumer's crash in a broker's failover, a
+    // rebalance): a request the receiver may already have taken would be made again by the
+    // record's next reading. It ends within the time-out, or when a stop's grace runs out; its
+    // outcome is then settled, and the record read again finds it (createDeliveryHandler).
     outcome = await deliverCallback(deps.http, job, {
       timeoutMs: options.timeoutMs,
       secret: options.secretFor(job.orgId),
-      signal: delivery.signal,
+      ...(options.stopped ? { signal: options.stopped } : {}),
       now: () => deps.clock.now(),
       headers: traceHeaders(context),
     });
@@ -150,7 +183,7 @@ async function attemptOnce(
   if (outcome.status !== undefined) span.setAttribute('http.response.status_code', outcome.status);
   if (outcome.kind !== 'delivered') markFailed(span, { code: outcome.kind });
   span.end();
-  // Cut short by a stop: not an attempt; the record is delivered again with the same number.
+  // Failed after the record was lost: not counted; the record is read again with the same number.
   if (delivery.signal.aborted && outcome.kind !== 'delivered')
     throw new HandBack('notifier stopping');
   deps.metrics.callbackAttempts.inc({ result: attemptResult(outcome) });
@@ -234,7 +267,7 @@ interface Settled {
 
 async function settle(
   deps: DeliveryDeps,
-  options: DeliveryOptions,
+  options: DeliveryOptions & { unacknowledged: Map<string, () => Promise<void>> },
   { record, deliveryId, job }: Settled,
   outcome: AttemptOutcome,
   persist: UntilAcknowledged,
@@ -251,9 +284,16 @@ async function settle(
   const status = statusEvents(deps, { job, deliveryId }, outcome, trace, now);
 
   if (outcome.kind === 'delivered') {
-    await persist(() => deps.bus.publish([status('delivered')]));
+    // Settled the moment the receiver took it: whatever becomes of the status's publish, a copy
+    // of this record is never another attempt (see createDeliveryHandler).
     deps.metrics.callbacks.inc({ outcome: 'delivered' });
     log.info('callback.delivered', { status: outcome.status });
+    options.handled?.add(job.jobId, deliveryId);
+    const delivered = status('delivered');
+    const publish = () => deps.bus.publish([delivered]);
+    options.unacknowledged.set(deliveryId, publish);
+    await persist(publish);
+    options.unacknowledged.delete(deliveryId);
     return;
   }
   const plan = nextAttempt(options, job, outcome, now);

@@ -51,6 +51,7 @@ export async function startNotifier(
   });
   // A cancel of an ended job stops its callback's retries (handle-delivery.ts).
   const cancels = await startJobCancels(deps);
+  const stopping = new AbortController();
   const attempts = await deps.bus.subscribe({
     group: `${options.group}-callbacks`,
     topics: [topics.callbacks],
@@ -59,6 +60,7 @@ export async function startNotifier(
     handler: createDeliveryHandler(deps, {
       ...options,
       hostSlots: createHostSlots(options.maxInFlightPerHost),
+      stopped: stopping.signal,
       canceledAt: (jobId, orgId) => cancels.canceledAt(jobId, orgId),
       handled: {
         has: (jobId, eventId) => outcomes.deliveryHandled(jobId, eventId),
@@ -68,7 +70,12 @@ export async function startNotifier(
   });
   return {
     async close(graceMs) {
-      await Promise.all([scheduler.close(graceMs), attempts.close(graceMs)]);
+      // Attempts under way end on their own within the grace; past it they are cut short.
+      const graceOver = setTimeout(() => stopping.abort(), graceMs ?? 0);
+      await Promise.all([scheduler.close(graceMs), attempts.close(graceMs)]).finally(() =>
+        clearTimeout(graceOver),
+      );
+      stopping.abort();
       await Promise.all([cancels.close(), outcomes.close()]);
     },
   };

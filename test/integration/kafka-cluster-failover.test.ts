@@ -60,6 +60,10 @@ async function drill(
   stack = await startKafkaStack({
     extraEnv: {
       KAFKA_BROKERS: cluster.join(','),
+      // As docs/operating.md tells operators of a cluster: unset, the replication follows the
+      // brokers live at the first start, and a node still joining made topics of 2 replicas
+      // (then refused by the next service, which counted 3).
+      KAFKA_REPLICATION_FACTOR: '3',
       // One key sends the whole burst.
       RATE_LIMIT_PER_SECOND: '0',
       MAX_ACTIVE_JOBS_PER_ORG: '0',
@@ -86,13 +90,16 @@ async function drill(
     () => burst.submissions.every((x) => x.last !== 'accepted' || seen.callbacks(x.i, 'ok') > 0),
     180_000,
     'a success callback for every accepted submission',
-  );
+  ).catch(async (error: unknown) => {
+    await printUncalled(burst.submissions, seen, s);
+    throw error;
+  });
   // Room for late duplicates (a redelivered job, a second callback) to show.
   await sleep(15_000);
 
   const figures = figuresOf(name, victim, burst, seen);
   console.log(`      cluster drill: ${JSON.stringify(figures)}`);
-  printTwice(burst.submissions, seen, s);
+  printTwice(burst.submissions, seen, s, server);
   expect(burst.submissions).to.have.length(thenAnother ? 2 * BURST : BURST);
   expect(figures.answered200, 'submissions answered 200 at once').to.be.at.least(KILL_AFTER_ACKS);
   // Every refusal is one of the two documented 503s, never an error of another kind.
@@ -309,11 +316,80 @@ function figuresOf(name: string, victim: 1 | 2 | 3, burst: Burst, seen: Seen) {
 }
 
 /** What the services logged of a job run or called back twice, to find out why. */
-function printTwice(submissions: Submission[], seen: Seen, s: KafkaStack): void {
-  for (const x of submissions.filter((y) => seen.callbacks(y.i, 'ok') > 1 || seen.uploads(y.i) > 1))
+function printTwice(
+  submissions: Submission[],
+  seen: Seen,
+  s: KafkaStack,
+  server: TestServer,
+): void {
+  const twice = submissions.filter((y) => seen.callbacks(y.i, 'ok') > 1 || seen.uploads(y.i) > 1);
+  for (const x of twice) {
+    for (const c of server.callbacks.filter((y) => y.path.endsWith(`-${x.i}`)))
+      console.log(
+        `      job ${x.i} called back: ${JSON.stringify({ headers: c.headers, body: c.body })}`,
+      );
     for (const p of [...s.workers.transcoder, ...s.workers.notifier])
       for (const r of p.logs.filter((l) => l['jobId'] === x.id && l['level'] !== 'debug'))
         console.log(`      job ${x.i}: ${JSON.stringify(r)}`);
+  }
+  if (twice.length > 0) printWarnings(s);
+}
+
+/**
+ * The warnings and errors the stack's services logged, one line per kind (service, message,
+ * group, error) with its count and first time: short enough to read in a CI log's tail.
+ */
+function printWarnings(s: KafkaStack): void {
+  const services = [
+    ...s.ingresses.map((x) => x.process),
+    ...s.workers.transcoder,
+    ...s.workers.notifier,
+  ];
+  const kinds = new Map<string, { first: unknown; count: number }>();
+  for (const p of services)
+    for (const l of p.logs) {
+      if (!['warn', 'error', 'fatal'].includes(String(l['level'])) && l['msg'] !== 'unparsed')
+        continue;
+      if (l['kafkaNamespace'] === 'Connection') continue;
+      const error = l['error'] as { type?: string; message?: string } | string | undefined;
+      const kind = [
+        l['service'],
+        l['msg'],
+        l['group'] ?? l['groupId'],
+        l['restart'],
+        typeof l['kafkaMessage'] === 'string' ? l['kafkaMessage'].replace(/\d+/g, 'N') : '',
+        typeof error === 'object' ? `${error.type}: ${error.message}` : error,
+      ]
+        .filter((x) => x !== undefined && x !== '')
+        .join(' | ');
+      const known = kinds.get(kind);
+      if (known) known.count += 1;
+      else kinds.set(kind, { first: l['time'], count: 1 });
+    }
+  for (const [kind, { first, count }] of kinds)
+    console.log(`      log ×${count} from ${String(first)}: ${kind.slice(0, 300)}`);
+}
+
+/**
+ * Why accepted jobs were not called back: each one's status and what the services logged of it,
+ * then every warning and error the services logged.
+ */
+async function printUncalled(submissions: Submission[], seen: Seen, s: KafkaStack): Promise<void> {
+  const services = [
+    ...s.ingresses.map((x) => x.process),
+    ...s.workers.transcoder,
+    ...s.workers.notifier,
+  ];
+  for (const x of submissions.filter(
+    (y) => y.last === 'accepted' && seen.callbacks(y.i, 'ok') === 0,
+  )) {
+    const status = await s.status(x.id ?? '').catch((error: unknown) => ({ error: String(error) }));
+    console.log(`      job ${x.i} (${x.id}) not called back: ${JSON.stringify(status)}`);
+    for (const p of services)
+      for (const r of p.logs.filter((l) => l['jobId'] === x.id && l['level'] !== 'debug'))
+        console.log(`      job ${x.i}: ${JSON.stringify(r)}`);
+  }
+  printWarnings(s);
 }
 
 /**

@@ -221,11 +221,32 @@ function describesGivesUpOnceTheHorizon(): void {
     expect(bus.published[0]?.notBefore).to.equal(NOW.getTime() + 1000);
   });
 
-  it('an attempt cut short by a stop is handed back, not counted', async () => {
+  it('a record lost during its attempt does not cut the request short: one the receiver answers 2xx is settled as delivered', async () => {
+    let requests = 0;
+    const slow = createServer((_req, res) => {
+      requests++;
+      setTimeout(() => res.writeHead(200).end(), 300);
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    const { bus, handler } = setup();
+    const lost = new AbortController();
+    const pending = handler(
+      record('/', { url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` }),
+      context(lost.signal),
+    );
+    setTimeout(() => lost.abort(new Error('the consumer crashed')), 50);
+    await pending;
+    expect(requests).to.equal(1);
+    const statuses = decodeAll(bus.published).filter((e) => e.type === 'media.callback.status');
+    expect(statuses.map((e) => (e.data as { state: string }).state)).to.deep.equal(['delivered']);
+    slow.close();
+  });
+
+  it('an attempt cut short by a stop past its grace is handed back, not counted', async () => {
     const silent = createServer(() => {});
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    const { bus, handler } = setup();
     const stop = new AbortController();
+    const { bus, handler } = setup(createHostSlots(2), { stopped: stop.signal });
     const data = {
       webhookId: 'w',
       jobId: '6f1c2e0a-0000-4000-8000-000000000002',
@@ -325,5 +346,34 @@ function describesTwoCopiesOfOneRecord(): void {
     expect(hits - before, 'requests to the receiver').to.equal(1);
     const [status] = decodeAll(bus.published);
     expect(status?.data).to.deep.include({ state: 'delivered', attempts: 1 });
+  });
+
+  it('a delivered attempt whose status publish was cut short (partition lost) is not made again: the copy read again publishes the status', async () => {
+    const seen = new Set<string>();
+    const { bus, handler } = setup(createHostSlots(2), {
+      handled: {
+        has: (jobId, eventId) => seen.has(`${jobId}/${eventId}`),
+        add: (jobId, eventId) => seen.add(`${jobId}/${eventId}`),
+      },
+    });
+    const lost = new AbortController();
+    bus.publish = async () => {
+      lost.abort(new Error('the consumer crashed'));
+      throw new BusUncertainError('publish: no answer in time');
+    };
+    const once = record('/status-cut-short');
+    const before = hits;
+    const first = await handler(once, context(lost.signal)).then(
+      () => 'resolved',
+      () => 'rejected',
+    );
+    expect(first, 'the first copy').to.equal('rejected');
+    expect(bus.published).to.have.length(0);
+    bus.publish = async (records) => void bus.published.push(...records);
+    await handler(once, context());
+    await handler(once, context());
+    expect(hits - before, 'requests to the receiver').to.equal(1);
+    const statuses = decodeAll(bus.published).filter((e) => e.type === 'media.callback.status');
+    expect(statuses.map((e) => (e.data as { state: string }).state)).to.deep.equal(['delivered']);
   });
 }
