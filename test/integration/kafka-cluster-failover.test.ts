@@ -98,7 +98,7 @@ async function drill(
   await sleep(15_000);
 
   const figures = figuresOf(name, victim, burst, seen);
-  console.log(`      cluster drill: ${JSON.stringify(figures)}`);
+  console.log(`      cluster drill: ${JSON.stringify({ ...figures, ...crashesOf(s) })}`);
   printTwice(burst.submissions, seen, s, server);
   expect(burst.submissions).to.have.length(thenAnother ? 2 * BURST : BURST);
   expect(figures.answered200, 'submissions answered 200 at once').to.be.at.least(KILL_AFTER_ACKS);
@@ -312,6 +312,24 @@ function figuresOf(name: string, victim: 1 | 2 | 3, burst: Burst, seen: Seen) {
       refused.length === 0 || killedAt === undefined || acceptedAgain.length === 0
         ? undefined
         : Math.round(Math.min(...acceptedAgain) - killedAt),
+  };
+}
+
+/**
+ * How often a consumer of the stack gave up retrying and was restarted by kafkajs (each time its
+ * running handlers are aborted and its group rebalances), and how often it stayed down.
+ */
+function crashesOf(s: KafkaStack): { consumerCrashes: number; consumersDown: number } {
+  const crashes = [
+    ...s.ingresses.map((x) => x.process),
+    ...s.workers.transcoder,
+    ...s.workers.notifier,
+  ]
+    .flatMap((p) => p.logs)
+    .filter((l) => l['msg'] === 'kafka.consumer_crashed');
+  return {
+    consumerCrashes: crashes.length,
+    consumersDown: crashes.filter((l) => l['restart'] === false).length,
   };
 }
 
