@@ -19,6 +19,7 @@ import { kafkaCluster, quorumLeader, startKafkaCluster } from '../support/kafka-
 import { onceTopicsKnown, withAdmin } from '../support/kafka-raw.ts';
 import { eventually, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
 import { sleep } from '../support/kafka-test-names.ts';
+import type { SpawnedService } from '../support/spawn-service.ts';
 
 const BURST = 20;
 const KILL_AFTER_ACKS = 6;
@@ -315,16 +316,17 @@ function figuresOf(name: string, victim: 1 | 2 | 3, burst: Burst, seen: Seen) {
   };
 }
 
+/** The stack's processes: its ingresses, transcoders and notifiers. */
+function servicesOf(s: KafkaStack): SpawnedService[] {
+  return [...s.ingresses.map((x) => x.process), ...s.workers.transcoder, ...s.workers.notifier];
+}
+
 /**
  * How often a consumer of the stack gave up retrying and was restarted by kafkajs (each time its
  * running handlers are aborted and its group rebalances), and how often it stayed down.
  */
 function crashesOf(s: KafkaStack): { consumerCrashes: number; consumersDown: number } {
-  const crashes = [
-    ...s.ingresses.map((x) => x.process),
-    ...s.workers.transcoder,
-    ...s.workers.notifier,
-  ]
+  const crashes = servicesOf(s)
     .flatMap((p) => p.logs)
     .filter((l) => l['msg'] === 'kafka.consumer_crashed');
   return {
@@ -358,11 +360,7 @@ function printTwice(
  * group, error) with its count and first time: short enough to read in a CI log's tail.
  */
 function printWarnings(s: KafkaStack): void {
-  const services = [
-    ...s.ingresses.map((x) => x.process),
-    ...s.workers.transcoder,
-    ...s.workers.notifier,
-  ];
+  const services = servicesOf(s);
   const kinds = new Map<string, { first: unknown; count: number }>();
   for (const p of services)
     for (const l of p.logs) {
@@ -393,11 +391,7 @@ function printWarnings(s: KafkaStack): void {
  * then every warning and error the services logged.
  */
 async function printUncalled(submissions: Submission[], seen: Seen, s: KafkaStack): Promise<void> {
-  const services = [
-    ...s.ingresses.map((x) => x.process),
-    ...s.workers.transcoder,
-    ...s.workers.notifier,
-  ];
+  const services = servicesOf(s);
   for (const x of submissions.filter(
     (y) => y.last === 'accepted' && seen.callbacks(y.i, 'ok') === 0,
   )) {

@@ -53,6 +53,14 @@ const record = (path: string, extra: Partial<CallbackDelivery> = {}): BusRecord 
   };
   return { ...codec.encode(topics.callbacks, 'media.callback.delivery', data), headers: {} };
 };
+/** A memory of settled delivery records, as job-outcomes.ts keeps one. */
+const rememberingHandled = (): NonNullable<DeliveryOptions['handled']> => {
+  const seen = new Set<string>();
+  return {
+    has: (jobId, eventId) => seen.has(`${jobId}/${eventId}`),
+    add: (jobId, eventId) => void seen.add(`${jobId}/${eventId}`),
+  };
+};
 const context = (signal = new AbortController().signal) => ({
   signal,
   heartbeat: async () => {},
@@ -271,13 +279,7 @@ function describesGivesUpOnceTheHorizon(): void {
 
 function describesADeliveryRecordReadAgain(): void {
   it('a delivery record read again (same event id) makes no second attempt once the first settled', async () => {
-    const seen = new Set<string>();
-    const { bus, handler } = setup(createHostSlots(2), {
-      handled: {
-        has: (jobId, eventId) => seen.has(`${jobId}/${eventId}`),
-        add: (jobId, eventId) => seen.add(`${jobId}/${eventId}`),
-      },
-    });
+    const { bus, handler } = setup(createHostSlots(2), { handled: rememberingHandled() });
     const once = record('/twice');
     const before = hits;
     await handler(once, context());
@@ -349,13 +351,7 @@ function describesTwoCopiesOfOneRecord(): void {
   });
 
   it('a delivered attempt whose status publish was cut short (partition lost) is not made again: the copy read again publishes the status', async () => {
-    const seen = new Set<string>();
-    const { bus, handler } = setup(createHostSlots(2), {
-      handled: {
-        has: (jobId, eventId) => seen.has(`${jobId}/${eventId}`),
-        add: (jobId, eventId) => seen.add(`${jobId}/${eventId}`),
-      },
-    });
+    const { bus, handler } = setup(createHostSlots(2), { handled: rememberingHandled() });
     const lost = new AbortController();
     bus.publish = async () => {
       lost.abort(new Error('the consumer crashed'));
