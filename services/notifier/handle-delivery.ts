@@ -29,6 +29,8 @@ import { attemptResult, deliverCallback, type AttemptOutcome } from './deliver-c
 import type { HostSlots } from './host-slots.ts';
 import { planRetry, type RetryPolicy } from './retry-schedule.ts';
 
+const NEVER = new AbortController().signal;
+
 export interface DeliveryDeps {
   bus: EventBus;
   codec: EventCodec;
@@ -45,8 +47,9 @@ export interface DeliveryOptions {
   /** Time-out of one attempt, in ms. */
   timeoutMs: number;
   /**
-   * Aborted when the notifier's stop runs out of grace: cuts an attempt under way short. A record
-   * lost otherwise (a rebalance, a consumer restarting in a broker's failover) does not.
+   * Aborted when the notifier's stop runs out of grace: cuts an attempt under way short, and the
+   * tries of a delivered attempt's status. A record lost otherwise (a rebalance, a consumer
+   * restarting in a broker's failover) does neither. Default: never.
    */
   stopped?: AbortSignal;
   hostSlots: HostSlots;
@@ -80,9 +83,9 @@ export function createDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptio
   // Two copies of one record in flight at once (a partition's window, a record read again after
   // a rebalance or a consumer's restart) make one attempt: the second waits for the first.
   const inFlight = new Map<string, Promise<void>>();
-  // Delivered here, the `delivered` status not yet acknowledged (its publish cut short by a lost
-  // partition or a crashed consumer): the record comes again, and its copy publishes the status
-  // instead of calling back a second time.
+  // Delivered here, the `delivered` status not yet acknowledged (its tries ended by a stop past
+  // its grace, or by an error other than the bus's): a copy of the record read here publishes
+  // the status instead of calling back a second time.
   const unacknowledged = new Map<string, () => Promise<void>>();
   return async (record, delivery) => {
     const decoded = deps.codec.decode(record);
@@ -285,14 +288,18 @@ async function settle(
 
   if (outcome.kind === 'delivered') {
     // Settled the moment the receiver took it: whatever becomes of the status's publish, a copy
-    // of this record is never another attempt (see createDeliveryHandler).
+    // of this record is never another attempt (see createDeliveryHandler). The status is
+    // published until acknowledged even after the record is lost (a consumer's restart, a
+    // rebalance): the notifier that reads the record next learns from it that the callback went
+    // out (job-outcomes.ts); only a stop past its grace ends the tries, and a copy read here
+    // after that publishes it.
     deps.metrics.callbacks.inc({ outcome: 'delivered' });
     log.info('callback.delivered', { status: outcome.status });
     options.handled?.add(job.jobId, deliveryId);
     const delivered = status('delivered');
     const publish = () => deps.bus.publish([delivered]);
     options.unacknowledged.set(deliveryId, publish);
-    await persist(publish);
+    await untilAcknowledged(deps.log, options.stopped ?? NEVER, options.random)(publish);
     options.unacknowledged.delete(deliveryId);
     return;
   }

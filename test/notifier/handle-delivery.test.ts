@@ -350,16 +350,39 @@ function describesTwoCopiesOfOneRecord(): void {
     expect(status?.data).to.deep.include({ state: 'delivered', attempts: 1 });
   });
 
-  it('a delivered attempt whose status publish was cut short (partition lost) is not made again: the copy read again publishes the status', async () => {
+  it('a delivered attempt whose record is lost keeps publishing its status until acknowledged, and a copy read meanwhile makes no attempt', async () => {
     const { bus, handler } = setup(createHostSlots(2), { handled: rememberingHandled() });
     const lost = new AbortController();
-    bus.publish = async () => {
+    let refusals = 3;
+    bus.publish = async (records) => {
       lost.abort(new Error('the consumer crashed'));
+      if (refusals-- > 0) throw new BusUncertainError('publish: no answer in time');
+      bus.published.push(...records);
+    };
+    const once = record('/status-record-lost');
+    const before = hits;
+    const first = handler(once, context(lost.signal));
+    const copy = handler(once, context());
+    await Promise.all([first, copy]);
+    expect(refusals, 'publishes refused before the status landed').to.equal(-1);
+    expect(hits - before, 'requests to the receiver').to.equal(1);
+    const statuses = decodeAll(bus.published).filter((e) => e.type === 'media.callback.status');
+    expect(statuses.map((e) => (e.data as { state: string }).state)).to.deep.equal(['delivered']);
+  });
+
+  it('a delivered attempt whose status tries a stop past its grace ended is not made again: the copy read again publishes the status', async () => {
+    const stopped = new AbortController();
+    const { bus, handler } = setup(createHostSlots(2), {
+      handled: rememberingHandled(),
+      stopped: stopped.signal,
+    });
+    bus.publish = async () => {
+      stopped.abort(new Error('grace ran out'));
       throw new BusUncertainError('publish: no answer in time');
     };
     const once = record('/status-cut-short');
     const before = hits;
-    const first = await handler(once, context(lost.signal)).then(
+    const first = await handler(once, context()).then(
       () => 'resolved',
       () => 'rejected',
     );
