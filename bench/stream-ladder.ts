@@ -3,7 +3,8 @@
 // submit → bus → download → one ffmpeg with `split` → verify → publish every object →
 // callback) against the same four encodes run as four separate bare ffmpeg commands (each
 // decoding the input for its one rung, with the very arguments of a one-rung ladder: both
-// passes), in turn.
+// passes), in turn; then the same job with its default quality report of every rung, whose
+// cost the bare commands do not pay.
 // Usage: npm run bench:stream -- [seconds=60] [rounds=1]
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -38,7 +39,8 @@ const app = await startTestAllInOne(dataDir, {
   API_KEYS: `${KEY}:bench`,
 });
 
-async function viaService(round: number): Promise<number> {
+/** One stream job; `report` false asks for no quality report (the encode alone, as the bare commands). */
+async function viaService(round: string, report: boolean): Promise<number> {
   const started = performance.now();
   const res = await fetch(`${app.ingress.url}/streams`, {
     method: 'POST',
@@ -48,6 +50,7 @@ async function viaService(round: number): Promise<number> {
       inputUrl: `${files.url}/input.mp4`,
       outputUrl: `${files.url}/out/${round}/`,
       ladder: LADDER,
+      ...(report ? {} : { quality: { report: false } }),
       successUrl: `${hooks.url}/callbacks/ok`,
       failureUrl: `${hooks.url}/callbacks/fail`,
     }),
@@ -84,20 +87,24 @@ async function separate(round: number): Promise<number> {
 }
 
 const service: number[] = [];
+const reported: number[] = [];
 const bare: number[] = [];
 for (let round = 0; round < rounds; round++) {
   bare.push(await separate(round));
-  service.push(await viaService(round));
+  service.push(await viaService(`${round}`, false));
+  reported.push(await viaService(`${round}-report`, true));
 }
-const [s, b] = [median(service), median(bare)];
+const [s, r, b] = [median(service), median(reported), median(bare)];
 console.log(
   `input: ${seconds}s 1920x1080 25 fps with temporal noise and audio; ${rounds} round(s); ${availableParallelism()} cores`,
 );
 console.log('| four-rung ladder | seconds (median) |');
 console.log('| --- | --- |');
 console.log(`| four separate bare ffmpeg encodes | ${b.toFixed(1)} |`);
-console.log(`| one stream job through the service | ${s.toFixed(1)} |`);
+console.log(`| one stream job through the service, no quality report | ${s.toFixed(1)} |`);
 console.log(`| service / separate | ${(s / b).toFixed(2)} |`);
+console.log(`| the same job with its default quality report of every rung | ${r.toFixed(1)} |`);
+console.log(`| with the report / separate | ${(r / b).toFixed(2)} |`);
 await app.close();
 await files.close();
 await hooks.close();
