@@ -2,6 +2,7 @@
 // (delivered bitrate, peaks over sliding windows), its picture quality against the source (VMAF
 // v0.6.1, PSNR-Y, SSIM-Y from one run of the libvmaf ffmpeg) and the CPU time of its ffmpeg runs.
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,32 +17,44 @@ export interface Packet {
   bytes: number;
 }
 
-/** The video packets of a file in decode order, and the stream's length (s) they cover. */
-export async function videoPackets(path: string): Promise<{ packets: Packet[]; seconds: number }> {
+/**
+ * The video packets of a file in decode order, the stream's length (s) they cover, and a digest
+ * of the packets' data in that order: two encodes with the same digest wrote the same video, bit
+ * for bit, whatever their containers hold besides.
+ */
+export async function videoPackets(
+  path: string,
+): Promise<{ packets: Packet[]; seconds: number; digest: string }> {
   const { stdout } = await run(
     ffprobePath(),
     [
-      ...['-v', 'error', '-select_streams', 'v:0', '-show_entries'],
-      ...['packet=dts_time,pts_time,duration_time,size', '-of', 'csv=p=0', path],
+      ...['-v', 'error', '-select_streams', 'v:0', '-show_data_hash', 'sha256', '-show_entries'],
+      ...['packet=dts_time,pts_time,duration_time,size,data_hash', '-of', 'csv=p=0', path],
     ],
     { maxBuffer: 64 << 20 },
   );
-  const packets: Packet[] = [];
+  const packets: (Packet & { hash: string })[] = [];
   let first = Infinity;
   let end = -Infinity;
   for (const line of stdout.split('\n').filter(Boolean)) {
-    // csv order follows ffprobe's field order, not the request's: pts, dts, duration, size.
-    const [pts, dts, duration, size] = line.split(',').map(Number);
+    // csv order follows ffprobe's field order, not the request's: pts, dts, duration, size, hash.
+    const fields = line.split(',');
+    const [pts, dts, duration, size] = fields.slice(0, 4).map(Number);
     if (pts === undefined || dts === undefined || size === undefined) continue;
-    packets.push({ dts: Number.isFinite(dts) ? dts : pts, bytes: size });
+    packets.push({ dts: Number.isFinite(dts) ? dts : pts, bytes: size, hash: fields[4] ?? '' });
     first = Math.min(first, pts);
     end = Math.max(end, pts + (Number.isFinite(duration) ? (duration ?? 0) : 0));
   }
   packets.sort((a, b) => a.dts - b.dts);
-  return { packets, seconds: end - first };
+  const digest = createHash('sha256');
+  for (const p of packets) digest.update(`${p.hash}\n`);
+  return {
+    packets: packets.map(({ dts, bytes }) => ({ dts, bytes })),
+    seconds: end - first,
+    digest: digest.digest('hex'),
+  };
 }
 
-/** Delivered video bitrate (kb/s): the packets' bits over the stream's length. */
 export function deliveredKbps(packets: readonly Packet[], seconds: number): number {
   return (packets.reduce((t, p) => t + p.bytes, 0) * 8) / 1000 / seconds;
 }

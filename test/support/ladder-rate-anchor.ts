@@ -25,7 +25,7 @@ import {
   type QualityScores,
 } from './encode-measures.ts';
 import { readTestInput } from './job-input.ts';
-import type { MeasureTools } from './rate-control-anchor.ts';
+import { anchorRetargetKbps, type MeasureTools } from './rate-control-anchor.ts';
 
 export const LADDER_SEGMENT_SECONDS = 4;
 
@@ -42,6 +42,12 @@ export interface RungMeasure {
 export interface LadderComparison {
   ours: RungMeasure[];
   anchor: RungMeasure[];
+  /**
+   * Per rung, the anchor again at a corrected target where the first missed the rung's target
+   * (rate-control-anchor.ts: anchorRetargetKbps, atCeiling, referenceOf); its CPU is not in
+   * anchorCpuSeconds.
+   */
+  again: (RungMeasure | undefined)[];
   oursCpuSeconds: number;
   anchorCpuSeconds: number;
 }
@@ -145,7 +151,21 @@ async function encodeLadder(
   return { cpuSeconds, rungs: measured };
 }
 
-/** The whole ladder our way, then each rung alone the anchor's way, all in `dir`. */
+/** The rung at another target, its VBV scaled with it. */
+function retargeted(rung: Rung, kbps: number): Rung {
+  const scale = (x: number): number => Math.round((x * kbps) / rung.bitrateKbps);
+  return {
+    ...rung,
+    bitrateKbps: kbps,
+    maxrateKbps: scale(rung.maxrateKbps),
+    bufsizeKbps: scale(rung.bufsizeKbps),
+  };
+}
+
+/**
+ * The whole ladder our way, then each rung alone the anchor's way, and again at a corrected
+ * target where it missed the rung's, all in `dir`.
+ */
 export async function compareLadderWithAnchor(
   tools: MeasureTools,
   c: { clipPath: string; encoder: LadderEncoder; ladder: readonly RequestedRung[] },
@@ -155,26 +175,33 @@ export async function compareLadderWithAnchor(
   const rungs = requestedLadder(input.video, c.ladder);
   const ours = await encodeLadder(tools, c.clipPath, c.encoder, rungs, join(dir, 'ours'));
   const anchor: RungMeasure[] = [];
+  const again: (RungMeasure | undefined)[] = [];
   let anchorCpuSeconds = 0;
+  const anchorRung = async (rung: Rung, k: number, name: string): Promise<RungMeasure> => {
+    const one = await encodeLadder(tools, c.clipPath, c.encoder, [rung], join(dir, name), {
+      ladder: rungs,
+      rung: k,
+    });
+    const [measured] = one.rungs;
+    if (!measured) throw new Error(`rung ${rung.name} not measured`);
+    if (rung.bitrateKbps === rungs[k]?.bitrateKbps) anchorCpuSeconds += one.cpuSeconds;
+    return measured;
+  };
   for (const [k, r] of rungs.entries()) {
-    const one = await encodeLadder(
-      tools,
-      c.clipPath,
-      c.encoder,
-      [r],
-      join(dir, `anchor-${r.name}`),
-      {
-        ladder: rungs,
-        rung: k,
-      },
+    const first = await anchorRung(r, k, `anchor-${r.name}`);
+    anchor.push(first);
+    const target = anchorRetargetKbps(r.bitrateKbps, first.kbps);
+    again.push(
+      target === undefined
+        ? undefined
+        : await anchorRung(retargeted(r, target), k, `anchor-${r.name}-again`),
     );
-    anchor.push(...one.rungs);
-    anchorCpuSeconds += one.cpuSeconds;
   }
   return {
     rungs,
     ours: ours.rungs,
     anchor,
+    again,
     oursCpuSeconds: ours.cpuSeconds,
     anchorCpuSeconds,
   };

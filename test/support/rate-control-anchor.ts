@@ -117,6 +117,8 @@ export interface EncodeMeasure {
   cpuSeconds: number;
   /** The service's encode ran its final pass again after an overshoot (encodeToRate). */
   retried?: EncodeOutcome['retry'];
+  /** Digest of the video packets' data (encode-measures.ts, videoPackets); absent in older figures. */
+  videoDigest?: string;
 }
 
 /** Tools and the scratch dir (its own per encode) an encode is measured with. */
@@ -134,8 +136,9 @@ export async function measureOutput(
   picture: string,
   cpuSeconds: number,
 ): Promise<EncodeMeasure> {
-  const { packets, seconds } = await videoPackets(output);
+  const { packets, seconds, digest } = await videoPackets(output);
   return {
+    videoDigest: digest,
     kbps: deliveredKbps(packets, seconds),
     peak1sBits: maxWindowBits(packets, 1),
     peak2sBits: maxWindowBits(packets, 2),
@@ -170,18 +173,32 @@ const readRate = createVideoRateReader(process.env['TEST_FFPROBE'] ?? 'ffprobe',
   memoryLimitBytes: 2 * 1024 ** 3,
 });
 
+/** Both sides of one case: ours, the anchor, and the anchor again at a corrected target. */
+export interface Comparison {
+  ours: EncodeMeasure;
+  anchor: EncodeMeasure;
+  /**
+   * The anchor run again when it missed the request (anchorRetargetKbps): its target, and what it
+   * delivered. It tells a picture at its ceiling (more target, no more bits) from a rate control
+   * that falls short, and stands for "the encoder's two-pass encode at the requested bitrate"
+   * when it lands nearer the request (referenceOf).
+   */
+  retarget?: { targetKbps: number; measure: EncodeMeasure };
+}
+
 /**
- * Both sides of one case, in one dir: the service's encode, then the anchor's. With
- * `reuseAnchor` the anchor's figures come from an earlier run's when everything that makes them
- * is the same (anchor-cache.ts); its CPU time is then that run's, so a caller that compares CPU
- * leaves it off.
+ * Both sides of one case, in one dir: the service's encode, then the anchor's, and when the
+ * anchor missed the request, the anchor again at a corrected target. With `reuseAnchor` the
+ * anchors' figures come from an earlier run's when everything that makes them is the same
+ * (anchor-cache.ts); their CPU time is then that run's, so a caller that compares CPU leaves it
+ * off.
  */
 export async function compareWithAnchor(
   tools: MeasureTools,
   c: EncodeCase,
   dir: string,
   { reuseAnchor = false }: { reuseAnchor?: boolean } = {},
-): Promise<{ ours: EncodeMeasure; anchor: EncodeMeasure }> {
+): Promise<Comparison> {
   const ext = containerOf(c.encoder);
   const oursOut = join(dir, `ours.${ext}`);
   const picture = await casePicture(c);
@@ -193,20 +210,27 @@ export async function compareWithAnchor(
     ...(await measureOutput(tools, c, oursOut, dir, picture, encoded.cpuSeconds)),
     ...(encoded.retried ? { retried: encoded.retried } : {}),
   };
-  const measureAnchor = (): Promise<EncodeMeasure> => anchorMeasure(tools, c, dir, picture);
-  if (!reuseAnchor) return { ours, anchor: await measureAnchor() };
-  const key = await anchorKey({
-    binaries: [tools.ffmpeg, tools.vmafFfmpeg],
-    inputs: [c.clipPath],
-    recipe: {
-      picture,
-      size: [c.width, c.height],
-      passes: anchorPasses(c, 'OUTPUT', 'PASSLOG', picture).map((args) =>
-        args.map((a) => (a === c.clipPath ? 'CLIP' : a)),
-      ),
-    },
-  });
-  return { ours, anchor: await cachedFigures(key, measureAnchor) };
+  const anchorAt = async (targetKbps: number): Promise<EncodeMeasure> => {
+    const at = { ...c, kbps: targetKbps };
+    const measure = (): Promise<EncodeMeasure> => anchorMeasure(tools, at, dir, picture);
+    if (!reuseAnchor) return measure();
+    const key = await anchorKey({
+      binaries: [tools.ffmpeg, tools.vmafFfmpeg],
+      inputs: [c.clipPath],
+      recipe: {
+        picture,
+        size: [c.width, c.height],
+        passes: anchorPasses(at, 'OUTPUT', 'PASSLOG', picture).map((args) =>
+          args.map((a) => (a === c.clipPath ? 'CLIP' : a)),
+        ),
+      },
+    });
+    return cachedFigures(key, measure);
+  };
+  const anchor = await anchorAt(c.kbps);
+  const targetKbps = anchorRetargetKbps(c.kbps, anchor.kbps);
+  if (targetKbps === undefined) return { ours, anchor };
+  return { ours, anchor, retarget: { targetKbps, measure: await anchorAt(targetKbps) } };
 }
 
 async function anchorMeasure(
@@ -227,13 +251,15 @@ export function peakBoundBits(kbps: number, seconds: number): number {
 }
 
 /**
- * Issue 27's verdicts on one case; `ceiling` when the anchor itself stays more than 2 % under,
+ * Issue 27's verdicts on one case; `ceiling` when the picture is at its ceiling (atCeiling),
  * `withinRequest` when ours is within ±5 % of the request (so the bitrate rule did not need the
  * ceiling's exception).
  */
 export interface Verdicts {
   ceiling: boolean;
   withinRequest: boolean;
+  /** Ours wrote the reference's video bit for bit: the same work, so CPU cannot tell them apart. */
+  sameVideo: boolean;
   bitrate: boolean;
   peaks: boolean;
   vmafMean: boolean;
@@ -245,10 +271,17 @@ export interface Verdicts {
 export const RULES = {
   bitrateShare: 0.05,
   /**
-   * The anchor (the encoder's own two-pass encode) ends more than this share under the request
-   * only when the picture needs no more (x265 on moving colour bars: −4 % at VMAF 98.5).
+   * An anchor (the encoder's own two-pass encode) that ends more than this share under the
+   * request is run again at a higher target; see atCeiling.
    */
   ceilingShare: 0.02,
+  /**
+   * The VMAF mean that the anchor's second run, at a target raised by its whole shortfall, gains
+   * at most where the picture is at its ceiling. Measured on moving colour bars at 600 kb/s
+   * (anchor short by 4 %, 24 % and 59 %): x265 +0.00 for 3.6 % more bits, VP9 +0.03 for 16 %,
+   * VP8 +0.12 for 37 %; on the film-grain clip, VP8 short by 9 %, +0.93 for 13 %.
+   */
+  ceilingGain: 0.2,
   /**
    * At the ceiling, ours may spend this share more than the anchor: libvpx with the anchor's own
    * settings, through the transcoder's arguments (frame-rate mode, colour tags), delivered 1 %
@@ -261,36 +294,92 @@ export const RULES = {
 };
 
 /**
+ * The target of the anchor's second run when its first missed the request: more than
+ * RULES.bitrateShare over it, or more than RULES.ceilingShare under; scaled by how far it
+ * missed, as the transcoder's own retry (rate-control.ts, correctedTargetKbps).
+ */
+export function anchorRetargetKbps(kbps: number, anchorKbps: number): number | undefined {
+  const over = anchorKbps > kbps * (1 + RULES.bitrateShare);
+  const short = anchorKbps < kbps * (1 - RULES.ceilingShare);
+  if (!over && !short) return undefined;
+  return Math.max(1, Math.round((kbps * kbps) / anchorKbps));
+}
+
+/** What the ceiling's test reads of an encode: its rate and its picture. */
+export interface Rated {
+  kbps: number;
+  quality: Pick<QualityScores, 'vmafMean'>;
+}
+
+/**
+ * Whether the anchor's shortfall is the picture's ceiling: it ended more than
+ * RULES.ceilingShare under the request and, run again at a target raised by its whole shortfall,
+ * gained less than RULES.ceilingGain of VMAF mean, whatever it spent: more bits buy no picture
+ * there. A rate control that merely falls short buys picture with them (VP8's two passes on the
+ * film-grain clip: 911 kb/s for 1000, VMAF 79.7; at 1100, 1031 kb/s and 80.6). Without a second
+ * run the shortfall alone decides.
+ */
+export function atCeiling(kbps: number, anchor: Rated, again?: Rated): boolean {
+  if (!(anchor.kbps < kbps * (1 - RULES.ceilingShare))) return false;
+  return (
+    again === undefined || again.quality.vmafMean - anchor.quality.vmafMean < RULES.ceilingGain
+  );
+}
+
+/**
  * The bitrate rule alone, for any encode with a target (a transcode, a ladder rung): within ±5 %
- * of it, or, where the anchor ends more than 2 % short (the picture's ceiling), no more than the
- * anchor with RULES.ceilingSlack.
+ * of it, or, at the picture's ceiling (atCeiling), no more than the anchor with
+ * RULES.ceilingSlack.
  */
 export function bitrateVerdict(
   kbps: number,
   oursKbps: number,
-  anchorKbps: number,
+  anchor: Rated,
+  again?: Rated,
 ): Pick<Verdicts, 'ceiling' | 'withinRequest' | 'bitrate'> {
-  const ceiling = anchorKbps < kbps * (1 - RULES.ceilingShare);
+  const ceiling = atCeiling(kbps, anchor, again);
   const withinRequest = Math.abs(oursKbps - kbps) <= kbps * RULES.bitrateShare;
   return {
     ceiling,
     withinRequest,
-    bitrate: withinRequest || (ceiling && oursKbps <= anchorKbps * (1 + RULES.ceilingSlack)),
+    bitrate: withinRequest || (ceiling && oursKbps <= anchor.kbps * (1 + RULES.ceilingSlack)),
   };
 }
 
-export function verdicts(kbps: number, ours: EncodeMeasure, anchor: EncodeMeasure): Verdicts {
-  // Content that the anchor cannot fill to the request (a still picture) has reached its
-  // ceiling: then the rule is to spend no more than the anchor does.
-  const { ceiling, withinRequest, bitrate } = bitrateVerdict(kbps, ours.kbps, anchor.kbps);
+/**
+ * The two-pass encode ours is judged against for picture and CPU: the anchor, or its second run
+ * when the first missed the request, the picture is not at its ceiling, and the second landed
+ * nearer the request (the encoder's own two passes at the bitrate asked for: VP8's on the
+ * film-grain clip at 2000 kb/s delivered 2236, 11.8 % more bits than ours for 0.55 more VMAF).
+ */
+export function referenceOf<M extends Rated>(kbps: number, anchor: M, again?: M): M {
+  if (!again || atCeiling(kbps, anchor, again)) return anchor;
+  const miss = (m: M): number => Math.abs(m.kbps - kbps);
+  return miss(again) < miss(anchor) ? again : anchor;
+}
+
+export function verdicts(kbps: number, comparison: Comparison): Verdicts {
+  const { ours, anchor, retarget } = comparison;
+  const { ceiling, withinRequest, bitrate } = bitrateVerdict(
+    kbps,
+    ours.kbps,
+    anchor,
+    retarget?.measure,
+  );
+  const reference = referenceOf(kbps, anchor, retarget?.measure);
+  const sameVideo = ours.videoDigest !== undefined && ours.videoDigest === reference.videoDigest;
   return {
     ceiling,
     withinRequest,
+    sameVideo,
     bitrate,
     peaks: ours.peak1sBits <= peakBoundBits(kbps, 1) && ours.peak2sBits <= peakBoundBits(kbps, 2),
-    vmafMean: ours.quality.vmafMean >= anchor.quality.vmafMean - RULES.vmafMeanDrop,
-    vmafP5: ours.quality.vmafP5 >= anchor.quality.vmafP5 - RULES.vmafP5Drop,
-    cpu: ours.cpuSeconds <= anchor.cpuSeconds * RULES.cpuRatio,
+    vmafMean: ours.quality.vmafMean >= reference.quality.vmafMean - RULES.vmafMeanDrop,
+    vmafP5: ours.quality.vmafP5 >= reference.quality.vmafP5 - RULES.vmafP5Drop,
+    // The same video bit for bit is the same encoder work (the transcoder runs the anchor's own
+    // settings for VP8, VP9 and here and there x265): their CPU times differ by the machine's
+    // noise alone (0.86–1.11 on the fast-motion clip), which is no verdict on the encode.
+    cpu: sameVideo || ours.cpuSeconds <= reference.cpuSeconds * RULES.cpuRatio,
   };
 }
 
