@@ -282,7 +282,7 @@ export const RULES = {
    * The VMAF mean that the anchor's second run, at a target raised by its whole shortfall, gains
    * at most where the picture is at its ceiling. Measured on moving colour bars at 600 kb/s
    * (anchor short by 4 %, 24 % and 59 %): x265 +0.00 for 3.6 % more bits, VP9 +0.03 for 16 %,
-   * VP8 +0.12 for 37 %; on the film-grain clip, VP8 short by 9 %, +0.93 for 13 %.
+   * VP8 +0.12 for 37 %; on the film-grain clip at 1000 kb/s, VP8 short by 9 %, +0.81 for 13 %.
    */
   ceilingGain: 0.2,
   /**
@@ -319,7 +319,7 @@ export interface Rated {
  * RULES.ceilingShare under the request and, run again at a target raised by its whole shortfall,
  * gained less than RULES.ceilingGain of VMAF mean, whatever it spent: more bits buy no picture
  * there. A rate control that merely falls short buys picture with them (VP8's two passes on the
- * film-grain clip: 911 kb/s for 1000, VMAF 79.7; at 1100, 1031 kb/s and 80.6). Without a second
+ * film-grain clip: 911 kb/s for 1000, VMAF 79.91; at 1098, 1031 kb/s and 80.72). Without a second
  * run the shortfall alone decides.
  */
 export function atCeiling(kbps: number, anchor: Rated, again?: Rated): boolean {
