@@ -55,6 +55,7 @@ export async function videoPackets(
   };
 }
 
+/** Delivered video bitrate (kb/s): the packets' bits over the stream's length. */
 export function deliveredKbps(packets: readonly Packet[], seconds: number): number {
   return (packets.reduce((t, p) => t + p.bytes, 0) * 8) / 1000 / seconds;
 }

@@ -177,24 +177,30 @@ export async function compareLadderWithAnchor(
   const anchor: RungMeasure[] = [];
   const again: (RungMeasure | undefined)[] = [];
   let anchorCpuSeconds = 0;
-  const anchorRung = async (rung: Rung, k: number, name: string): Promise<RungMeasure> => {
+  // The rung's anchor encoded in `name`; `counted`: its CPU is the anchors' (the first run's).
+  const anchorRung = async (
+    rung: Rung,
+    k: number,
+    name: string,
+    counted: boolean,
+  ): Promise<RungMeasure> => {
     const one = await encodeLadder(tools, c.clipPath, c.encoder, [rung], join(dir, name), {
       ladder: rungs,
       rung: k,
     });
     const [measured] = one.rungs;
     if (!measured) throw new Error(`rung ${rung.name} not measured`);
-    if (rung.bitrateKbps === rungs[k]?.bitrateKbps) anchorCpuSeconds += one.cpuSeconds;
+    if (counted) anchorCpuSeconds += one.cpuSeconds;
     return measured;
   };
   for (const [k, r] of rungs.entries()) {
-    const first = await anchorRung(r, k, `anchor-${r.name}`);
+    const first = await anchorRung(r, k, `anchor-${r.name}`, true);
     anchor.push(first);
     const target = anchorRetargetKbps(r.bitrateKbps, first.kbps);
     again.push(
       target === undefined
         ? undefined
-        : await anchorRung(retargeted(r, target), k, `anchor-${r.name}-again`),
+        : await anchorRung(retargeted(r, target), k, `anchor-${r.name}-again`, false),
     );
   }
   return {
