@@ -154,7 +154,10 @@ try {
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }
-await writeFile(jsonPath, `${JSON.stringify(rows, null, 2)}\n`);
+// Per-frame VMAF stays out of the file: the table's figures come from it.
+const noFrames = (key: string, value: unknown): unknown =>
+  key === 'vmafFrames' ? undefined : value;
+await writeFile(jsonPath, `${JSON.stringify(rows, noFrames, 2)}\n`);
 
 const passed = rows.filter((r) => failed(r.verdicts).length === 0).length;
 const count = (k: keyof Verdicts): number => rows.filter((r) => !r.verdicts[k]).length;

@@ -92,6 +92,29 @@ export interface QualityScores {
   vmafMin: number;
   psnrYMean: number;
   ssimYMean: number;
+  /** The per-frame VMAF the three above come from, in presentation order. */
+  vmafFrames: number[];
+}
+
+/**
+ * The scores of several encodes of one picture taken together, as one encode of all their
+ * frames: a percentile over every frame, the means weighted by frame count. Used where an
+ * encoder's output differs from run to run (x264's VBV under frame threads), so that a
+ * comparison is of the encoder and not of one run's luck.
+ */
+export function pooledQuality(samples: readonly QualityScores[]): QualityScores {
+  if (samples.length === 0) throw new Error('no scores to pool');
+  const frames = samples.flatMap((s) => s.vmafFrames);
+  const weighted = (of: (s: QualityScores) => number): number =>
+    samples.reduce((t, s) => t + of(s) * s.vmafFrames.length, 0) / frames.length;
+  return {
+    vmafMean: mean(frames),
+    vmafP5: percentile(frames, 5),
+    vmafMin: Math.min(...frames),
+    psnrYMean: weighted((s) => s.psnrYMean),
+    ssimYMean: weighted((s) => s.ssimYMean),
+    vmafFrames: frames,
+  };
 }
 
 /**
@@ -134,6 +157,7 @@ export async function qualityScores(
     vmafMin: Math.min(...frames),
     psnrYMean: mean(statsColumn(await readFile(psnrLog, 'utf8'), 'psnr_y').map(capInfinity)),
     ssimYMean: mean(statsColumn(await readFile(ssimLog, 'utf8'), 'Y')),
+    vmafFrames: frames,
   };
 }
 

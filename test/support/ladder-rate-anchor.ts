@@ -19,6 +19,7 @@ import { buildLadderPasses, ladderReference } from '../../services/streamer/buil
 import {
   deliveredKbps,
   maxWindowBits,
+  pooledQuality,
   qualityScores,
   runMeasured,
   videoPackets,
@@ -48,6 +49,7 @@ export interface LadderComparison {
    * anchorCpuSeconds.
    */
   again: (RungMeasure | undefined)[];
+  /** CPU seconds of one encode of each side (the mean over the samples). */
   oursCpuSeconds: number;
   anchorCpuSeconds: number;
 }
@@ -121,6 +123,36 @@ async function encodeLadder(
   rungs: Rung[],
   dir: string,
   /** Encode `rungs` (one) as the anchor does, given the picture it has in this ladder. */
+  anchorIn: { ladder: Rung[]; rung: number } | undefined,
+  samples: number,
+): Promise<{ cpuSeconds: number; rungs: RungMeasure[] }> {
+  const runs: { cpuSeconds: number; rungs: RungMeasure[] }[] = [];
+  for (let n = 0; n < samples; n++)
+    runs.push(await encodeLadderOnce(tools, clipPath, encoder, rungs, join(dir, `${n}`), anchorIn));
+  return {
+    cpuSeconds: runs.reduce((t, r) => t + r.cpuSeconds, 0) / samples,
+    rungs: rungs.map((_, k) => pooledRung(runs.map((r) => r.rungs[k]!))),
+  };
+}
+
+/** One rung over several runs: the mean bitrate, the highest peak, the picture pooled. */
+function pooledRung(runs: readonly RungMeasure[]): RungMeasure {
+  const [first] = runs;
+  if (!first) throw new Error('no runs');
+  return {
+    ...first,
+    kbps: runs.reduce((t, r) => t + r.kbps, 0) / runs.length,
+    peak1sBits: Math.max(...runs.map((r) => r.peak1sBits)),
+    quality: pooledQuality(runs.map((r) => r.quality)),
+  };
+}
+
+async function encodeLadderOnce(
+  tools: MeasureTools,
+  clipPath: string,
+  encoder: LadderEncoder,
+  rungs: Rung[],
+  dir: string,
   anchorIn?: { ladder: Rung[]; rung: number },
 ): Promise<{ cpuSeconds: number; rungs: RungMeasure[] }> {
   const outDir = join(dir, 'out');
@@ -170,10 +202,23 @@ export async function compareLadderWithAnchor(
   tools: MeasureTools,
   c: { clipPath: string; encoder: LadderEncoder; ladder: readonly RequestedRung[] },
   dir: string,
+  /**
+   * Encodes of each side, pooled (encodeLadder): x264 under a VBV with frame threads writes a
+   * different video each run, and a short clip's VMAF p5 moves with it (see the test).
+   */
+  samples = 1,
 ): Promise<LadderComparison & { rungs: Rung[] }> {
   const input = await readTestInput(c.clipPath);
   const rungs = requestedLadder(input.video, c.ladder);
-  const ours = await encodeLadder(tools, c.clipPath, c.encoder, rungs, join(dir, 'ours'));
+  const ours = await encodeLadder(
+    tools,
+    c.clipPath,
+    c.encoder,
+    rungs,
+    join(dir, 'ours'),
+    undefined,
+    samples,
+  );
   const anchor: RungMeasure[] = [];
   const again: (RungMeasure | undefined)[] = [];
   let anchorCpuSeconds = 0;
@@ -184,10 +229,15 @@ export async function compareLadderWithAnchor(
     name: string,
     counted: boolean,
   ): Promise<RungMeasure> => {
-    const one = await encodeLadder(tools, c.clipPath, c.encoder, [rung], join(dir, name), {
-      ladder: rungs,
-      rung: k,
-    });
+    const one = await encodeLadder(
+      tools,
+      c.clipPath,
+      c.encoder,
+      [rung],
+      join(dir, name),
+      { ladder: rungs, rung: k },
+      samples,
+    );
     const [measured] = one.rungs;
     if (!measured) throw new Error(`rung ${rung.name} not measured`);
     if (counted) anchorCpuSeconds += one.cpuSeconds;
