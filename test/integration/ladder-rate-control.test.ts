@@ -4,13 +4,6 @@
 // test/support/ladder-rate-anchor.ts). H.264 here, the default ladder encoder; x265 and VP9
 // run the anchor's own settings, measured by `npm run bench:stream-quality`. Needs the libvmaf
 // ffmpeg of the test services (TEST_VMAF_FFMPEG).
-//
-// x264 under a VBV with two frame threads writes a different video each run (a frame's size is
-// planned from predictions of the frames still being encoded), on both sides. On fast-motion-short
-// at 180p, 12 single runs of both sides put ours' VMAF p5 from 2.4 below the anchor's to 4.1
-// above it, once past the rule's 2 (a CI failure). Each side is therefore encoded SAMPLES times
-// and judged on every frame of its runs together: 6 such comparisons stayed within −0.9…+1.6.
-const SAMPLES = 3;
 import { expect } from 'chai';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,6 +20,13 @@ import {
   referenceOf,
   testVmafFfmpeg,
 } from '../support/rate-control-anchor.ts';
+
+// x264 under a VBV with two frame threads writes a different video each run (a frame's size is
+// planned from predictions of the frames still being encoded), on both sides. On fast-motion-short
+// at 180p, 12 single runs of both sides put ours' VMAF p5 from 2.4 below the anchor's to 4.1
+// above it, once past the rule's 2 (a CI failure). Each side is therefore encoded SAMPLES times
+// and judged on every frame of its runs together: 6 such comparisons stayed within −0.9…+1.6.
+const SAMPLES = 3;
 
 const CLIPS = [
   'camera-short',
