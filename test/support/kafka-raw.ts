@@ -2,24 +2,33 @@ import kafkajs from 'kafkajs';
 
 const { Kafka, logLevel } = kafkajs;
 
-/** Reads every record of a topic as raw bytes, as an outside observer of the broker would. */
+/**
+ * Reads the records of a topic as raw bytes, as an outside observer of the broker would: until
+ * `minRecords` are read, or, with `toEnd`, until every partition is read up to the end it had
+ * when the read began (or until `timeoutMs`, returning what was read).
+ */
 export async function readTopic(
   brokers: string,
   topic: string,
-  options: { minRecords: number; timeoutMs: number },
+  options: { minRecords?: number; toEnd?: boolean; timeoutMs: number },
 ): Promise<{ key: string; value: Buffer; headers: Record<string, string> }[]> {
   const kafka = new Kafka({
     clientId: 'test-reader',
     brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
   });
+  const ends = options.toEnd ? await topicEnds(kafka, topic) : new Map<number, bigint>();
+  const read = new Map<number, bigint>();
   const consumer = kafka.consumer({ groupId: `reader-${Math.random().toString(16).slice(2)}` });
   const out: { key: string; value: Buffer; headers: Record<string, string> }[] = [];
+  const done = (): boolean =>
+    out.length >= (options.minRecords ?? 0) &&
+    [...ends].every(([partition, end]) => (read.get(partition) ?? 0n) >= end);
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
-      eachMessage: async ({ message }) => {
+      eachMessage: async ({ partition, message }) => {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(message.headers ?? {})) headers[k] = String(v);
         out.push({
@@ -27,14 +36,30 @@ export async function readTopic(
           value: message.value ?? Buffer.alloc(0),
           headers,
         });
+        read.set(partition, BigInt(message.offset) + 1n);
       },
     });
     const end = Date.now() + options.timeoutMs;
-    while (out.length < options.minRecords && Date.now() < end)
-      await new Promise((r) => setTimeout(r, 200));
+    while (!done() && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
     return out;
   } finally {
     await consumer.disconnect();
+  }
+}
+
+/** Each partition's end (the offset its next record will take); empty ones left out. */
+async function topicEnds(kafka: kafkajs.Kafka, topic: string): Promise<Map<number, bigint>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return new Map(
+      offsets
+        .filter((o) => BigInt(o.high) > BigInt(o.low))
+        .map((o) => [o.partition, BigInt(o.high)] as const),
+    );
+  } finally {
+    await admin.disconnect();
   }
 }
 
