@@ -16,7 +16,7 @@ import { startTestServer, type TestServer } from '../support/file-server.ts';
 import { generateClip } from '../support/generate-clip.ts';
 import { transcodeBody } from '../support/job-requests.ts';
 import { kafkaCluster, quorumLeader, startKafkaCluster } from '../support/kafka-cluster.ts';
-import { onceTopicsKnown, withAdmin } from '../support/kafka-raw.ts';
+import { onceTopicsKnown, readTopic, withAdmin } from '../support/kafka-raw.ts';
 import { eventually, startKafkaStack, type KafkaStack } from '../support/kafka-stack.ts';
 import { sleep } from '../support/kafka-test-names.ts';
 import type { SpawnedService } from '../support/spawn-service.ts';
@@ -99,13 +99,19 @@ async function drill(
   await sleep(15_000);
 
   const figures = figuresOf(name, victim, burst, seen);
-  console.log(`      cluster drill: ${JSON.stringify({ ...figures, ...crashesOf(s) })}`);
+  const crashes = crashesOf(s);
+  console.log(`      cluster drill: ${JSON.stringify({ ...figures, ...crashes })}`);
   printTwice(burst.submissions, seen, s, server);
   expect(burst.submissions).to.have.length(thenAnother ? 2 * BURST : BURST);
   expect(figures.answered200, 'submissions answered 200 at once').to.be.at.least(KILL_AFTER_ACKS);
   // Every refusal is one of the two documented 503s, never an error of another kind.
   expect(figures.other, 'answers other than 200 and the two 503s').to.deep.equal([]);
   await expectOnce(burst.submissions, seen, s);
+  // Consumers ride the failover out: none runs out of tries on the dead broker (CONSUMER_RECOVERY).
+  expect(
+    crashes.crashedBy.filter((c) => c.includes('KafkaJSNumberOfRetriesExceeded')),
+    'consumers given up after their tries',
+  ).to.deep.equal([]);
 }
 
 describe('Kafka cluster drills: a broker dies mid-burst', function () {
@@ -325,14 +331,25 @@ function servicesOf(s: KafkaStack): SpawnedService[] {
  * How often a consumer of the stack gave up retrying and was restarted by kafkajs (each time its
  * running handlers are aborted and its group rebalances), and how often it stayed down.
  */
-function crashesOf(s: KafkaStack): { consumerCrashes: number; consumersDown: number } {
+function crashesOf(s: KafkaStack): {
+  consumerCrashes: number;
+  consumersDown: number;
+  crashedBy: string[];
+} {
   const crashes = servicesOf(s)
     .flatMap((p) => p.logs)
     .filter((l) => l['msg'] === 'kafka.consumer_crashed');
   return {
     consumerCrashes: crashes.length,
     consumersDown: crashes.filter((l) => l['restart'] === false).length,
+    crashedBy: crashes.map((l) => `${String(l['group'])}: ${causeOf(l['error'])}`),
   };
+}
+
+/** A logged error's type, and its cause's (a given-up consumer's last error). */
+function causeOf(error: unknown): string {
+  const e = (error ?? {}) as { type?: unknown; cause?: { type?: unknown } };
+  return e.cause ? `${String(e.type)} of ${String(e.cause.type)}` : String(e.type);
 }
 
 /** What the services logged of a job run or called back twice, to find out why. */
@@ -414,7 +431,29 @@ async function expectOnce(submissions: Submission[], seen: Seen, s: KafkaStack):
     expect(seen.callbacks(x.i, 'ok'), `success callbacks of job ${x.i}`).to.equal(1);
     expect(seen.callbacks(x.i, 'fail'), `failure callbacks of job ${x.i}`).to.equal(0);
     expect(seen.uploads(x.i), `uploads of job ${x.i}'s output`).to.equal(1);
-    const status = await s.status(x.id ?? '');
+    // The status is written by the ingress's status writer, whose consumer may still be catching
+    // up after the broker's death (a restart after being given up): latency, within a bound.
+    let status = await s.status(x.id ?? '');
+    for (const end = Date.now() + 30_000; status['status'] !== 'succeeded' && Date.now() < end;) {
+      await sleep(1000);
+      status = await s.status(x.id ?? '');
+    }
+    if (status['status'] !== 'succeeded') {
+      console.log(`      job ${x.i} status ${JSON.stringify(status)}`);
+      for (const p of servicesOf(s))
+        for (const r of p.logs.filter(
+          (l) => l['jobId'] === x.id || String(l['msg']).startsWith('kafka.'),
+        ))
+          console.log(
+            `      job ${x.i}: ${JSON.stringify({ ...r, stack: undefined }).slice(0, 600)}`,
+          );
+      const records = await readTopic(cluster.join(','), s.prefix + topics.jobStatus, {
+        toEnd: true,
+        timeoutMs: 30_000,
+      });
+      for (const r of records.filter((y) => y.key === x.id))
+        console.log(`      job ${x.i} status record: ${r.value.toString().slice(0, 300)}`);
+    }
     expect(status['status'], `job ${x.i}`).to.equal('succeeded');
   }
   for (const x of submissions.filter((y) => y.first === 'bus_uncertain')) {

@@ -336,13 +336,9 @@ function tracked(
 /**
  * The retries of the consumers' client: its cluster operations (connecting, metadata) are tried
  * for about 80 s (300 ms doubling to 5 s apart). Each consumer's own loop (fetch, heartbeat,
- * commit, join) keeps kafkajs's 5 tries at these intervals, about 10 s, then crashes: kafkajs
- * leaves the group, which aborts its running handlers (each handler then settles what it had
- * done: see until-acknowledged.ts and the notifier's delivery handler) and starts it again with
- * fresh metadata. While a broker is gone that happens every 10 to 15 s, and it moves the
- * consumer off the dead broker sooner than longer retries do: given 20 tries per consumer, the
- * cluster drill's 40 jobs took 5 minutes to be called back in one run, against under 2.
- * Starting and topic set-up keep the short default, to fail fast.
+ * commit, join) is tried 10 times with metadata at most 3 s old (CONSUMER_RECOVERY in
+ * kafka-support.ts), long enough to ride out a broker's death. Starting and topic set-up keep
+ * the short default, to fail fast.
  */
 const CONSUMER_RETRY = { initialRetryTime: 300, maxRetryTime: 5000, retries: 20 };
 

@@ -2,7 +2,7 @@ import type { EachMessagePayload, Kafka, Message, TopicMessages } from 'kafkajs'
 import { topics, type OutgoingRecord } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ConsumerSettings } from './kafka-subscription.ts';
-import { asBusUnavailable, headersToStrings } from './kafka-support.ts';
+import { asBusUnavailable, CONSUMER_RECOVERY, headersToStrings } from './kafka-support.ts';
 
 /*
  * Scheduled records on Kafka (DESIGN §3, "Waiting is the bus's job").
@@ -126,6 +126,7 @@ export async function startDelayForwarder(
     rebalanceTimeout: settings.rebalanceTimeoutMs,
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
+    ...CONSUMER_RECOVERY,
   });
   const s: ForwarderState = {
     log: log.child({ component: 'kafka-delay', group }),

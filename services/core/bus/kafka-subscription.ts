@@ -8,6 +8,7 @@ import { createRebalanceNudge, type RebalanceNudge } from './kafka-rebalance-nud
 import { reportLoad, watchGroupLoad, type GroupLoadWatch } from './kafka-group-load.ts';
 import {
   asBusUnavailable,
+  CONSUMER_RECOVERY,
   headersToStrings,
   withDeadline,
   type Disconnect,
@@ -150,6 +151,7 @@ export async function startKafkaSubscription(
     rebalanceTimeout: settings.rebalanceTimeoutMs,
     maxWaitTimeInMs: settings.maxWaitTimeMs,
     allowAutoTopicCreation: false,
+    ...CONSUMER_RECOVERY,
   });
   const s = newState(kafka, consumer, log, settings, options);
   made.state = s;

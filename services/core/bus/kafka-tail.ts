@@ -1,7 +1,13 @@
 import kafkajs, { type Assigner, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { Subscription, TailOptions } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
-import { asBusUnavailable, headersToStrings, retried, type Disconnect } from './kafka-support.ts';
+import {
+  asBusUnavailable,
+  CONSUMER_RECOVERY,
+  headersToStrings,
+  retried,
+  type Disconnect,
+} from './kafka-support.ts';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -99,6 +105,7 @@ export async function startKafkaTail(
     maxBytesPerPartition: TAIL_FETCH_PARTITION_BYTES,
     maxBytes: TAIL_FETCH_BYTES,
     allowAutoTopicCreation: false,
+    ...CONSUMER_RECOVERY,
   });
   let caughtUp: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (caughtUp = resolve));
