@@ -9,7 +9,8 @@
 // writes the results as JSON.
 // Usage: npm run bench:quality -- [clips=all|short|a,b] [encoders=h264,h265,vp8,vp9]
 //          [bitrates=1000,2000,4000] [json=quality-<time>.json in the temp dir]
-// CPU is user + system seconds of the ffmpeg children (not wall time: the cores are shared).
+// CPU is user + system seconds of the ffmpeg children (not wall time: the cores are shared);
+// with BENCH_CPU_RUNS=N each side's encode runs N times and counts its least CPU time.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,6 +44,9 @@ const list = (arg: string | undefined, fallback: string): string[] => (arg ?? fa
 const clips = clipNames(process.argv[2]);
 const encoders = list(process.argv[3], ENCODERS.join(',')) as Encoder[];
 const bitrates = list(process.argv[4], '1000,2000,4000').map(Number);
+const cpuRuns = Number(process.env['BENCH_CPU_RUNS'] ?? '1');
+if (!Number.isInteger(cpuRuns) || cpuRuns < 1)
+  throw new Error('BENCH_CPU_RUNS is a whole number ≥ 1');
 const jsonPath =
   process.argv[5] ?? join(tmpdir(), `quality-${new Date().toISOString().replace(/:/g, '')}.json`);
 for (const e of encoders) if (!ENCODERS.includes(e)) throw new Error(`unknown encoder ${e}`);
@@ -135,7 +139,8 @@ const scratch = await mkdtemp(join(tmpdir(), 'media-bench-quality-'));
 const rows: Row[] = [];
 console.log(
   `${clips.length} clips × ${encoders.length} encoders × ${bitrates.join('/')} kb/s; ` +
-    `peak bound ${f2(peakBoundBits(1, 1) / 1000)}× (1 s) and ${f2(peakBoundBits(1, 2) / 2000)}× (2 s) the request`,
+    `peak bound ${f2(peakBoundBits(1, 1) / 1000)}× (1 s) and ${f2(peakBoundBits(1, 2) / 2000)}× (2 s) the request; ` +
+    `CPU the least of ${cpuRuns} run${cpuRuns === 1 ? '' : 's'} of each side`,
 );
 console.log(`| ${HEADER.join(' | ')} |`);
 console.log(`|${HEADER.map(() => '---').join('|')}|`);
@@ -145,7 +150,7 @@ try {
     for (const encoder of encoders)
       for (const kbps of bitrates) {
         const c = { clipPath: clip.path, width: clip.width, height: clip.height, encoder, kbps };
-        const comparison = await compareWithAnchor(tools, c, scratch);
+        const comparison = await compareWithAnchor(tools, c, scratch, { cpuRuns });
         const row = { clip: name, kind: clip.kind, encoder, kbps, ...comparison };
         rows.push({ ...row, verdicts: verdicts(kbps, comparison) });
         console.log(`| ${tableRow(rows.at(-1)!)} |`);
