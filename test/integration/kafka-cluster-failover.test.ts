@@ -433,11 +433,12 @@ async function expectOnce(submissions: Submission[], seen: Seen, s: KafkaStack):
     expect(seen.uploads(x.i), `uploads of job ${x.i}'s output`).to.equal(1);
     // The status is written by the ingress's status writer, whose consumer may still be catching
     // up after the broker's death (a restart after being given up): latency, within a bound.
-    let status = await s.status(x.id ?? '');
-    for (const end = Date.now() + 30_000; status['status'] !== 'succeeded' && Date.now() < end;) {
-      await sleep(1000);
-      status = await s.status(x.id ?? '');
-    }
+    await eventually(
+      async () => (await s.status(x.id ?? ''))['status'] === 'succeeded',
+      30_000,
+      `job ${x.i}'s status`,
+    ).catch(() => undefined);
+    const status = await s.status(x.id ?? '');
     if (status['status'] !== 'succeeded') {
       console.log(`      job ${x.i} status ${JSON.stringify(status)}`);
       for (const p of servicesOf(s))

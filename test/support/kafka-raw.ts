@@ -17,7 +17,7 @@ export async function readTopic(
     brokers: brokers.split(','),
     logLevel: logLevel.NOTHING,
   });
-  const ends = options.toEnd ? await topicEnds(kafka, topic) : new Map<number, bigint>();
+  const ends = options.toEnd ? await topicEnds(brokers, topic) : new Map<number, bigint>();
   const read = new Map<number, bigint>();
   const consumer = kafka.consumer({ groupId: `reader-${Math.random().toString(16).slice(2)}` });
   const out: { key: string; value: Buffer; headers: Record<string, string> }[] = [];
@@ -48,19 +48,13 @@ export async function readTopic(
 }
 
 /** Each partition's end (the offset its next record will take); empty ones left out. */
-async function topicEnds(kafka: kafkajs.Kafka, topic: string): Promise<Map<number, bigint>> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const offsets = await admin.fetchTopicOffsets(topic);
-    return new Map(
-      offsets
-        .filter((o) => BigInt(o.high) > BigInt(o.low))
-        .map((o) => [o.partition, BigInt(o.high)] as const),
-    );
-  } finally {
-    await admin.disconnect();
-  }
+async function topicEnds(brokers: string, topic: string): Promise<Map<number, bigint>> {
+  const offsets = await withAdmin(brokers.split(','), (admin) => admin.fetchTopicOffsets(topic));
+  return new Map(
+    offsets
+      .filter((o) => BigInt(o.high) > BigInt(o.low))
+      .map((o) => [o.partition, BigInt(o.high)] as const),
+  );
 }
 
 /** Writes raw bytes to a topic (a poison message, or another system's event). */

@@ -48,12 +48,9 @@ export const kafkaLogLevel = logLevel.WARN;
  * `retry.retries` (default 5, about 10 s) the consumer crashes, leaves its group and aborts the
  * records it runs. With the metadata at most 3 s old, the fetchers move to the new leaders
  * once the controller has elected them (about 9 s after the death at Kafka's defaults), within
- * 10 tries (about 35 s) instead of the 5.
+ * 10 tries (about 35 s at the consumers' client's intervals, kafka-bus.ts) instead of the 5.
  */
-export const CONSUMER_RECOVERY = {
-  metadataMaxAge: 3000,
-  retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 10 },
-} as const;
+export const CONSUMER_RECOVERY = { metadataMaxAge: 3000, retry: { retries: 10 } } as const;
 
 /** Rejects with BusUnavailableError once `deadline` (epoch ms) passes; `work` goes on regardless. */
 export function withDeadline<T>(work: Promise<T>, deadline: number, what: string): Promise<T> {
