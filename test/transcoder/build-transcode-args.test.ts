@@ -151,7 +151,7 @@ function describesNullFirstPassAudio(): void {
 }
 
 function describesBoundsPeaksMaxrate(): void {
-  it('bounds peaks: maxrate 1.5x and a 4 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
+  it('bounds peaks: maxrate 2x and a 4 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
     for (const encoder of encoders) {
       const [, second = []] = buildTranscodeArgs({
         ...twoPassJob,
@@ -164,7 +164,7 @@ function describesBoundsPeaksMaxrate(): void {
         expect(second, encoder).to.not.include('-maxrate').and.not.include('-bufsize');
         continue;
       }
-      expect(after(second, '-maxrate'), encoder).to.equal('6000k');
+      expect(after(second, '-maxrate'), encoder).to.equal('8000k');
       expect(after(second, '-bufsize'), encoder).to.equal('16000k');
     }
   });
