@@ -46,7 +46,10 @@ export interface TranscodeOptions {
   targetKbps?: number;
   /** The audio's loudness filter, when the request asked for a loudness (loudness.ts). */
   loudnessFilter?: string;
-  /** The output's soft caption tracks and the one burned in (caption-args.ts); none: no captions. */
+  /**
+   * The output's soft caption tracks and the one burned in (caption-args.ts); none: no captions.
+   * With VP8 in MP4 only the burn-in is the encode's: the remux adds the soft tracks.
+   */
   captions?: TranscodeCaptions;
 }
 
@@ -80,7 +83,8 @@ function firstPass(o: TranscodeOptions): string[] {
 function finalPass(o: TranscodeOptions): string[] {
   const audio = o.input.info.audio;
   const encoder = o.spec.container === 'webm' ? 'opus' : 'aac';
-  const tracks = o.captions?.tracks ?? [];
+  // VP8 in MP4: the remux writes the soft tracks (remux-to-mp4.ts), not the Matroska encode.
+  const tracks = needsRemux(o.spec) ? [] : (o.captions?.tracks ?? []);
   const firstCaption = 1 + (o.watermark?.inputs.length ?? 0);
   return [
     ...pictureInput(o, captionInputs(tracks)),

@@ -78,7 +78,8 @@ export function createTranscodeHandler(deps: TranscoderDeps): JobHandler {
           ...(captions ? { captions } : {}),
         });
         checkDecodedLength(input.info, decoded);
-        if (encodedPath !== outputPath) await remuxToMp4(encodedPath, outputPath);
+        if (encodedPath !== outputPath)
+          await remuxToMp4(encodedPath, outputPath, captions?.tracks ?? []);
         const verified = await verify(
           deps.probe,
           outputPath,
@@ -170,6 +171,6 @@ async function verify(
     ...(out.bitRate ? { bitrateKbps: Math.round(out.bitRate / 100) / 10 } : {}),
     input: describeInput(o.input),
     output: describeOutput(out),
-    ...(o.captions ? { captions: captionsReport(o.captions, o.spec.container, out) } : {}),
+    ...(o.captions ? { captions: captionsReport(o.captions, o.spec, out) } : {}),
   };
 }

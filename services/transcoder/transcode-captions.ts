@@ -24,7 +24,7 @@ export async function transcodeCaptions(
   const { spec } = o;
   const prepared = await jobCaptions(deps, ctx, { ...o, captions: spec.captions });
   if (!prepared) return undefined;
-  const tracks = softTracks(spec, prepared.tracks, ctx);
+  const { tracks } = prepared;
   const burned = await burnInTrack(prepared.deps, prepared.job, tracks);
   if (!burned) return { tracks };
   const fontName = await fontFamily(deps.fontFile).catch((error: unknown) => {
@@ -43,31 +43,16 @@ export async function transcodeCaptions(
 }
 
 /**
- * VP8 in MP4 is remuxed by a library that writes no subtitle tracks: the input's are left out
- * (said in the log), and caption files asked for are refused rather than dropped.
- */
-function softTracks(spec: TranscodeSpec, tracks: CaptionTrack[], ctx: JobContext): CaptionTrack[] {
-  if (!needsRemux(spec) || tracks.length === 0) return tracks;
-  if (spec.captions?.files)
-    throw new MediaError(
-      'option_unsupported',
-      'caption tracks cannot be written into an mp4 with vp8 video: use webm, or another encoder',
-    );
-  ctx.log.info('captions.input_tracks_left_out', { reason: 'vp8 in mp4', tracks: tracks.length });
-  return [];
-}
-
-/**
  * The captions part of the result, once the output's subtitle streams are checked against the
  * tracks written (output_invalid when a track is missing).
  */
 export function captionsReport(
   captions: TranscodeCaptions,
-  container: 'mp4' | 'webm',
+  spec: Pick<TranscodeSpec, 'encoder' | 'container'>,
   out: MediaInfo,
 ): CaptionsReport {
-  const codec = container === 'mp4' ? 'mov_text' : 'webvtt';
-  const found = (out.subtitleStreams ?? []).filter((s) => s.codec === codec).length;
+  const { codec, probed } = captionCodec(spec);
+  const found = (out.subtitleStreams ?? []).filter((s) => s.codec === probed).length;
   if (found !== captions.tracks.length)
     throw new MediaError(
       'output_invalid',
@@ -84,4 +69,18 @@ export function captionsReport(
     tracks: captions.tracks.map(describe),
     ...(captions.burnIn ? { burnedIn: describe(captions.burnIn.track) } : {}),
   };
+}
+
+/**
+ * The codec of the output's caption tracks, and how ffprobe names it (media-info.ts): mov_text in
+ * MP4, WebVTT in WebM, and WebVTT in MP4 with VP8 video (the remux writes `wvtt` tracks).
+ */
+function captionCodec(spec: Pick<TranscodeSpec, 'encoder' | 'container'>): {
+  codec: NonNullable<CaptionsReport['tracks'][number]['codec']>;
+  probed: string;
+} {
+  if (needsRemux(spec)) return { codec: 'webvtt', probed: 'wvtt' };
+  return spec.container === 'mp4'
+    ? { codec: 'mov_text', probed: 'mov_text' }
+    : { codec: 'webvtt', probed: 'webvtt' };
 }

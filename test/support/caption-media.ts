@@ -98,6 +98,30 @@ export async function subtitleStreams(path: string): Promise<ProbedSubtitle[]> {
   });
 }
 
+/**
+ * An MP4's WebVTT (`wvtt`) tracks as ffprobe reads them: data streams of no codec it knows, each
+ * with its language tag and handler name.
+ */
+export async function probedWvttStreams(
+  path: string,
+): Promise<{ type: string; tag: string; language?: string; handler?: string }[]> {
+  const { stdout } = await run(FFPROBE, [
+    ...['-v', 'error', '-show_entries', 'stream=codec_type,codec_tag_string:stream_tags'],
+    ...['-of', 'json', path],
+  ]);
+  const { streams = [] } = JSON.parse(stdout) as {
+    streams?: { codec_type: string; codec_tag_string: string; tags?: Record<string, string> }[];
+  };
+  return streams
+    .filter((s) => s.codec_tag_string === 'wvtt')
+    .map((s) => ({
+      type: s.codec_type,
+      tag: s.codec_tag_string,
+      ...(s.tags?.['language'] ? { language: s.tags['language'] } : {}),
+      ...(s.tags?.['handler_name'] ? { handler: s.tags['handler_name'] } : {}),
+    }));
+}
+
 /** The cues of a file's `k`-th subtitle stream: [start, end] seconds and text, read by ffmpeg. */
 export async function cuesOf(path: string, k: number): Promise<[number, number, string][]> {
   const { stdout } = await run(FFMPEG, [

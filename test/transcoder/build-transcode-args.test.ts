@@ -188,4 +188,24 @@ function describesBoundsPeaksMaxrate(): void {
     expect(after(second, '-f')).to.equal('matroska');
     expect(second.at(-1)).to.equal('/work/job-1/encoded.mkv');
   });
+
+  it('vp8 in mp4: the soft caption tracks are left to the remux, the burn-in stays', () => {
+    const track = {
+      path: '/work/job-1/captions-file-0.vtt',
+      language: 'en',
+      label: 'English',
+      source: 'file',
+      index: 0,
+    } as const;
+    const burnIn = { track, fontsDir: '/fonts', fontName: undefined, marginPx: 20 };
+    const [, second = []] = buildTranscodeArgs({
+      ...twoPassJob,
+      outputPath: '/work/job-1/encoded.mkv',
+      spec: { encoder: 'vp8', container: 'mp4', bitrateKbps: '2000' },
+      captions: { tracks: [track], burnIn },
+    });
+    expect(second).to.not.include(track.path);
+    expect(second).to.not.include('-c:s');
+    expect(after(second, '-filter_complex')).to.include(`subtitles=filename=${track.path}`);
+  });
 }

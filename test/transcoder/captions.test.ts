@@ -22,12 +22,15 @@ import {
   changedRows,
   cuesOf,
   lumaAt,
+  probedWvttStreams,
   subtitleStreams,
   writeCaptionInputs,
 } from '../support/caption-media.ts';
+import { mp4WebVttTracks } from '../support/mp4-webvtt.ts';
 
 const H264_MP4 = { encoder: 'h264', container: 'mp4', bitrateKbps: '1000' } as const;
 const VP9_WEBM = { encoder: 'vp9', container: 'webm', bitrateKbps: '1000' } as const;
+const VP8_MP4 = { encoder: 'vp8', container: 'mp4', bitrateKbps: '1000' } as const;
 const TEXT_WATERMARK = { text: 'WM', fontSize: 24, position: 'bottomRight' } as const;
 
 const handler = createTranscodeHandler(testMediaJobDeps());
@@ -79,6 +82,7 @@ describe('captions on a transcode (services/core/media/captions.ts)', function (
   describe('burn-in of a caption file', burnInCases);
   describe('burn-in of an input track', inputBurnInCases);
   it('moves the cues with a trim, cutting those across its edges', trimShiftsCues);
+  describe('VP8 in MP4 (remuxed by mediabunny: WebVTT tracks)', vp8Mp4Cases);
 });
 
 function inputTrackCases(): void {
@@ -138,20 +142,15 @@ function inputTrackCases(): void {
   });
 }
 
-function captionFileCases(): void {
-  const attached = {
-    files: [
-      { url: '', language: 'en', label: 'English (SDH)' },
-      { url: '', language: 'pt-BR', label: 'Português' },
-    ],
-  };
-  const withUrls = () => ({
-    files: [
-      { ...attached.files[0], url: fileUrl('good.srt') },
-      { ...attached.files[1], url: fileUrl('good.vtt') },
-    ] as [(typeof attached.files)[0], (typeof attached.files)[0]],
-  });
+/** Two caption files by URL: SubRip in English, WebVTT in Brazilian Portuguese. */
+const withUrls = (): NonNullable<TranscodeSpec['captions']> => ({
+  files: [
+    { url: fileUrl('good.srt'), language: 'en', label: 'English (SDH)' },
+    { url: fileUrl('good.vtt'), language: 'pt-BR', label: 'Português' },
+  ],
+});
 
+function captionFileCases(): void {
   it('are added after the input’s tracks, with language and label (MP4)', async () => {
     const result = await transcode('with-subs.mp4', 'attached.mp4', {
       ...H264_MP4,
@@ -289,4 +288,74 @@ async function trimShiftsCues(): Promise<void> {
     [2.5, 2.8, 'World'],
   ]);
   expect(result.durationSeconds).to.be.closeTo(2.8, 0.05);
+}
+
+function vp8Mp4Cases(): void {
+  const HELLO_WORLD: [number, number, string][] = [
+    [1, 2, 'Hello'],
+    [3, 3.5, 'World'],
+  ];
+
+  it('an MP4’s mov_text track is kept as a WebVTT track, language and cues kept', async () => {
+    const result = await transcode('with-subs.mp4', 'vp8-kept.mp4', VP8_MP4);
+    const out = servedPath('vp8-kept.mp4');
+    expect(await probedWvttStreams(out)).to.deep.equal([
+      { type: 'data', tag: 'wvtt', language: 'eng', handler: 'MediabunnyTextHandler' },
+    ]);
+    expect(await mp4WebVttTracks(out)).to.deep.equal([
+      { language: 'eng', name: 'eng', enabled: true, cues: HELLO_WORLD },
+    ]);
+    expect(result.captions).to.deep.equal({
+      tracks: [{ source: 'input', index: 0, language: 'eng', label: 'eng', codec: 'webvtt' }],
+    });
+  });
+
+  it('caption files by URL follow the input’s track, with language and label', async () => {
+    const result = await transcode('with-subs.mp4', 'vp8-attached.mp4', {
+      ...VP8_MP4,
+      captions: withUrls(),
+    });
+    const out = servedPath('vp8-attached.mp4');
+    expect((await probedWvttStreams(out)).map((s) => s.language)).to.deep.equal([
+      'eng',
+      'eng',
+      'por',
+    ]);
+    const tracks = await mp4WebVttTracks(out);
+    expect(tracks.map((t) => [t.language, t.name, t.enabled])).to.deep.equal([
+      ['eng', 'eng', true],
+      ['eng', 'English (SDH)', false],
+      ['por', 'Português', false],
+    ]);
+    expect(tracks[1]?.cues).to.deep.equal(HELLO_WORLD);
+    expect(tracks[2]?.cues).to.deep.equal(HELLO_WORLD);
+    expect(
+      result.captions?.tracks.map((t) => [t.source, t.language, t.label, t.codec]),
+    ).to.deep.equal([
+      ['input', 'eng', 'eng', 'webvtt'],
+      ['file', 'eng', 'English (SDH)', 'webvtt'],
+      ['file', 'por', 'Português', 'webvtt'],
+    ]);
+  });
+
+  it('a burned-in file is drawn at its time and kept as a soft track', async () => {
+    const captions: TranscodeSpec['captions'] = {
+      files: [{ url: fileUrl('good.srt'), language: 'en', label: 'English' }],
+      burnIn: { file: 0 },
+    };
+    await transcode('flat.mp4', 'vp8-plain.mp4', VP8_MP4);
+    await transcode('flat.mp4', 'vp8-burned.mp4', { ...VP8_MP4, captions });
+    const luma = (name: string, seconds: number) => lumaAt(servedPath(name), seconds);
+    const at = changedRows(
+      await luma('vp8-plain.mp4', 1.5),
+      await luma('vp8-burned.mp4', 1.5),
+      320,
+    );
+    expect(at?.first, JSON.stringify(at)).to.be.at.least(160);
+    expect(at?.last, JSON.stringify(at)).to.be.below(240);
+    const between = [await luma('vp8-plain.mp4', 2.5), await luma('vp8-burned.mp4', 2.5)] as const;
+    expect(changedRows(...between, 320), 'no cue at 2.5 s').to.equal(undefined);
+    const tracks = await mp4WebVttTracks(servedPath('vp8-burned.mp4'));
+    expect(tracks.map((t) => [t.name, t.cues])).to.deep.equal([['English', HELLO_WORLD]]);
+  });
 }

@@ -78,11 +78,11 @@ export interface CaptionTrackReport {
    */
   language: string;
   /**
-   * The track's name in players' menus (MP4: its handler name; WebM: its title).
+   * The track's name in players' menus (MP4: its handler name, or with VP8 video its track name; WebM: its title).
    */
   label: string;
   /**
-   * How the output carries it: `mov_text` in MP4, `webvtt` in WebM; absent for a burned-in track that is not also a soft track.
+   * How the output carries it: `mov_text` in MP4, `webvtt` in WebM and in MP4 with VP8 video (a `wvtt` track, ISO 14496-30); absent for a burned-in track that is not also a soft track.
    */
   codec?: "mov_text" | "webvtt";
 }

@@ -32,7 +32,10 @@ export interface CaptionTrack {
 /** Largest caption file read from a caller's URL, bytes. */
 export const CAPTION_FILE_MAX_BYTES = 1024 * 1024;
 
-/** Subtitle codecs made of text, which WebVTT can carry; the others (DVD, PGS, DVB) are pictures. */
+/**
+ * Subtitle codecs made of text, which WebVTT can carry; the others are pictures (DVD, PGS, DVB),
+ * or MP4's WebVTT (`wvtt`), text that ffmpeg cannot decode.
+ */
 const TEXT_CODECS = new Set(['mov_text', 'subrip', 'srt', 'ass', 'ssa', 'webvtt', 'text']);
 
 export interface CaptionDeps {
@@ -63,15 +66,16 @@ export function textSubtitleStreams(info: MediaInfo): SubtitleInfo[] {
 
 /**
  * The job's caption tracks: the input's text subtitle streams first, in stream order (unless
- * `keepInput` is false), then the caller's files in request order. Bitmap streams are passed
- * over (logged). A file that cannot be fetched keeps its fetch error's code; one that is not
- * SubRip or WebVTT fails with `input_caption_invalid`; both name it `captions.files[i] ("label")`.
+ * `keepInput` is false), then the caller's files in request order. Bitmap streams, and MP4
+ * WebVTT ones ffmpeg cannot decode, are passed over (logged). A file that cannot be fetched keeps
+ * its fetch error's code; one that is not SubRip or WebVTT fails with `input_caption_invalid`;
+ * both name it `captions.files[i] ("label")`.
  */
 export async function prepareCaptions(deps: CaptionDeps, job: CaptionJob): Promise<CaptionTrack[]> {
   const keepInput = job.captions?.keepInput ?? true;
-  const bitmap = (job.info.subtitleStreams ?? []).filter((s) => !TEXT_CODECS.has(s.codec));
-  if (keepInput && bitmap.length)
-    deps.log.info('captions.bitmap_ignored', { codecs: bitmap.map((s) => s.codec) });
+  const unread = (job.info.subtitleStreams ?? []).filter((s) => !TEXT_CODECS.has(s.codec));
+  if (keepInput && unread.length)
+    deps.log.info('captions.streams_ignored', { codecs: unread.map((s) => s.codec) });
   const streams = textSubtitleStreams(job.info).map((stream, index) => ({ stream, index }));
   const input = keepInput ? await inputTracks(deps, job, streams) : [];
   const files: CaptionTrack[] = [];

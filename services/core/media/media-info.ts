@@ -82,7 +82,10 @@ export interface MediaInfo {
 export interface SubtitleInfo {
   /** The stream's index in the file (what `-map 0:N` names). */
   index: number;
-  /** ffprobe's codec name: mov_text, subrip, ass, ssa, webvtt; dvd_subtitle, hdmv_pgs_subtitle… */
+  /**
+   * ffprobe's codec name: mov_text, subrip, ass, ssa, webvtt; dvd_subtitle, hdmv_pgs_subtitle…;
+   * `wvtt` for an MP4 WebVTT track, which ffmpeg cannot decode.
+   */
   codec: string;
   /** The stream's `language` tag as the file has it (ISO 639-2 in MP4 and Matroska), if any. */
   language?: string;
@@ -146,7 +149,7 @@ export function readMediaInfo(json: ProbeJson, scanned?: PacketSpan): MediaInfo 
   const audioStreams = streams.filter((s) => s.codec_type === 'audio').map(readAudio);
   const video = videoStream ? readVideo(videoStream) : undefined;
   const audio = audioStreams[0];
-  const subtitleStreams = streams.filter((s) => s.codec_type === 'subtitle').map(readSubtitle);
+  const subtitleStreams = streams.filter(isSubtitle).map(readSubtitle);
   const { seconds, source } = bestDuration(json, video, audio, scanned);
   return {
     formatName: json.format?.format_name ?? '',
@@ -237,12 +240,23 @@ function readAudio(s: ProbeStream): AudioInfo {
   };
 }
 
+/**
+ * A subtitle stream, or an MP4 WebVTT track (`wvtt`, ISO 14496-30, what remux-to-mp4.ts writes),
+ * which ffprobe (5.1, and 9.0 still) reads as a data stream of no codec it knows: codec `wvtt`.
+ */
+function isSubtitle(s: ProbeStream): boolean {
+  return s.codec_type === 'subtitle' || isMp4WebVtt(s);
+}
+
+const isMp4WebVtt = (s: ProbeStream): boolean =>
+  s.codec_type === 'data' && s.codec_tag_string === 'wvtt';
+
 function readSubtitle(s: ProbeStream): SubtitleInfo {
   const language = s.tags?.['language'];
   const title = s.tags?.['title'];
   return {
     index: s.index ?? 0,
-    codec: s.codec_name ?? '',
+    codec: isMp4WebVtt(s) ? 'wvtt' : (s.codec_name ?? ''),
     ...(language && language !== 'und' ? { language } : {}),
     ...(title ? { title } : {}),
   };

@@ -80,4 +80,23 @@ describe('the input model, read from captured ffprobe output', () => {
       height: 576,
     });
   });
+
+  it('an MP4 WebVTT track, a data stream to ffprobe, is a subtitle stream of codec wvtt', () => {
+    // ffprobe 5.1 on a VP8-in-MP4 output with one caption track (remux-to-mp4.ts), abridged.
+    const info = readMediaInfo({
+      format: { format_name: 'mov,mp4,m4a,3gp,3g2,mj2', duration: '4.0' },
+      streams: [
+        { index: 0, codec_type: 'video', codec_name: 'vp8', codec_tag_string: 'vp08' },
+        {
+          index: 1,
+          codec_type: 'data',
+          codec_name: 'unknown',
+          codec_tag_string: 'wvtt',
+          tags: { language: 'eng', handler_name: 'MediabunnyTextHandler' },
+        },
+        { index: 2, codec_type: 'data', codec_tag_string: 'tmcd' },
+      ],
+    });
+    expect(info.subtitleStreams).to.deep.equal([{ index: 1, codec: 'wvtt', language: 'eng' }]);
+  });
 });
