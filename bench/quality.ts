@@ -139,7 +139,8 @@ const scratch = await mkdtemp(join(tmpdir(), 'media-bench-quality-'));
 const rows: Row[] = [];
 console.log(
   `${clips.length} clips × ${encoders.length} encoders × ${bitrates.join('/')} kb/s; ` +
-    `peak bound ${f2(peakBoundBits(1, 1) / 1000)}× (1 s) and ${f2(peakBoundBits(1, 2) / 2000)}× (2 s) the request; ` +
+    `peak bound ${f2(peakBoundBits('h264', 1, 1) / 1000)}× (1 s) and ${f2(peakBoundBits('h264', 1, 2) / 2000)}× (2 s) the request for x264/x265, ` +
+    `${f2(peakBoundBits('vp9', 1, 1) / 1000)}× and ${f2(peakBoundBits('vp9', 1, 2) / 2000)}× for libvpx; ` +
     `CPU the least of ${cpuRuns} run${cpuRuns === 1 ? '' : 's'} of each side`,
 );
 console.log(`| ${HEADER.join(' | ')} |`);
@@ -152,7 +153,7 @@ try {
         const c = { clipPath: clip.path, width: clip.width, height: clip.height, encoder, kbps };
         const comparison = await compareWithAnchor(tools, c, scratch, { cpuRuns });
         const row = { clip: name, kind: clip.kind, encoder, kbps, ...comparison };
-        rows.push({ ...row, verdicts: verdicts(kbps, comparison) });
+        rows.push({ ...row, verdicts: verdicts(encoder, kbps, comparison) });
         console.log(`| ${tableRow(rows.at(-1)!)} |`);
       }
   }

@@ -10,11 +10,8 @@ import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
  * (`long-mix`) at 1000 kb/s, where the anchor (no VBV) spends 6.9× the average over 1 s, x264
  * `medium` with a peak of 1.5× scored VMAF 95.46 (5th-percentile frame 82.6) against the
  * anchor's 96.54 (92.3); with 2×, 96.35 (91.3), and x265 96.09 (87.6) and 96.55 (91.9) against
- * its anchor's 96.54 (92.1). x264/x265 enforce it as VBV (hard). VP8 and VP9 run without
- * `-maxrate`/`-bufsize` (with them libvpx spent more than its own two-pass encode on still
- * content, see videoCodecArgs) and stay within the bound as measured by
- * test/integration/rate-control.test.ts. Measured (5 natural/synthetic 720p clips,
- * 1000–4000 kb/s): at most 2.2× over 1 s and 2.0× over 2 s, on still slides with hard cuts.
+ * its anchor's 96.54 (92.1). x264/x265 enforce it as VBV (hard); VP8 and VP9 cannot (see
+ * LIBVPX_BUFFER_SECONDS).
  */
 export const PEAK_FACTOR = 2;
 
@@ -27,6 +24,33 @@ export const PEAK_FACTOR = 2;
  * 1000 kb/s) kept their rates and VMAF within 0.05 of the 2 s buffer's (bench:quality).
  */
 export const BUFFER_SECONDS = 4;
+
+/**
+ * The buffer, in seconds at the requested bitrate, that a player needs for a VP8 or VP9 output
+ * on a link of PEAK_FACTOR × the bitrate: a bound measured, not enforced. libvpx's two-pass
+ * VBR holds no buffer that bounds peaks (`-bufsize` changed no byte of a VP8 encode, and
+ * `-maxrate`, its cap on a section's rate, took VP8's 2 s peak on long-mix from 4.53× to 4.34×
+ * only), so VP8 and VP9 run without `-maxrate`/`-bufsize` (with them libvpx spent more than its
+ * own two-pass encode on still content, see videoCodecArgs). Measured by bench:quality: on the
+ * minute of mixed scenes, VP8 reached 4.80× over 1 s and 4.65× over 2 s at 1000 kb/s (its own
+ * anchor 4.76× and 4.60×), VP9 3.34× and 3.14×; on the 720p clips of 5–15 s, 2.2× and 2.0× at
+ * most (still slides with hard cuts). With 6 s the bound is 8× over 1 s and 5× over 2 s;
+ * test/integration/rate-control.test.ts holds it on the short corpus.
+ */
+export const LIBVPX_BUFFER_SECONDS = 6;
+
+/**
+ * The peak bound of a transcode's video: the most bits it may hold in any window of `seconds`
+ * at `kbps`, `(PEAK_FACTOR × T + buffer) × bitrate`.
+ */
+export function peakBoundBits(
+  encoder: TranscodeSpec['encoder'],
+  kbps: number,
+  seconds: number,
+): number {
+  const buffer = encoder === 'vp8' || encoder === 'vp9' ? LIBVPX_BUFFER_SECONDS : BUFFER_SECONDS;
+  return (PEAK_FACTOR * seconds + buffer) * kbps * 1000;
+}
 
 /** Fraction of a transcode's CPU time its first pass takes, per encoder. */
 export function firstPassShare(encoder: TranscodeSpec['encoder']): number {

@@ -66,7 +66,7 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
         };
         const comparison = await compareWithAnchor(tools, c, caseDir, { reuseAnchor: true });
         const { ours, anchor, retarget } = comparison;
-        const v = verdicts(KBPS, comparison);
+        const v = verdicts(encoder, KBPS, comparison);
         const reference = referenceOf(KBPS, anchor, retarget?.measure);
         const again = retarget
           ? `; anchor at ${retarget.targetKbps} kb/s ${figures(retarget.measure)}`
@@ -79,8 +79,8 @@ describe('rate control against the two-pass anchor (services/transcoder/rate-con
         // for more spends no more), no more than the anchor. The picture is judged against the
         // anchor's run nearest the request.
         expect(v.bitrate, `bitrate: ${says}`).to.equal(true);
-        expect(ours.peak1sBits, `1 s peak: ${says}`).to.be.at.most(peakBoundBits(KBPS, 1));
-        expect(ours.peak2sBits, `2 s peak: ${says}`).to.be.at.most(peakBoundBits(KBPS, 2));
+        expect(ours.peak1sBits, `1 s peak: ${says}`).to.be.at.most(peakBoundBits(encoder, KBPS, 1));
+        expect(ours.peak2sBits, `2 s peak: ${says}`).to.be.at.most(peakBoundBits(encoder, KBPS, 2));
         expect(ours.quality.vmafMean, says).to.be.at.least(
           reference.quality.vmafMean - RULES.vmafMeanDrop,
         );

@@ -3,11 +3,8 @@
 // rate-control.test.ts and bench/quality.ts.
 import { join } from 'node:path';
 import type { TranscodeSpec } from '../../services/core/contracts/types.generated.ts';
-import {
-  BUFFER_SECONDS,
-  PEAK_FACTOR,
-  type TranscodeOptions,
-} from '../../services/transcoder/build-transcode-args.ts';
+import { type TranscodeOptions } from '../../services/transcoder/build-transcode-args.ts';
+import { peakBoundBits } from '../../services/transcoder/rate-control.ts';
 import { encodeToRate, type EncodeOutcome } from '../../services/transcoder/encode-to-rate.ts';
 import { createVideoRateReader } from '../../services/core/media/probe-media.ts';
 import {
@@ -252,10 +249,7 @@ async function anchorMeasure(
   return measureOutput(tools, c, anchorOut, dir, picture, anchorCpu);
 }
 
-/** The documented peak bound (rate-control.ts): bits allowed in any window of `seconds`. */
-export function peakBoundBits(kbps: number, seconds: number): number {
-  return (PEAK_FACTOR * seconds + BUFFER_SECONDS) * kbps * 1000;
-}
+export { peakBoundBits };
 
 /**
  * Issue 27's verdicts on one case; `ceiling` when the picture is at its ceiling (atCeiling),
@@ -368,7 +362,7 @@ export function referenceOf<M extends Rated>(kbps: number, anchor: M, again?: M)
   return miss(again) < miss(anchor) ? again : anchor;
 }
 
-export function verdicts(kbps: number, comparison: Comparison): Verdicts {
+export function verdicts(encoder: Encoder, kbps: number, comparison: Comparison): Verdicts {
   const { ours, anchor, retarget } = comparison;
   const { ceiling, withinRequest, bitrate } = bitrateVerdict(
     kbps,
@@ -385,7 +379,9 @@ export function verdicts(kbps: number, comparison: Comparison): Verdicts {
     withinRequest,
     sameVideo,
     bitrate,
-    peaks: ours.peak1sBits <= peakBoundBits(kbps, 1) && ours.peak2sBits <= peakBoundBits(kbps, 2),
+    peaks:
+      ours.peak1sBits <= peakBoundBits(encoder, kbps, 1) &&
+      ours.peak2sBits <= peakBoundBits(encoder, kbps, 2),
     vmafMean: ours.quality.vmafMean >= reference.quality.vmafMean - RULES.vmafMeanDrop,
     vmafP5: ours.quality.vmafP5 >= reference.quality.vmafP5 - RULES.vmafP5Drop,
     // The same video bit for bit is the same encoder work (the transcoder runs the anchor's own
