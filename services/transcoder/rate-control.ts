@@ -33,7 +33,7 @@ export const BUFFER_SECONDS = 4;
  * only), so VP8 and VP9 run without `-maxrate`/`-bufsize` (with them libvpx spent more than its
  * own two-pass encode on still content, see videoCodecArgs). Measured by bench:quality: on the
  * minute of mixed scenes, VP8 reached 4.80× over 1 s and 4.65× over 2 s at 1000 kb/s (its own
- * anchor 4.76× and 4.60×), VP9 3.34× and 3.14×; on the 720p clips of 5–15 s, 2.2× and 2.0× at
+ * anchor 4.76× and 4.60×), VP9 3.40× and 3.11× at most; on the 720p clips of 5–15 s, 2.2× and 2.0× at
  * most (still slides with hard cuts). With 6 s the bound is 8× over 1 s and 5× over 2 s;
  * test/integration/rate-control.test.ts holds it on the short corpus.
  */
