@@ -133,7 +133,11 @@ function pictureInput(o: TranscodeOptions, moreInputs: string[]): string[] {
 function videoArgs(o: TranscodeOptions, pass: 1 | 2): string[] {
   const kbps = o.targetKbps ?? Number(o.spec.bitrateKbps);
   return [
-    ...videoCodecArgs(o.spec, kbps),
+    ...videoCodecArgs(o.spec, kbps, {
+      ...o.size,
+      frameRate: o.input.video.frameRate,
+      variableFrameRate: o.input.video.variableFrameRate,
+    }),
     ...passArgs(o.spec.encoder, pass, o.passLogPrefix),
     '-fps_mode:v',
     fpsMode(o.spec),

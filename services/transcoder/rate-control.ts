@@ -1,4 +1,5 @@
 import type { TranscodeSpec } from '../core/contracts/types.generated.ts';
+import { h264LevelArgs, type LevelPicture } from '../core/media/h264-level.ts';
 
 /**
  * Peak rate allowed to every encoder, as a multiple of the requested bitrate (`-maxrate`): 2,
@@ -84,11 +85,11 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
  *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips (see
  *   correctedTargetKbps).
- * - The price of the VBV: on still slides with hard cuts (ceiling below 2000 kb/s), x264 spends
- *   7 % more than its anchor at 2000 kb/s (1619 against 1518 kb/s; 11 % with a 2 s buffer),
- *   x265 5 % less.
+ * - The price of the VBV on still slides with hard cuts (ceiling below 2000 kb/s): x265 spends
+ *   5 % less than its anchor at 2000 kb/s; x264 spent 7 % more (1619 against 1518 kb/s) until
+ *   its level was lifted past the keyframe cap of levels 3.1–4.0 (h264LevelArgs).
  */
-export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
+export function videoCodecArgs(spec: TranscodeSpec, kbps: number, picture: LevelPicture): string[] {
   const rate = [
     '-b:v',
     `${kbps}k`,
@@ -99,7 +100,13 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number): string[] {
   ];
   switch (spec.encoder) {
     case 'h264':
-      return ['-c:v', 'libx264', '-preset', 'medium', ...rate, '-profile:v', 'high'];
+      return [
+        ...['-c:v', 'libx264', '-preset', 'medium', ...rate, '-profile:v', 'high'],
+        ...h264LevelArgs(picture, {
+          maxrateKbps: kbps * PEAK_FACTOR,
+          bufsizeKbit: kbps * BUFFER_SECONDS,
+        }),
+      ];
     case 'h265':
       return ['-c:v', 'libx265', '-preset', 'medium', ...rate];
     case 'vp8':

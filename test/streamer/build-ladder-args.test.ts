@@ -106,9 +106,13 @@ function describesTwoPasses(): void {
       expect(a).to.contain('-pass 1 -passlogfile /w/ladder-pass');
       expect(e).to.contain('-pass 2 -passlogfile /w/ladder-pass');
       // The same encoder, rates, keyframes and frame-rate mode in both.
+      expect(e.match(/-level/g)).to.have.length(1);
       for (const part of [
         '-preset slow',
         '-b:v:0 2800k -maxrate:v:0 3360k -bufsize:v:0 3360k',
+        // The 720p rung at level 4.1 (x264 would choose 3.1, whose frame cap is under its
+        // buffer: h264Level); the rungs that fit level 3 are left to x264.
+        '-level:v:0 4.1',
         '-force_key_frames expr:gte(t,n_forced*4) -g 100 -keyint_min 100 -fps_mode:v cfr',
       ]) {
         expect(a).to.contain(part);

@@ -151,6 +151,18 @@ function describesNullFirstPassAudio(): void {
 }
 
 function describesBoundsPeaksMaxrate(): void {
+  it('declares H.264 level 4.1 on both passes where x264 would choose 3.1–4.0 (h264Level)', () => {
+    for (const encoder of encoders) {
+      const passes = buildTranscodeArgs({
+        ...twoPassJob,
+        spec: { encoder, container: encoder === 'h264' ? 'mp4' : 'webm', bitrateKbps: '2000' },
+      });
+      const levels = passes.map((pass) => after(pass, '-level:v'));
+      const expected = encoder === 'h264' ? '4.1' : undefined;
+      expect(levels, encoder).to.deep.equal([expected, expected]);
+    }
+  });
+
   it('bounds peaks: maxrate 2x and a 4 s buffer at the requested bitrate (libvpx: the rate alone)', () => {
     for (const encoder of encoders) {
       const [, second = []] = buildTranscodeArgs({
