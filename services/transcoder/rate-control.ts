@@ -85,6 +85,18 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  * - vp9 cpu-used 2, as the anchor: cpu-used 3 and 4 (row-mt, alt-ref, lag 25) lost 0.9–1.0 VMAF
  *   (2 on the 5th-percentile frame). libvpx two-pass overshoots short clips (see
  *   correctedTargetKbps).
+ * - libvpx's shortfalls where more bits would buy picture are its two passes' own (the anchor's
+ *   too): VP8 on film grain at 1000 kb/s delivers 911 kb/s, VP8 and VP9 on the slides 791 and
+ *   613. No setting measured fills them within the anchor's CPU: `-minrate` (a section's
+ *   least share) of 50 % and 90 % spent less (VP8 slides 717 and 337 kb/s, film grain 787 and
+ *   751); `-undershoot-pct 0`, `-auto-alt-ref 0`, `-max-intra-rate 0` and `-qmax 40` changed
+ *   no byte (VP9 slides, VP8 film grain); `-qmin 0` took VP8's slides to 999 kb/s for +0.22
+ *   VMAF at 1.3× the CPU, but would add filler at every ceiling, where VP8's least quantizer
+ *   (4) is what stops it. The final pass again at a raised target fills them (the anchor's
+ *   second run: +0.81 VMAF on film grain, +0.76 on VP9's slides) at about 1.9× the CPU, and the
+ *   final pass's quantizers cannot tell a ceiling beforehand: bits-weighted, 5.3 (VP8) and 5.1
+ *   (VP9) on the slides at 1000 kb/s, whose bits buy picture, against 4.1 and 0.9 at their
+ *   ceiling at 2000 kb/s and 6.4 and 2.6 on colour bars (of 63; film grain 38.5).
  * - The price of the VBV on still slides with hard cuts (ceiling below 2000 kb/s): x265 spends
  *   5 % less than its anchor at 2000 kb/s; x264 spent 7 % more (1619 against 1518 kb/s) until
  *   its level was lifted past the keyframe cap of levels 3.1–4.0 (h264LevelArgs).

@@ -183,15 +183,14 @@ async function encodeLadderOnce(
   return { cpuSeconds, rungs: measured };
 }
 
-/** The rung at another target, its VBV scaled with it. */
+/**
+ * The rung at another target under the rung's own VBV: its peak and buffer are the stream's
+ * constraints (the rung's HLS BANDWIDTH declares its peak), which a second run may not loosen,
+ * or it answers what the encoder could do with a looser stream. The peak rises only to the
+ * target itself, which x264 needs at least (below it, it encodes at the peak as CBR).
+ */
 function retargeted(rung: Rung, kbps: number): Rung {
-  const scale = (x: number): number => Math.round((x * kbps) / rung.bitrateKbps);
-  return {
-    ...rung,
-    bitrateKbps: kbps,
-    maxrateKbps: scale(rung.maxrateKbps),
-    bufsizeKbps: scale(rung.bufsizeKbps),
-  };
+  return { ...rung, bitrateKbps: kbps, maxrateKbps: Math.max(rung.maxrateKbps, kbps) };
 }
 
 /**
