@@ -102,22 +102,20 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  *   its level was lifted past the keyframe cap of levels 3.1–4.0 (h264LevelArgs).
  */
 export function videoCodecArgs(spec: TranscodeSpec, kbps: number, picture: LevelPicture): string[] {
+  const vbv = { maxrateKbps: Math.round(kbps * PEAK_FACTOR), bufsizeKbit: kbps * BUFFER_SECONDS };
   const rate = [
     '-b:v',
     `${kbps}k`,
     '-maxrate',
-    `${Math.round(kbps * PEAK_FACTOR)}k`,
+    `${vbv.maxrateKbps}k`,
     '-bufsize',
-    `${kbps * BUFFER_SECONDS}k`,
+    `${vbv.bufsizeKbit}k`,
   ];
   switch (spec.encoder) {
     case 'h264':
       return [
         ...['-c:v', 'libx264', '-preset', 'medium', ...rate, '-profile:v', 'high'],
-        ...h264LevelArgs(picture, {
-          maxrateKbps: kbps * PEAK_FACTOR,
-          bufsizeKbit: kbps * BUFFER_SECONDS,
-        }),
+        ...h264LevelArgs(picture, vbv),
       ];
     case 'h265':
       return ['-c:v', 'libx265', '-preset', 'medium', ...rate];
