@@ -231,3 +231,41 @@ export function readStatusRecord(key: string, text: string): StatusEntry | undef
     typeof e.rev === 'number';
   return ok ? (parsed as StatusEntry) : undefined;
 }
+
+/**
+ * The state to keep when a job has two records, `kept` the one with the higher rev: `kept`, with
+ * the facts only `dropped` knows carried over. A job's request and cancel are read from their own
+ * topics, its events from another, and a partition of each may belong to a different status
+ * writer: two writers can fold one job at once, each from what it has read so far, and each
+ * publishes the whole state. The higher rev then wins, and with it the status; but the
+ * submission (its time, digest and job type) and the cancel never change once known, so losing
+ * them to a state folded without them would be for good (an Idempotency-Key repeat answered "still
+ * being recorded" forever). Of two submissions, the earlier is the job's (as foldRequested). Returns
+ * `kept` itself when `dropped` adds nothing.
+ */
+export function withFactsOf(kept: StatusEntry, dropped: StatusEntry): StatusEntry {
+  if (kept.orgId !== dropped.orgId) return kept;
+  let out = kept;
+  const submitted = dropped.submittedAt;
+  if (submitted !== undefined && (kept.submittedAt === undefined || submitted < kept.submittedAt)) {
+    const { requestDigest: _digest, ...rest } = out;
+    out = {
+      ...rest,
+      type: dropped.type,
+      createdAt: dropped.createdAt,
+      submittedAt: submitted,
+      ...(dropped.requestDigest === undefined ? {} : { requestDigest: dropped.requestDigest }),
+    };
+    // A queued first attempt waits from its submission (a state made by a cancel has no such time).
+    if (
+      out.status === 'queued' &&
+      out.queuedSince === undefined &&
+      dropped.queuedSince !== undefined &&
+      out.attempt === dropped.attempt
+    )
+      out.queuedSince = dropped.queuedSince;
+  }
+  if (kept.cancelRequestedAt === undefined && dropped.cancelRequestedAt !== undefined)
+    out = { ...out, cancelRequestedAt: dropped.cancelRequestedAt };
+  return out;
+}

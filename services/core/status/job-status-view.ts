@@ -8,6 +8,7 @@ import {
   foldEvent,
   foldRequested,
   readStatusRecord,
+  withFactsOf,
   type StatusEntry,
 } from './job-status-fold.ts';
 import { createJobStatusStore } from './job-status-store.ts';
@@ -99,7 +100,17 @@ export function createJobStatusView(
     },
     apply: applyEvent,
     async start() {
-      subscriptions.push(await loadView(deps, held, options, log, applyEvent));
+      // A state this copy completed from a record it read is published, if this copy writes.
+      const writeCarried =
+        options.writer === false
+          ? undefined
+          : (jobId: string): void => {
+              writer.publish(jobId).catch((error: unknown) => {
+                // Still unwritten: the job's next state change publishes it.
+                log.warn('job_status.publish_failed', { jobId, error });
+              });
+            };
+      subscriptions.push(await loadView(deps, held, options, log, applyEvent, writeCarried));
       if (options.writer === false) return;
       subscriptions.push(await writer.subscribe(options.writerGroup));
     },
@@ -229,6 +240,7 @@ async function loadView(
   options: JobStatusViewOptions,
   log: Logger,
   applyEvent: (event: JobEvent) => void,
+  writeCarried: ((jobId: string) => void) | undefined,
 ): Promise<Subscription> {
   const started = performance.now();
   const followProgress = (record: BusRecord): void => {
@@ -243,8 +255,10 @@ async function loadView(
       { topic: topics.jobEvents, last: 0 },
     ],
     readyWithinMs: options.readyWithinMs ?? 25_000,
-    handler: async (record) =>
-      record.topic === topics.jobStatus ? readStatus(held, record, log) : followProgress(record),
+    handler: async (record) => {
+      if (record.topic !== topics.jobStatus) return followProgress(record);
+      if (readStatus(held, record, log, writeCarried !== undefined)) writeCarried?.(record.key);
+    },
   });
   log.info('job_status.loaded', {
     jobs: held.size,
@@ -253,27 +267,50 @@ async function loadView(
   return subscription;
 }
 
-/** A record of the status topic: taken unless this copy holds that state or a newer one. */
-function readStatus(held: HeldJobs, record: BusRecord, log: Logger): void {
+/**
+ * A record of the status topic: taken unless this copy holds that state or a newer one, and
+ * either way with the facts of the other carried over (withFactsOf). True when the state this
+ * copy now holds has facts the newest record lacks: it is marked unwritten, for the writer to
+ * publish (a state of higher rev, so every reader, a fresh one too, ends with the facts).
+ */
+function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: boolean): boolean {
   const heldText = held.text(record.key);
   const text = record.value.toString('utf8');
   // The state this copy holds already, most often its own write read back: nothing to parse.
-  if (heldText === text) return;
+  if (heldText === text) return false;
   const entry = readStatusRecord(record.key, text);
-  if (!entry) return log.warn('job_status.record_skipped', { key: record.key });
+  if (!entry) {
+    log.warn('job_status.record_skipped', { key: record.key });
+    return false;
+  }
   const current = heldText === undefined ? undefined : (JSON.parse(heldText) as StatusEntry);
-  if (current && current.rev >= entry.rev) return;
+  if (current && current.rev >= entry.rev) {
+    const completed = withFactsOf(current, entry);
+    if (completed === current) return false;
+    return carry(held, { ...completed, rev: current.rev + 1 }, writes);
+  }
+  const completed = current ? withFactsOf(entry, current) : entry;
   held.unwritten.delete(entry.id);
   // Progress ticks are not in the status topic; keep the newest one seen of the same run.
-  if (
+  const next =
     current?.progressPercent !== undefined &&
     entry.status === 'processing' &&
     current.status === 'processing' &&
     current.attempt === entry.attempt &&
     current.progressPercent > (entry.progressPercent ?? 0)
-  )
-    held.touch({ ...entry, progressPercent: current.progressPercent });
-  else held.touch(entry, text);
+      ? { ...completed, progressPercent: current.progressPercent }
+      : completed;
+  if (completed !== entry) return carry(held, { ...next, rev: entry.rev + 1 }, writes);
+  if (next === entry) held.touch(entry, text);
+  else held.touch(next);
+  return false;
+}
+
+/** Holds a state with facts the status topic's newest record lacks; marked for the writer if any. */
+function carry(held: HeldJobs, entry: StatusEntry, writes: boolean): boolean {
+  held.touch(entry);
+  if (writes) held.unwritten.add(entry.id);
+  return writes;
 }
 
 /** The job as its organisation may see it. */

@@ -17,6 +17,8 @@ export interface HeldStates {
 export interface JobStatusWriter {
   /** Joins the writers' group and writes each state change it reads. */
   subscribe(group?: string): Promise<Subscription>;
+  /** Publishes the job's held state if it is unwritten (after any publish of it under way). */
+  publish(jobId: string): Promise<void>;
 }
 
 /**
@@ -61,6 +63,7 @@ export function createJobStatusWriter(
         concurrency: 8,
         handler: writeStateChange,
       }),
+    publish,
   };
 }
 
