@@ -233,11 +233,27 @@ export function readStatusRecord(key: string, text: string): StatusEntry | undef
 }
 
 /**
- * The state to keep when a job has two records, `kept` the one with the higher rev: `kept`, with
+ * Whether state `a` of a job comes after state `b` in its life: a later attempt, a later stage of
+ * the same attempt (queued, processing, ended), or the same stage written later (the higher rev).
+ * Every fold moves a job forward in this order (a retry to a higher attempt), so a reader that
+ * keeps the later of two states agrees with the fold even when a writer folded from a view that
+ * lagged: a request record read again after a rebalance, by a copy that had not yet read the
+ * job's end, writes `queued` at a higher rev than `succeeded`, and must not bring it back.
+ */
+export function laterThan(a: StatusEntry, b: StatusEntry): boolean {
+  const attempt = (a.attempt ?? 1) - (b.attempt ?? 1);
+  if (attempt !== 0) return attempt > 0;
+  const stage = rank[a.status] - rank[b.status];
+  if (stage !== 0) return stage > 0;
+  return a.rev > b.rev;
+}
+
+/**
+ * The state to keep when a job has two records, `kept` the later one (laterThan): `kept`, with
  * the facts only `dropped` knows carried over. A job's request and cancel are read from their own
  * topics, its events from another, and a partition of each may belong to a different status
  * writer: two writers can fold one job at once, each from what it has read so far, and each
- * publishes the whole state. The higher rev then wins, and with it the status; but the
+ * publishes the whole state. The later state then wins, and with it the status; but the
  * submission (its time, digest and job type) and the cancel never change once known, so losing
  * them to a state folded without them would be for good (an Idempotency-Key repeat answered "still
  * being recorded" forever). Of two submissions, the earlier is the job's (as foldRequested). Returns

@@ -7,6 +7,7 @@ import {
   ACTIVE,
   foldEvent,
   foldRequested,
+  laterThan,
   readStatusRecord,
   withFactsOf,
   type StatusEntry,
@@ -268,10 +269,11 @@ async function loadView(
 }
 
 /**
- * A record of the status topic: taken unless this copy holds that state or a newer one, and
- * either way with the facts of the other carried over (withFactsOf). True when the state this
- * copy now holds has facts the newest record lacks: it is marked unwritten, for the writer to
- * publish (a state of higher rev, so every reader, a fresh one too, ends with the facts).
+ * A record of the status topic: taken unless this copy holds that state or a later one
+ * (laterThan), and either way with the facts of the other carried over (withFactsOf). True when
+ * the record read lacks what this copy now holds (a fact, or a later state it wrote over at a
+ * higher rev): the held state is marked unwritten, for the writer to publish at a higher rev
+ * still, so every reader, a fresh one too, ends with it.
  */
 function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: boolean): boolean {
   const heldText = held.text(record.key);
@@ -284,10 +286,11 @@ function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: bool
     return false;
   }
   const current = heldText === undefined ? undefined : (JSON.parse(heldText) as StatusEntry);
-  if (current && current.rev >= entry.rev) {
+  const rev = Math.max(current?.rev ?? 0, entry.rev) + 1;
+  if (current && !laterThan(entry, current)) {
     const completed = withFactsOf(current, entry);
-    if (completed === current) return false;
-    return carry(held, { ...completed, rev: current.rev + 1 }, writes);
+    if (completed === current && entry.rev <= current.rev) return false;
+    return carry(held, { ...completed, rev }, writes);
   }
   const completed = current ? withFactsOf(entry, current) : entry;
   held.unwritten.delete(entry.id);
@@ -300,7 +303,9 @@ function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: bool
     current.progressPercent > (entry.progressPercent ?? 0)
       ? { ...completed, progressPercent: current.progressPercent }
       : completed;
-  if (completed !== entry) return carry(held, { ...next, rev: entry.rev + 1 }, writes);
+  // A state held at a higher rev is not republished here: it may be this copy's own progress
+  // fold, never written. The copy that holds the later state republishes it (above).
+  if (completed !== entry) return carry(held, { ...next, rev }, writes);
   if (next === entry) held.touch(entry, text);
   else held.touch(next);
   return false;

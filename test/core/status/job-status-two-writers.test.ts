@@ -88,6 +88,8 @@ async function copy(writer = true): Promise<{
 
 const entryOf = (r: OutgoingRecord): StatusEntry =>
   JSON.parse(r.value.toString('utf8')) as StatusEntry;
+const entryFields = (r: BusRecord): Partial<StatusEntry> =>
+  JSON.parse(r.value.toString('utf8')) as StatusEntry;
 
 describe('job status view: two writers folding one job at once', () => {
   for (const [order, records] of [
@@ -148,8 +150,55 @@ describe('job status view: two writers folding one job at once', () => {
   it('takes nothing from a record of another organisation', async () => {
     const c = await copy();
     await c.read(processing);
-    await c.read(record({ ...JSON.parse(submitted.value.toString()), orgId: 'org-b', rev: 1_000 }));
+    await c.read(record({ ...entryFields(submitted), orgId: 'org-b', rev: 1_000 }));
     expect(c.view.submission(JOB, 'org-a')?.requestSeen).to.equal(false);
+    expect(c.published).to.deep.equal([]);
+  });
+});
+
+describe('job status view: two writers folding one job at once, its life', () => {
+  it('keeps a later state over an earlier one written at a higher rev, and publishes it again', async () => {
+    const succeeded = record({
+      status: 'succeeded',
+      updatedAt: '2026-11-23T10:00:09.000Z',
+      rev: 3_000,
+    });
+    // A request record read again after a rebalance, folded by a copy that had not read the end.
+    const stale = record({ ...entryFields(submitted), rev: 4_000 });
+    for (const records of [
+      [succeeded, stale],
+      [stale, succeeded],
+    ]) {
+      const c = await copy();
+      for (const r of records) await c.read(r);
+      expect(c.view.get(JOB, 'org-a')).to.include({ status: 'succeeded', type: 'summary/gif' });
+      expect(c.view.activeJobs('org-a')).to.equal(0);
+      expect(c.view.submission(JOB, 'org-a')?.requestSeen).to.equal(true);
+      // The copy that held the end when the stale record came writes it over; the one that read
+      // the stale record first completes it with the submission, and writes that.
+      expect(c.published.map((r) => entryOf(r))).to.have.length(1);
+      expect(entryOf(c.published[0] as OutgoingRecord)).to.include({
+        status: 'succeeded',
+        submittedAt: '2026-11-23T10:00:00.000Z',
+        rev: 4_001,
+      });
+    }
+  });
+
+  it('a progress tick folded here, at a higher rev than the end the writer recorded, does not hide that end', async () => {
+    const c = await copy();
+    await c.read(processing);
+    c.view.apply({
+      specversion: '1.0',
+      id: `${JOB}:progress`,
+      source: 'test',
+      time: '2026-11-23T10:00:05.000Z',
+      type: 'media.job.progress',
+      data: { jobId: JOB, kind: 'transcode', orgId: 'org-a', attempt: 1, percent: 40 },
+    } as unknown as Parameters<JobStatusView['apply']>[0]);
+    expect(c.view.get(JOB, 'org-a')).to.include({ status: 'processing', progressPercent: 40 });
+    await c.read(record({ status: 'succeeded', rev: 3_000 }));
+    expect(c.view.get(JOB, 'org-a')).to.include({ status: 'succeeded' });
     expect(c.published).to.deep.equal([]);
   });
 });
