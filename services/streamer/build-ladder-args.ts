@@ -196,7 +196,8 @@ function videoCodecArgs(o: LadderArgsOptions, pass: 1 | 2): string[] {
  * only, VBV at 1.2× for 1 s, no alt-ref frames for VP9.
  * - h264 `slow`, the anchor's own, at level 4.1 where x264 would choose 3.1–4.0 (h264Level:
  *   their cap on a frame under VBV, a quarter of a raw picture, is less than a 720p rung's
- *   buffer): `medium` came within 0.11–0.42 VMAF of it on 3 natural clips at 0.63–0.75 of its CPU, but 0.68 below on fast motion starved at 180p 250 kb/s
+ *   buffer): `medium` came within 0.11–0.42 VMAF of it on 3 natural clips at 0.63–0.75 of its
+ *   CPU, but 0.68 below on fast motion starved at 180p 250 kb/s
  *   (test/integration/ladder-rate-control.test.ts); `veryfast`, the setting before two passes,
  *   was 1.2–3.7 below.
  * - h265 `medium`: +0.1 and +2.8 VMAF over `fast` at 1.0–1.36× its CPU; one frame thread per

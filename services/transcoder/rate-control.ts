@@ -96,12 +96,12 @@ const FIRST_PASS_SHARE: Record<TranscodeSpec['encoder'], number> = {
  *   second run: +0.81 VMAF on film grain, +0.76 on VP9's slides) at about 1.9× the CPU, and the
  *   final pass's quantizers cannot tell a ceiling beforehand: bits-weighted, 5.3 (VP8) and 5.1
  *   (VP9) on the slides at 1000 kb/s, whose bits buy picture, against 4.1 and 0.9 at their
- *   ceiling at 2000 kb/s and 6.4 and 2.6 on colour bars (of 63; film grain 38.5). These fill
- *   them neither: the VBR bias (`-qcomp` 0–1: VP8 film grain 901–915 kb/s; VP9 slides 570–723, at 2000 kb/s 1160
- *   against 1167), `-lag-in-frames 25` (no byte changed) or libvpx 1.17 (the VMAF ffmpeg's:
- *   910.9 kb/s again, VP9 slides 557). VP8 starves the film grain's first keyframe group (364–504
- *   kb/s a second at quantizer 45–51) and spends 2785 kb/s in its last second; keyframes every
- *   1 or 2 s land it at −3.3 % and −4.9 % but cost 1.93 and 0.60 VMAF.
+ *   ceiling at 2000 kb/s and 6.4 and 2.6 on colour bars (of 63; film grain 38.5). Nor do these
+ *   fill them: the VBR bias (`-qcomp` 0–1: VP8 film grain 901–915 kb/s; VP9 slides 570–723,
+ *   at 2000 kb/s 1160 against 1167), `-lag-in-frames 25` (no byte changed), libvpx 1.17 (the
+ *   VMAF ffmpeg's: 910.9 kb/s again, VP9 slides 557). VP8 starves the film grain's first
+ *   keyframe group (364–504 kb/s a second at quantizer 45–51) and spends 2785 kb/s in its last
+ *   second; keyframes every 1 or 2 s land it at −3.3 % and −4.9 % but cost 1.93 and 0.60 VMAF.
  * - The price of the VBV on still slides with hard cuts (ceiling below 2000 kb/s): x265 spends
  *   5 % less than its anchor at 2000 kb/s; x264 spent 7 % more (1619 against 1518 kb/s) until
  *   its level was lifted past the keyframe cap of levels 3.1–4.0 (h264LevelArgs).

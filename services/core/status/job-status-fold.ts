@@ -255,9 +255,9 @@ export function laterThan(a: StatusEntry, b: StatusEntry): boolean {
  * writer: two writers can fold one job at once, each from what it has read so far, and each
  * publishes the whole state. The later state then wins, and with it the status; but the
  * submission (its time, digest and job type) and the cancel never change once known, so losing
- * them to a state folded without them would be for good (an Idempotency-Key repeat answered "still
- * being recorded" forever). Of two submissions, the earlier is the job's (as foldRequested). Returns
- * `kept` itself when `dropped` adds nothing.
+ * them to a state folded without them would be for good (an Idempotency-Key repeat answered
+ * "still being recorded" forever). Of two submissions, the earlier is the job's (as
+ * foldRequested). Returns `kept` itself when `dropped` adds nothing.
  */
 export function withFactsOf(kept: StatusEntry, dropped: StatusEntry): StatusEntry {
   if (kept.orgId !== dropped.orgId) return kept;

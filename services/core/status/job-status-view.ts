@@ -258,7 +258,7 @@ async function loadView(
     readyWithinMs: options.readyWithinMs ?? 25_000,
     handler: async (record) => {
       if (record.topic !== topics.jobStatus) return followProgress(record);
-      if (readStatus(held, record, log, writeCarried !== undefined)) writeCarried?.(record.key);
+      if (readStatus(held, record, log)) writeCarried?.(record.key);
     },
   });
   log.info('job_status.loaded', {
@@ -272,10 +272,10 @@ async function loadView(
  * A record of the status topic: taken unless this copy holds that state or a later one
  * (laterThan), and either way with the facts of the other carried over (withFactsOf). True when
  * the record read lacks what this copy now holds (a fact, or a later state it wrote over at a
- * higher rev): the held state is marked unwritten, for the writer to publish at a higher rev
+ * higher rev): the held state is marked unwritten, for a writing copy to publish at a higher rev
  * still, so every reader, a fresh one too, ends with it.
  */
-function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: boolean): boolean {
+function readStatus(held: HeldJobs, record: BusRecord, log: Logger): boolean {
   const heldText = held.text(record.key);
   const text = record.value.toString('utf8');
   // The state this copy holds already, most often its own write read back: nothing to parse.
@@ -290,7 +290,7 @@ function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: bool
   if (current && !laterThan(entry, current)) {
     const completed = withFactsOf(current, entry);
     if (completed === current && entry.rev <= current.rev) return false;
-    return carry(held, { ...completed, rev }, writes);
+    return carry(held, { ...completed, rev });
   }
   const completed = current ? withFactsOf(entry, current) : entry;
   held.unwritten.delete(entry.id);
@@ -305,17 +305,17 @@ function readStatus(held: HeldJobs, record: BusRecord, log: Logger, writes: bool
       : completed;
   // A state held at a higher rev is not republished here: it may be this copy's own progress
   // fold, never written. The copy that holds the later state republishes it (above).
-  if (completed !== entry) return carry(held, { ...next, rev }, writes);
+  if (completed !== entry) return carry(held, { ...next, rev });
   if (next === entry) held.touch(entry, text);
   else held.touch(next);
   return false;
 }
 
-/** Holds a state with facts the status topic's newest record lacks; marked for the writer if any. */
-function carry(held: HeldJobs, entry: StatusEntry, writes: boolean): boolean {
+/** Holds a state the status topic's newest record lacks, marked unwritten (as a local fold is). */
+function carry(held: HeldJobs, entry: StatusEntry): true {
   held.touch(entry);
-  if (writes) held.unwritten.add(entry.id);
-  return writes;
+  held.unwritten.add(entry.id);
+  return true;
 }
 
 /** The job as its organisation may see it. */
