@@ -15,47 +15,161 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, SERVICE_NODE_ARGS, spawnService } from './support/spawn-service.ts';
+import { freePort, SERVICE_NODE_ARGS, spawnCommand } from './support/spawn-service.ts';
 
 const run = promisify(execFile);
 const root = new URL('..', import.meta.url).pathname;
 
-// The Docker image is built with `npm ci --omit=dev --ignore-scripts` from the checked-in
-// lockfile and the schemas and services folders (Dockerfile). The same steps here, in a clean
-// folder, then the all-in-one service started from it: a lockfile out of step with
-// package.json, or a runtime import of a dev dependency, fails this test.
-describe('packaging: the production install from the lockfile', function () {
+/** One instruction of a Dockerfile: continuation lines joined, comments left out. */
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+
+function dockerInstructions(dockerfile: string): Instruction[] {
+  return dockerfile
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => /^\s*(\S+)\s+(.*?)\s*$/.exec(line))
+    .filter((m) => m !== null)
+    .map((m) => ({ keyword: (m[1] ?? '').toUpperCase(), args: m[2] ?? '' }));
+}
+
+/** The words of a shell command as `sh` would pass them (quotes, no expansion). */
+function shellWords(command: string): string[] {
+  if (/[$`]/.test(command)) throw new Error(`a build step with shell expansion: ${command}`);
+  return [...command.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2] ?? m[3] ?? '');
+}
+
+/**
+ * The image's build steps that cannot run on this machine, and why; every other step of the
+ * final stage runs in the test below. A step that is neither fails the test until it is run or
+ * named here.
+ */
+const CANNOT_RUN_HERE: { step: RegExp; why: string }[] = [
+  {
+    step: /^apt-get |^rm -rf \/var\/lib\/apt\/lists/,
+    why: "Debian's packages, installed as root into the image: scripts/test-services/ffmpeg.sh installs the same ones on this machine for every test",
+  },
+  {
+    step: /^COPY --from=vmaf /,
+    why: "the libvmaf ffmpeg of the image's first stage, a pinned PyPI wheel: scripts/test-services/vmaf.sh fetches the same file for the tests",
+  },
+  {
+    step: /^chown (-R )?node(:node)? /,
+    why: "the node user comes with the node base image and is not on this machine: the image's layout test hands the folders to its uid (1000) itself",
+  },
+];
+
+/** The final stage of the image, built in `at('/')`: its steps that ran and those it could not. */
+async function buildImageHere(
+  dockerfile: string,
+  at: (path: string) => string,
+): Promise<{ env: Record<string, string>; workdir: string; skipped: string[] }> {
+  const all = dockerInstructions(dockerfile);
+  const stage = all.slice(all.findLastIndex((i) => i.keyword === 'FROM') + 1);
+  const env: Record<string, string> = {};
+  const skipped: string[] = [];
+  let workdir = '/';
+  const cannotRun = (step: string): boolean => {
+    if (!CANNOT_RUN_HERE.some((c) => c.step.test(step))) return false;
+    skipped.push(step);
+    return true;
+  };
+  const mapped = (value: string): string => (value.startsWith('/') ? at(value) : value);
+  for (const { keyword, args } of stage) {
+    if (keyword === 'WORKDIR') workdir = args;
+    if (keyword === 'WORKDIR') await mkdir(at(workdir), { recursive: true });
+    if (keyword === 'ENV') {
+      const eq = args.indexOf('=');
+      env[args.slice(0, eq)] = args.slice(eq + 1);
+    }
+    if (keyword === 'COPY' && !cannotRun(`COPY ${args}`)) {
+      const words = shellWords(args);
+      const dest = join(at(workdir), words.pop() ?? '.');
+      for (const source of words)
+        await cp(join(root, source), words.length > 1 ? join(dest, source) : dest, {
+          recursive: true,
+        });
+    }
+    if (keyword !== 'RUN') continue;
+    for (const step of args.split(/\s+&&\s+/)) {
+      if (cannotRun(step)) continue;
+      const [command = '', ...rest] = shellWords(step);
+      const stepEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, mapped(v)]));
+      if (command === 'mkdir') await run('mkdir', rest.map(mapped));
+      else if (command === 'node' || command === 'npm')
+        await run(command === 'node' ? process.execPath : 'npm', rest, {
+          cwd: at(workdir),
+          env: { ...process.env, ...stepEnv },
+          maxBuffer: 16 * 1024 * 1024,
+        }).catch((e: unknown) => {
+          throw new Error(`the image's build step failed: ${step}`, { cause: e });
+        });
+      else throw new Error(`a build step this test neither runs nor names: ${step}`);
+    }
+  }
+  return {
+    env: Object.fromEntries(Object.entries(env).map(([k, v]) => [k, mapped(v)])),
+    workdir,
+    skipped,
+  };
+}
+
+// No Docker engine here: the image's final stage is built in a clean folder as its Dockerfile
+// says (its COPY lines, `npm ci --omit=dev` from the lockfile, the compile cache's warm-up with
+// the image's NODE_OPTIONS), every step that can run here run for real, then the all-in-one
+// service started from it with the image's environment. A lockfile out of step with
+// package.json, a runtime import of a dev dependency, or a warm-up that imports a module that
+// is not there fails this test as it would fail `docker build`.
+describe("packaging: the image's build steps, run here", function () {
   this.timeout(300_000);
   let dir: string;
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'media-packaging-'));
-    for (const entry of ['package.json', 'package-lock.json', 'schemas', 'services'])
-      await cp(join(root, entry), join(dir, entry), { recursive: true });
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('npm ci --omit=dev installs from the lockfile, and the all-in-one service starts and takes a job', async () => {
-    const installed = await run(
-      'npm',
-      ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'],
-      { cwd: dir, env: { ...process.env, NODE_ENV: 'production' }, maxBuffer: 16 * 1024 * 1024 },
-    );
-    expect(installed.stderr).not.to.match(/npm error/);
-    const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8')) as {
+  it('builds the final stage from the lockfile, warms the compile cache, and the all-in-one service starts and takes a job', async () => {
+    const at = (path: string): string => join(dir, path);
+    const built = await buildImageHere(await readFile(join(root, 'Dockerfile'), 'utf8'), at);
+    for (const step of built.skipped) {
+      const why = CANNOT_RUN_HERE.find((c) => c.step.test(step))?.why;
+      console.log(`      not run here: ${step.slice(0, 60)}… (${why})`);
+    }
+    expect(built.skipped.length, 'steps not run').to.be.below(8);
+    const app = at(built.workdir);
+    const lock = JSON.parse(await readFile(join(app, 'package-lock.json'), 'utf8')) as {
       packages: Record<string, { dev?: boolean }>;
     };
     expect(Object.keys(lock.packages).length).to.be.greaterThan(100);
+    expect(await readdir(join(app, 'node_modules', 'koa'))).to.include('package.json');
+    expect(await readdir(join(app, 'node_modules'))).not.to.include('mocha');
+    const cache = built.env['NODE_COMPILE_CACHE'] ?? '';
+    expect(cache, 'ENV NODE_COMPILE_CACHE').to.not.equal('');
+    const cached = await readdir(cache, { recursive: true });
+    expect(cached.length, 'compile cache entries').to.be.greaterThan(100);
 
     const port = await freePort();
-    const service = spawnService(join(dir, 'services/all-in-one/main.ts'), {
-      PORT: String(port),
-      DATA_DIR: join(dir, '.data'),
-      API_KEYS: 'packaging-test-key-0123456789:acme',
-      LOG_LEVEL: 'info',
-    });
+    const service = spawnCommand(
+      process.execPath,
+      ['services/all-in-one/main.ts'],
+      {
+        ...built.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: join(dir, '.data'),
+        API_KEYS: 'packaging-test-key-0123456789:acme',
+        LOG_LEVEL: 'info',
+      },
+      { cwd: app },
+    );
     try {
       await service.waitForLog((r) => r['msg'] === 'ingress.listening', 60_000);
       const res = await fetch(`http://127.0.0.1:${port}/transcode`, {
@@ -75,6 +189,10 @@ describe('packaging: the production install from the lockfile', function () {
     } finally {
       expect(await service.stop()).to.equal(0);
     }
+    // The service found every module it loaded in the cache but its main.ts (which the warm-up
+    // never imports: it starts the service), whose stripped code and compiled code it added.
+    const added = (await readdir(cache, { recursive: true })).filter((e) => !cached.includes(e));
+    expect(added, 'cache entries the service added').to.have.length(2);
   });
 });
 
