@@ -7,7 +7,7 @@ import type { JobInput } from '../core/media/read-input.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import { jobInputArgs } from '../core/media/trim.ts';
 import { passArgs } from '../core/media/two-pass.ts';
-import { videoCodecArgs } from './rate-control.ts';
+import { libvpxBudgetKbps, videoCodecArgs } from './rate-control.ts';
 import {
   burnInFilter,
   captionInputs,
@@ -131,7 +131,10 @@ function pictureInput(o: TranscodeOptions, moreInputs: string[]): string[] {
 }
 
 function videoArgs(o: TranscodeOptions, pass: 1 | 2): string[] {
-  const kbps = o.targetKbps ?? Number(o.spec.bitrateKbps);
+  const target = o.targetKbps ?? Number(o.spec.bitrateKbps);
+  const libvpx = o.spec.encoder === 'vp8' || o.spec.encoder === 'vp9';
+  const kbps =
+    libvpx && fpsMode(o.spec) === 'vfr' ? libvpxBudgetKbps(target, o.input.video) : target;
   return [
     ...videoCodecArgs(o.spec, kbps, {
       ...o.size,

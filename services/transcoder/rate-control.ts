@@ -139,6 +139,27 @@ export function videoCodecArgs(spec: TranscodeSpec, kbps: number, picture: Level
 }
 
 /**
+ * The bitrate to give libvpx so that its two passes spend `kbps` over the clip's real length
+ * when frames come at a variable rate and keep their own timestamps (WebM and Matroska: the
+ * `vfr` frame-rate mode). libvpx budgets a two-pass encode as the bitrate times the length its
+ * frames claim, and ffmpeg 5.1 tells it each frame lasts one tick of the encoder's time base,
+ * one over the stream's nominal rate, whatever the timestamps say. A phone clip of nominal 60
+ * fps whose frames come at 30 and 12 a second (24 on average) therefore got 24/60 of the
+ * request: VP9 384 kb/s, VP8 404 kb/s for 1000. Scaled by the nominal rate over the average,
+ * the budget is the request over the real length again; a constant rate (or the `cfr` mode,
+ * where frames are repeated to the nominal rate) leaves `kbps` as it is. x264 and x265 read the
+ * frames' timestamps and need no such scale.
+ */
+export function libvpxBudgetKbps(
+  kbps: number,
+  video: { frameRate: number; variableFrameRate: boolean; nominalFrameRate?: number },
+): number {
+  const nominal = video.nominalFrameRate ?? 0;
+  if (!video.variableFrameRate || !(video.frameRate > 0) || !(nominal > 0)) return kbps;
+  return Math.max(1, Math.round((kbps * nominal) / video.frameRate));
+}
+
+/**
  * Overshoot past which the final pass runs again (delivered video bitrate over the request,
  * less 1): the contract's rule is ±5 %, and the service's measure (packets' bits over the
  * stream's length) may differ from another's by a fraction of a percent.

@@ -120,7 +120,10 @@ export function pooledQuality(samples: readonly QualityScores[]): QualityScores 
 /**
  * VMAF (model v0.6.1), PSNR and SSIM of `distorted` against `reference` (same size), in one run
  * of the libvmaf ffmpeg at `vmafFfmpeg`; its logs are written into `dir`. Timestamps are reset
- * on both so that an encoder's start offset (B-frame delay, edit lists) pairs the right frames.
+ * on both so that an encoder's start offset (B-frame delay, edit lists) pairs the right frames;
+ * with `pairBy` 'order' the n-th frames of both are paired whatever their times (frames at a
+ * variable rate, which a WebM stores to the millisecond: a frame stored a fraction of a
+ * millisecond early would be paired with its neighbour's reference).
  */
 export async function qualityScores(
   vmafFfmpeg: string,
@@ -129,6 +132,7 @@ export async function qualityScores(
   dir: string,
   /** Filters that make the reference the picture the encode was given (default none). */
   referenceFilter = 'null',
+  pairBy: 'time' | 'order' = 'time',
 ): Promise<QualityScores> {
   const vmafLog = join(dir, 'vmaf.json');
   const psnrLog = join(dir, 'psnr.log');
@@ -136,9 +140,10 @@ export async function qualityScores(
   // psnr and ssim pass their first input through, so the three filters chain on one output.
   // The same colour tags on both sides: this ffmpeg (9.x) negotiates colour spaces and would
   // convert a tagged encode (the service's, BT.709) to an untagged clip's, costing it 4 dB.
+  const times = pairBy === 'time' ? 'setpts=PTS-STARTPTS' : 'setpts=N/(25*TB)';
   const graph = [
-    `[0:v]format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS[d]`,
-    `[1:v]${referenceFilter},format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS,split=3[r1][r2][r3]`,
+    `[0:v]format=yuv420p,${BT709_TAGS},${times}[d]`,
+    `[1:v]${referenceFilter},format=yuv420p,${BT709_TAGS},${times},split=3[r1][r2][r3]`,
     `[d][r1]psnr=stats_file=${psnrLog}[d1]`,
     `[d1][r2]ssim=stats_file=${ssimLog}[d2]`,
     `[d2][r3]libvmaf=model=version=vmaf_v0.6.1:n_threads=2:log_fmt=json:log_path=${vmafLog}`,

@@ -31,6 +31,16 @@ export interface EncodeCase {
   height: number;
   encoder: Encoder;
   kbps: number;
+  /**
+   * For a clip whose frames come at a variable rate: its real average rate and its nominal one
+   * (rationals, e.g. `5580/239` and `60/1`). A WebM keeps the frames' own times, and the anchor
+   * is then given the same frames at the average rate, constant, so that libvpx budgets the
+   * clip's real length; it is measured against the clip retimed alike (anchorPicture). An MP4 is
+   * made a constant rate, the nominal one (build-transcode-args.ts, fpsMode), ours and the
+   * anchor's alike (x264 and x265 read the frames' times): both are measured against the clip
+   * made so the same way, frame for frame (oursPicture).
+   */
+  variableRate?: { average: string; nominal: string };
 }
 
 export const containerOf = (encoder: Encoder): 'mp4' | 'webm' =>
@@ -53,6 +63,25 @@ export async function casePicture(c: EncodeCase): Promise<string> {
   return `${pictureFilters(input, { width: c.width, height: c.height }, 'bicubic')},format=yuv420p`;
 }
 
+/** The picture the anchor encodes: casePicture's, a variable WebM's retimed to its average rate. */
+export function anchorPicture(c: EncodeCase, picture: string): string {
+  if (!c.variableRate || containerOf(c.encoder) !== 'webm') return picture;
+  return `${picture},setpts=N/(${c.variableRate.average}*TB)`;
+}
+
+/**
+ * The picture ours is measured against: casePicture's, made a constant rate as ours was where it
+ * is an MP4. ffmpeg 5.1's `cfr` mode fills the ticks between two frames with the earlier one but
+ * for the last, which shows the later one a tick before its time: so the clip goes a tick early,
+ * then `fps` repeats each frame until the next (no frame of 239 paired with a neighbour, where
+ * `fps` alone paired 92 on the 60 fps phone clip).
+ */
+export function oursPicture(c: EncodeCase, picture: string): string {
+  if (!c.variableRate || containerOf(c.encoder) !== 'mp4') return picture;
+  const { nominal } = c.variableRate;
+  return `${picture},setpts=PTS-1/(${nominal}*TB),fps=${nominal}:start_time=0`;
+}
+
 /**
  * The anchor's ffmpeg runs: first pass to null, second pass to `output`; 2 threads, no audio;
  * `picture` the filters of casePicture.
@@ -65,6 +94,13 @@ export function anchorPasses(
 ): string[][] {
   const pass = (n: 1 | 2): string[] => [
     ...['-i', c.clipPath, '-an', '-vf', picture, ...ANCHOR_CODEC[c.encoder], '-b:v', `${c.kbps}k`],
+    // The first pass's null muxer would keep a variable clip's times: the frame counts would
+    // differ, as the transcoder's own passes would without their frame-rate mode.
+    ...(c.variableRate
+      ? containerOf(c.encoder) === 'webm'
+        ? ['-r', c.variableRate.average]
+        : ['-fps_mode', 'cfr']
+      : []),
     // ffmpeg 5.1's -pass does not reach libx265: x265 takes its pass through its own params.
     ...(c.encoder === 'h265'
       ? ['-x265-params', `log-level=error:pass=${n}:stats=${passLogPrefix}-x265.log`]
@@ -139,7 +175,15 @@ export async function measureOutput(
     kbps: deliveredKbps(packets, seconds),
     peak1sBits: maxWindowBits(packets, 1),
     peak2sBits: maxWindowBits(packets, 2),
-    quality: await qualityScores(tools.vmafFfmpeg, output, c.clipPath, dir, picture),
+    // A variable clip's frames all reach the output, in order (the test checks it): paired so.
+    quality: await qualityScores(
+      tools.vmafFfmpeg,
+      output,
+      c.clipPath,
+      dir,
+      picture,
+      c.variableRate ? 'order' : 'time',
+    ),
     cpuSeconds,
   };
 }
@@ -208,20 +252,22 @@ export async function compareWithAnchor(
     encoded = { ...again, cpuSeconds: Math.min(encoded.cpuSeconds, again.cpuSeconds) };
   }
   const ours = {
-    ...(await measureOutput(tools, c, oursOut, dir, picture, encoded.cpuSeconds)),
+    ...(await measureOutput(tools, c, oursOut, dir, oursPicture(c, picture), encoded.cpuSeconds)),
     ...(encoded.retried ? { retried: encoded.retried } : {}),
   };
   const anchorAt = async (targetKbps: number): Promise<EncodeMeasure> => {
     const at = { ...c, kbps: targetKbps };
-    const measure = (): Promise<EncodeMeasure> => anchorMeasure(tools, at, dir, picture, cpuRuns);
+    const retimed = anchorPicture(c, picture);
+    const measure = (): Promise<EncodeMeasure> => anchorMeasure(tools, at, dir, retimed, cpuRuns);
     if (!reuseAnchor) return measure();
     const key = await anchorKey({
       binaries: [tools.ffmpeg, tools.vmafFfmpeg],
       inputs: [c.clipPath],
       recipe: {
-        picture,
+        ...(c.variableRate ? { pairBy: 'order' } : {}),
+        picture: retimed,
         size: [c.width, c.height],
-        passes: anchorPasses(at, 'OUTPUT', 'PASSLOG', picture).map((args) =>
+        passes: anchorPasses(at, 'OUTPUT', 'PASSLOG', retimed).map((args) =>
           args.map((a) => (a === c.clipPath ? 'CLIP' : a)),
         ),
       },
@@ -246,7 +292,7 @@ async function anchorMeasure(
   let anchorCpu = await runMeasured(tools.ffmpeg, anchorRuns);
   for (let run = 1; run < cpuRuns; run++)
     anchorCpu = Math.min(anchorCpu, await runMeasured(tools.ffmpeg, anchorRuns));
-  return measureOutput(tools, c, anchorOut, dir, picture, anchorCpu);
+  return measureOutput(tools, c, anchorOut, dir, oursPicture(c, picture), anchorCpu);
 }
 
 export { peakBoundBits };

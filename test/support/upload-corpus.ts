@@ -40,6 +40,13 @@ export interface UploadCase {
     dynamicRange: 'sdr' | 'pq' | 'hlg';
     interlaced: boolean;
   };
+  /** Frames come at a variable rate (phones in low light, screen recorders on a still). */
+  variableFrameRate?: true;
+  /**
+   * The picture moves and is noisy enough that every encoder can spend the contract's least
+   * rate (1000 kb/s) on it: a transcode must land within 5 % of the request.
+   */
+  fillsRequest?: true;
   /** The job must fail with this error code instead of succeeding. */
   refusedWith?: string;
   /** For HDR cases: path of an SDR reference clip of the same content. */
@@ -214,8 +221,37 @@ function phone(
     name,
     file: `${name}.${o.hevc ? 'mov' : 'mp4'}`,
     kind: 'phone',
+    ...(o.vfr ? { variableFrameRate: true } : {}),
     expect: sdr(w, h, 2, 2, { rotation: cw }),
     make: (out, scratch) => (cw === 0 ? encode(out, 'null') : rotated(out, scratch, cw, encode)),
+  };
+}
+
+/**
+ * A phone's 60 fps mode as the light changes: nominal 60 fps (its time base), frames at 30 a
+ * second with a stretch at 12 from 1.5 s to 3 s (23 a second on average), with temporal noise
+ * so that the bits asked for can be spent.
+ */
+function phoneVfrBusy(name: string): Recipe {
+  const slowStretch = 'select=if(between(t\\,1.5\\,3)\\,not(mod(n\\,5))\\,not(mod(n\\,2)))';
+  return {
+    name,
+    file: `${name}.mp4`,
+    kind: 'phone',
+    variableFrameRate: true,
+    fillsRequest: true,
+    expect: sdr(640, 360, 4, 2),
+    make: (out) =>
+      ff(
+        ...lavfi(
+          `${picture(640, 360, { rate: 60, seconds: 4 })},noise=alls=16:allf=t,${slowStretch}`,
+          tone(4),
+        ),
+        ...[...H264, '-crf', '14'],
+        ...AAC,
+        ...PASSTHROUGH,
+        out,
+      ),
   };
 }
 
@@ -224,6 +260,7 @@ function screen(name: string, file: string, w: number, h: number, extra: string[
     name,
     file,
     kind: 'screen',
+    variableFrameRate: true,
     expect: sdr(w, h, 3, 0),
     make: (out) =>
       ff(
@@ -357,6 +394,7 @@ const RECIPES: Recipe[] = [
   phone('phone-upside-down-180', 180),
   phone('phone-landscape-hevc-0', 0, { hevc: true }),
   phone('phone-portrait-vfr-90', 90, { vfr: true }),
+  phoneVfrBusy('phone-60fps-vfr-busy'),
   screen('screen-642x362-stills', 'screen-642x362-stills.mp4', 642, 362, [...H264]),
   screen('screen-683x384-yuv444', 'screen-683x384-yuv444.mkv', 683, 384, [
     ...['-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv444p'],

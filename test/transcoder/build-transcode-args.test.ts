@@ -94,6 +94,8 @@ function describesTwoPasses(): void {
     describesNullFirstPassAudio();
 
     describesBoundsPeaksMaxrate();
+
+    describesVariableFrameRate();
   });
 }
 
@@ -147,6 +149,43 @@ function describesNullFirstPassAudio(): void {
         `${encoder}/${container}`,
       ).to.deep.equal([mode, mode]);
     }
+  });
+}
+
+function describesVariableFrameRate(): void {
+  it('libvpx in WebM on a variable frame rate is given the request scaled by the nominal rate over the average (libvpxBudgetKbps); the rest the request', () => {
+    // A phone's nominal 60 fps, frames at 24 a second on average: libvpx would budget 24/60 of
+    // the request.
+    const info = mediaInfo({ width: 640, height: 360 });
+    const video = { ...info.video, frameRate: 24, variableFrameRate: true, nominalFrameRate: 60 };
+    const vfr = jobInputOf('/tmp/in', { ...info, video });
+    const cases = [
+      { encoder: 'vp9', container: 'webm', rate: '2500k' },
+      { encoder: 'vp8', container: 'webm', rate: '2500k' },
+      // VP8 in MP4 is written as Matroska, its frames as timed.
+      { encoder: 'vp8', container: 'mp4', rate: '2500k' },
+      // A constant rate (MP4's mode) repeats frames to the nominal rate: nothing to scale.
+      { encoder: 'vp9', container: 'mp4', rate: '1000k' },
+      { encoder: 'h264', container: 'mp4', rate: '1000k' },
+      { encoder: 'h265', container: 'mp4', rate: '1000k' },
+    ] as const;
+    for (const { encoder, container, rate } of cases) {
+      const passes = buildTranscodeArgs({
+        ...twoPassJob,
+        input: vfr,
+        spec: { encoder, container, bitrateKbps: '1000' },
+      });
+      expect(
+        passes.map((p) => after(p, '-b:v')),
+        `${encoder}/${container}`,
+      ).to.deep.equal([rate, rate]);
+    }
+    // A constant-rate input: the request as it is.
+    const [, second = []] = buildTranscodeArgs({
+      ...twoPassJob,
+      spec: { encoder: 'vp9', container: 'webm', bitrateKbps: '1000' },
+    });
+    expect(after(second, '-b:v')).to.equal('1000k');
   });
 }
 

@@ -36,6 +36,13 @@ export interface VideoInfo {
   frameRate: number;
   /** The stream's base rate and its average differ: frames come at irregular times. */
   variableFrameRate: boolean;
+  /**
+   * The rate ffmpeg 5.1 gives an encoder of this stream when none is set (its
+   * av_guess_frame_rate): the base rate (`r_frame_rate`), or the average where the base rate is
+   * a timestamp resolution (above 210 with an average below 70). An encoder's time base is one
+   * over it. 0 when unknown; absent in models made by hand.
+   */
+  nominalFrameRate?: number;
   fieldOrder: FieldOrder;
   /** Bits per sample of the decoded picture (8, 10, 12). */
   bitDepth: number;
@@ -207,6 +214,7 @@ function readVideo(s: ProbeStream): VideoInfo {
     sampleAspectRatio,
     frameRate: round3(frameRate),
     variableFrameRate: avg > 0 && base > 0 && Math.abs(avg - base) / base > 0.01,
+    nominalFrameRate: round3(avg > 0 && avg < 70 && base > 210 ? avg : base),
     fieldOrder: fieldOrderOf(s.field_order),
     bitDepth: bitDepthOf(s),
     ...(s.pix_fmt ? { pixFmt: s.pix_fmt } : {}),
