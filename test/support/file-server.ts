@@ -21,6 +21,8 @@ export interface ReceivedCallback {
 export interface TestServer {
   url: string;
   dir: string;
+  /** The request targets (path and query, as sent) of the PUTs stored, in order. */
+  puts: string[];
   callbacks: ReceivedCallback[];
   /** Status a callback path answers with (default 200). */
   callbackStatus: Map<string, number>;
@@ -43,6 +45,7 @@ export interface TestServerOptions {
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const dir = await mkdtemp(join(tmpdir(), 'media-test-files-'));
+  const puts: string[] = [];
   const callbacks: ReceivedCallback[] = [];
   const callbackStatus = new Map<string, number>();
   const waiters = new Set<() => void>();
@@ -54,6 +57,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
         const path = join(dir, name);
         if (req.method === 'PUT') {
           await pipeline(req, createWriteStream(path));
+          puts.push(req.url ?? '');
           options.onUpload?.(name, (await stat(path)).size);
           return res.writeHead(201).end();
         }
@@ -89,6 +93,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   return {
     url: `http://127.0.0.1:${port}`,
     dir,
+    puts,
     callbacks,
     callbackStatus,
     waitForCallback: (predicate, timeoutMs) =>

@@ -205,6 +205,34 @@ function describesReportsQualityOutputUploads(): void {
     expect(quality?.ssim?.min).to.be.closeTo(worst, 1e-5);
   });
 
+  it('an output URL with a query (presigned): the per-frame file at the path plus .quality.json, the query kept', async () => {
+    const query =
+      'X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20260101%2Fus-east-1%2Fs3' +
+      '&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=0f1e2d3c';
+    const name = 'out-signed.mp4';
+    const result = await handler(
+      job(
+        { encoder: 'h264', container: 'mp4', bitrateKbps: '1000', quality: { frames: true } },
+        'input.mp4',
+        `${name}?${query}`,
+      ),
+      ctx,
+    );
+    expect(result.quality?.framesUrl).to.equal(`${files.url}/files/${name}.quality.json?${query}`);
+    expect(files.puts).to.include.members([
+      `/files/${name}?${query}`,
+      `/files/${name}.quality.json?${query}`,
+    ]);
+    const perFrame = JSON.parse(
+      await readFile(join(files.dir, `${name}.quality.json`), 'utf8'),
+    ) as { frames: unknown[] };
+    expect(perFrame.frames).to.have.length(50);
+    const video = (await ffprobe(join(files.dir, name))).streams.find(
+      (s) => s.codec_type === 'video',
+    );
+    expect(video?.codec_name, 'the output is still the video').to.equal('h264');
+  });
+
   it('measures nothing when the report is switched off', async () => {
     const result = await handler(
       job(

@@ -80,8 +80,8 @@ function deinterlaceFilters(parity: FieldParity, video: VideoInfo): string[] {
  * PQ or HLG to SDR: to linear light (100 nits as 1.0), BT.2020 primaries to BT.709, Möbius
  * curve (keeps mid-tones as they are and rolls highlights off; Hable darkened a 203-nit
  * reference white to a mean luma of 84 against the SDR source's 125, Möbius 120), then the
- * BT.709 transfer and matrix in limited range. A plain cut to 8 bits keeps the PQ or HLG
- * signal, so the picture is washed out and its colours pale.
+ * BT.709 transfer (out-of-gamut colours clipped) and matrix in limited range. A plain cut to
+ * 8 bits keeps the PQ or HLG signal, so the picture is washed out and its colours pale.
  */
 function toneMapFilter(video: VideoInfo): string {
   const transfer = video.dynamicRange === 'pq' ? 'smpte2084' : 'arib-std-b67';
@@ -96,7 +96,14 @@ function toneMapFilter(video: VideoInfo): string {
     'format=gbrpf32le',
     'zscale=p=709',
     'tonemap=tonemap=mobius:desat=0',
-    'zscale=t=709:m=709:r=limited',
+    // The gamut conversion leaves out-of-gamut colours negative, and zimg 3.0.4 (Debian 12's
+    // ffmpeg) and the later zimg of the libvmaf ffmpeg make different pictures of them in one
+    // `t=709:m=709` step (luma PSNR 46 dB between the two on an HDR10 clip, which took 4.1 dB
+    // off the quality report's PSNR, its reference made by the other build). The transfer
+    // alone into 16 bits clips them, the same in both builds.
+    'zscale=t=709',
+    'format=gbrp16le',
+    'zscale=m=709:r=limited',
     'format=yuv420p',
   ].join(',');
 }

@@ -53,7 +53,7 @@ describe('picture filters (what every output shows)', () => {
       expect(chain).to.match(new RegExp(`^zscale=tin=${transfer}:pin=2020:min=2020_ncl`));
       expect(chain)
         .to.contain('tonemap=tonemap=mobius')
-        .and.contain('zscale=t=709:m=709:r=limited');
+        .and.contain('zscale=t=709,format=gbrp16le,zscale=m=709:r=limited');
       expect(chain.indexOf('tonemap')).to.be.below(chain.indexOf('scale=640'));
       expect(colourFilters({ video })).to.contain('tonemap');
     }
