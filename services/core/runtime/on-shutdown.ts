@@ -15,8 +15,13 @@ export const STOP_WIND_DOWN_MS = 55_000;
 export const STOP_STALL_MS = 5000;
 
 export interface ShutdownOptions {
-  /** SHUTDOWN_GRACE_MS: the process exits at the latest this + STOP_WIND_DOWN_MS after the signal. */
+  /** SHUTDOWN_GRACE_MS: the process exits at the latest this + `windDownMs` after the signal. */
   graceMs: number;
+  /**
+   * What the stop may take after the grace before it is cut short, ms (default
+   * STOP_WIND_DOWN_MS, 55 s; no setting changes it: a test's own stop deadline is shorter).
+   */
+  windDownMs?: number;
 }
 
 /**
@@ -28,10 +33,10 @@ export interface ShutdownOptions {
  * forwards the signal it gets to the service, which a terminal's Ctrl-C or a process-group kill
  * has already reached, so one request to stop arrives twice.
  *
- * Whatever the stop waits for, the process ends: a stop still running STOP_WIND_DOWN_MS after
- * the grace is cut short (exit 1), and a main thread that stops turning its event loop for
- * STOP_STALL_MS, where no timer of its own can run, is killed by a watchdog thread
- * (loop-watchdog.ts).
+ * Whatever the stop waits for, the process ends: a stop still running `windDownMs` after the
+ * grace is cut short (exit 1; the `deadlineMs` of the `service.stopping` line says when), and a
+ * main thread that stops turning its event loop for STOP_STALL_MS, where no timer of its own can
+ * run, is killed by a watchdog thread (loop-watchdog.ts).
  */
 export function onShutdown(
   log: Logger,
@@ -55,8 +60,9 @@ export function onShutdown(
       process.exit(1);
     }
     requestedAt = Date.now();
-    log.info('service.stopping', { signal });
-    armStopDeadline(log, options.graceMs + STOP_WIND_DOWN_MS);
+    const deadlineMs = options.graceMs + (options.windDownMs ?? STOP_WIND_DOWN_MS);
+    log.info('service.stopping', { signal, deadlineMs });
+    armStopDeadline(log, deadlineMs);
     if (stopService) runStop(stopService);
   };
   process.on('SIGTERM', handler);

@@ -1,11 +1,33 @@
 import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
-import { spawnService } from '../../support/spawn-service.ts';
+import { STOP_WIND_DOWN_MS } from '../../../services/core/runtime/on-shutdown.ts';
+import { spawnService, type SpawnedService } from '../../support/spawn-service.ts';
 
 const fixture = fileURLToPath(
   new URL('../../support/fixtures/slow-start-service.ts', import.meta.url),
 );
+const deadlineFixture = fileURLToPath(
+  new URL('../../support/fixtures/stop-deadline-service.ts', import.meta.url),
+);
 const messages = (logs: Record<string, unknown>[]): unknown[] => logs.map((r) => r['msg']);
+
+/**
+ * SIGTERM, then the exit code and how long after the signal the process exited, ms. A process
+ * still running `killAfterMs` after the signal is killed (code null), so that a stop deadline
+ * that does not work fails the test instead of leaving the process behind.
+ */
+async function terminate(
+  service: SpawnedService,
+  killAfterMs = 10_000,
+): Promise<{ code: number | null; ms: number }> {
+  const exited = new Promise<number | null>((resolve) => service.child.once('exit', resolve));
+  const signalled = performance.now();
+  service.child.kill('SIGTERM');
+  const kill = setTimeout(() => service.child.kill('SIGKILL'), killAfterMs);
+  const code = await exited;
+  clearTimeout(kill);
+  return { code, ms: performance.now() - signalled };
+}
 
 describe('runtime: stopping on SIGTERM', function () {
   this.timeout(20_000);
@@ -67,5 +89,49 @@ describe('runtime: stopping on SIGTERM', function () {
     expect(Date.now() - signalled).to.be.within(5000, 8000);
     expect(signal).to.equal('SIGKILL');
     expect(stderr).to.contain('stopped turning its event loop');
+  });
+});
+
+describe('runtime: the stop deadline', function () {
+  this.timeout(20_000);
+
+  it('is SHUTDOWN_GRACE_MS + 55 s in a service (the service.stopping line says so)', async () => {
+    const service = spawnService(fixture, { LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '1234' });
+    await service.waitForLog((r) => r['msg'] === 'slow.started', 10_000);
+    expect((await terminate(service)).code).to.equal(0);
+    const stopping = service.logs.find((r) => r['msg'] === 'service.stopping');
+    expect(stopping?.['deadlineMs']).to.equal(1234 + STOP_WIND_DOWN_MS);
+    expect(STOP_WIND_DOWN_MS).to.equal(55_000);
+  });
+
+  // A short deadline (the 55 s made injectable), which must be grace + wind-down: 1000 + 1500.
+  // Timers never fire early, so the lower bound holds on any load; a deadline of the grace
+  // alone (1000) or of the wind-down alone (1500) is 900 ms or more under it.
+  const shortDeadline = { GRACE_MS: '1000', WIND_DOWN_MS: '1500' };
+  const deadlineMs = 2500;
+
+  it('a stop still running at grace + wind-down is cut short: exit 1 with service.stop_timed_out', async () => {
+    const service = spawnService(deadlineFixture, { ...shortDeadline, STOP_MS: 'never' });
+    await service.waitForLog((r) => r['msg'] === 'deadline.started', 10_000);
+    const { code, ms } = await terminate(service, deadlineMs + 5000);
+    expect(code, 'exit code (null: still running 5 s after the deadline, killed)').to.equal(1);
+    const timedOut = service.logs.find((r) => r['msg'] === 'service.stop_timed_out');
+    expect(timedOut, JSON.stringify(service.logs)).to.deep.include({
+      level: 'error',
+      afterMs: deadlineMs,
+    });
+    expect(messages(service.logs)).not.to.include('deadline.stopped');
+    // Not before the deadline (nor 5 s after it: killed above, whatever the load).
+    expect(ms).to.be.at.least(deadlineMs - 100);
+  });
+
+  it('a stop that ends past the grace but before the deadline exits 0, not cut short', async () => {
+    const service = spawnService(deadlineFixture, { ...shortDeadline, STOP_MS: '1500' });
+    await service.waitForLog((r) => r['msg'] === 'deadline.started', 10_000);
+    const { code, ms } = await terminate(service);
+    expect(code).to.equal(0);
+    expect(messages(service.logs)).to.include('deadline.stopped');
+    expect(messages(service.logs)).not.to.include('service.stop_timed_out');
+    expect(ms).to.be.at.least(1500 - 100);
   });
 });
