@@ -4,7 +4,7 @@ import type { LadderEncoder, Rung } from './ladder.ts';
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { PreparedWatermark } from '../core/watermarks/prepare-watermark.ts';
 import type { JobInput } from '../core/media/read-input.ts';
-import type { QualityReference } from '../core/media/quality-args.ts';
+import { encodedFrameRate, type QualityReference } from '../core/media/quality-args.ts';
 import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import { jobInputArgs } from '../core/media/trim.ts';
 import { passArgs, x265PassParams } from '../core/media/two-pass.ts';
@@ -143,10 +143,12 @@ export function ladderReference(
   const top = rungs[0];
   if (!top) throw new Error('a ladder needs at least one rung');
   const picture = pictureFilters(input, top, 'bicubic');
+  const frameRate = encodedFrameRate(input);
   return {
     reference: {
       inputs: [jobInputArgs(input)],
       chain: (first) => `[${first}:${input.video.index}]${picture}`,
+      ...(frameRate ? { frameRate } : {}),
     },
     rungFilters: rungs.map((r, k) => (k === 0 ? undefined : downscale(r))),
   };

@@ -178,7 +178,10 @@ function describesRungsQualityReference(): void {
         threads: 2,
       });
       expect(args.filter((a) => a === '/in/input')).to.have.length(1);
-      expect(graphOf(args)).to.contain(',setpts=PTS-STARTPTS,split=4[b0][b1][b2][b3];');
+      // Both sides on the input's frame grid (25 fps here), in microseconds (quality-args.ts).
+      const grid = 'settb=AVTB,setpts=round((PTS-STARTPTS)*TB*25)/(25*TB)';
+      expect(graphOf(args)).to.contain(`,${grid},split=4[b0][b1][b2][b3];`);
+      expect(graphOf(args)).to.contain(`,${grid}[d0_0];`);
     });
 
     it('needs a rung', () => {

@@ -214,7 +214,7 @@ function readVideo(s: ProbeStream): VideoInfo {
     sampleAspectRatio,
     frameRate: round3(frameRate),
     variableFrameRate: avg > 0 && base > 0 && Math.abs(avg - base) / base > 0.01,
-    nominalFrameRate: round3(avg > 0 && avg < 70 && base > 210 ? avg : base),
+    nominalFrameRate: avg > 0 && avg < 70 && base > 210 ? avg : base,
     fieldOrder: fieldOrderOf(s.field_order),
     bitDepth: bitDepthOf(s),
     ...(s.pix_fmt ? { pixFmt: s.pix_fmt } : {}),

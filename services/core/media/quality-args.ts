@@ -21,6 +21,14 @@ export interface QualityReference {
    * before it), ending in one unlabelled video output: e.g. `[1:0]scale=640:360`.
    */
   chain: (first: number) => string;
+  /**
+   * Frames per second the outputs were encoded at (the encoder's time base, one over the
+   * input's nominal rate): both sides' times are put on its grid before frames are paired, so a
+   * frame stored a fraction of its length off its time (WebM keeps whole milliseconds, and an
+   * Opus pre-roll moves the video's start: 33 ms against the reference's 33.3) pairs with its
+   * own reference frame and not the one before. Unset: frames pair by their times as they are.
+   */
+  frameRate?: number;
 }
 
 /** Where the metrics ffmpeg writes its per-frame figures. */
@@ -61,24 +69,41 @@ export interface QualityArgsOptions {
  * a ladder rung): the same filters, so the same deinterlacing, rotation, tone map and scaling.
  */
 export function inputReference(input: JobInput, size: OutputSize): QualityReference {
+  const frameRate = encodedFrameRate(input);
   return {
     inputs: [jobInputArgs(input)],
     chain: (first) => `[${first}:${input.video.index}]${pictureFilters(input, size, 'bicubic')}`,
+    ...(frameRate ? { frameRate } : {}),
   };
+}
+
+/** The rate ffmpeg encodes the input's frames at (its nominal rate), when the probe knows it. */
+export function encodedFrameRate(input: JobInput): number | undefined {
+  const rate = input.video.nominalFrameRate || input.video.frameRate;
+  return rate > 0 ? rate : undefined;
+}
+
+/**
+ * Times from 0, on the grid of `frameRate` frames a second when there is one: in microseconds on
+ * both sides, whatever each file's time base, so that the same slot is the same number.
+ */
+function fromZero(frameRate: number | undefined): string {
+  if (!frameRate) return 'setpts=PTS-STARTPTS';
+  return `settb=AVTB,setpts=round((PTS-STARTPTS)*TB*${frameRate})/(${frameRate}*TB)`;
 }
 
 /**
  * One ffmpeg for every metric of every target, so each file is decoded once (a whole ladder's
  * reference too): the reference is made once and split to the targets, each branch through the
  * target's referenceFilter; each output passes through psnr, ssim and libvmaf in turn (each
- * passes its first input on unchanged), its branch split to the three. Both sides start at 0 and
- * are 8-bit 4:2:0 like every output, so frames pair by timestamp and the filters compare like
- * with like.
+ * passes its first input on unchanged), its branch split to the three. Both sides start at 0 (on
+ * the reference's frame grid, when it has one) and are 8-bit 4:2:0 like every output, so frames
+ * pair by timestamp and the filters compare like with like.
  */
 export function qualityArgs(o: QualityArgsOptions): string[] {
   const n = o.targets.length;
   if (n === 0) throw new Error('a quality measurement needs an output');
-  const shared = `${o.reference.chain(n)},setpts=PTS-STARTPTS`;
+  const shared = `${o.reference.chain(n)},${fromZero(o.reference.frameRate)}`;
   const graph = [
     fanOut(
       shared,
@@ -115,7 +140,7 @@ function targetGraph(o: QualityArgsOptions, t: QualityTarget, k: number): string
   // BT.709): 4 dB of PSNR lost to a conversion that is not in the output.
   const reference = `[b${k}]${t.referenceFilter ? `${t.referenceFilter},` : ''}format=yuv420p,${BT709_TAGS}`;
   return [
-    `${output}format=yuv420p,${BT709_TAGS},setpts=PTS-STARTPTS[d${k}_0]`,
+    `${output}format=yuv420p,${BT709_TAGS},${fromZero(o.reference.frameRate)}[d${k}_0]`,
     fanOut(
       reference,
       metrics.map((_, i) => `[r${k}_${i}]`),

@@ -123,5 +123,21 @@ function describesDecodesReferenceOnceSeveral(): void {
     expect(ref.inputs).to.have.length(1);
     expect(ref.inputs[0]?.slice(-2)).to.deep.equal(['-i', '/w/input']);
     expect(ref.chain(1)).to.equal(`[1:2]${pictureFilters(input, size, 'bicubic')}`);
+    // The frames are put on the grid of the rate they were encoded at: the nominal one.
+    expect(ref.frameRate).to.equal(25);
+    const vfr = { ...input.video, frameRate: 23.3, nominalFrameRate: 60 };
+    expect(inputReference({ ...input, video: vfr }, size).frameRate).to.equal(60);
+  });
+
+  it('on a frame grid, both sides are put on it in microseconds before frames pair', () => {
+    const args = qualityArgs({
+      targets: [{ outputPath: 'out.webm', logs: { psnr: 'p', ssim: 's' } }],
+      reference: { ...reference, frameRate: 30 },
+      vmafSubsample: 1,
+      threads: 1,
+    });
+    const grid = 'settb=AVTB,setpts=round((PTS-STARTPTS)*TB*30)/(30*TB)';
+    expect(graphOf(args)).to.contain(`[1:0]null,${grid}[b0]`);
+    expect(graphOf(args)).to.contain(`[0:v:0]format=yuv420p,${T},${grid}[d0_0]`);
   });
 }
