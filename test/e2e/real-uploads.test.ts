@@ -2,9 +2,8 @@
 // the outputs checked by ffprobe and a decode. A title naming "fails before #21" records how the
 // case failed on the code before the issue's change (commit 8b6990f).
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { copyFile, link, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, link, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,7 +40,7 @@ import {
   frameSeconds,
   summaryProblems,
 } from '../support/documented-output.ts';
-import { generateUploadCorpus, uploadCases, type UploadCase } from '../support/upload-corpus.ts';
+import { cachedUploadCorpus, uploadCases, type UploadCase } from '../support/upload-corpus.ts';
 import { deliveredKbps, videoPackets } from '../support/encode-measures.ts';
 
 const run = promisify(execFile);
@@ -441,13 +440,8 @@ describe('real uploads end to end (issue 21)', function () {
   before(async function () {
     this.timeout(600_000);
     files = await startTestServer();
-    // Cached between runs in a directory named after the generator's source.
-    const source = await readFile(new URL('../support/upload-corpus.ts', import.meta.url));
-    const hash = createHash('sha256').update(source).digest('hex').slice(0, 12);
-    const cache = join(tmpdir(), `upload-corpus-${hash}`);
-    await mkdir(cache, { recursive: true });
-    await generateUploadCorpus(cache);
-    for (const c of uploadCases(cache)) {
+    const { dir: cache, cases: made } = await cachedUploadCorpus();
+    for (const c of made) {
       await link(join(cache, c.file), join(files.dir, c.file)).catch(() =>
         copyFile(join(cache, c.file), join(files.dir, c.file)),
       );

@@ -8,8 +8,7 @@
 // fps against 23 on average). Anchors are kept between runs as in rate-control.test.ts.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -23,7 +22,7 @@ import {
   type EncodeMeasure,
   type Encoder,
 } from '../support/rate-control-anchor.ts';
-import { generateUploadCorpus, type UploadCase } from '../support/upload-corpus.ts';
+import { cachedUploadCorpus, type UploadCase } from '../support/upload-corpus.ts';
 
 const run = promisify(execFile);
 const FFPROBE = process.env['TEST_FFPROBE'] ?? 'ffprobe';
@@ -71,15 +70,7 @@ describe('rate control on variable-frame-rate inputs, at 1000 kb/s (services/tra
     this.timeout(300_000);
     tools = { ffmpeg: process.env['TEST_FFMPEG'] ?? 'ffmpeg', vmafFfmpeg: testVmafFfmpeg() };
     dir = await mkdtemp(join(tmpdir(), 'media-rate-control-vfr-'));
-    // Cached between runs in a directory named after the generator's source, as real-uploads does.
-    const source = await readFile(new URL('../support/upload-corpus.ts', import.meta.url));
-    const hash = createHash('sha256').update(source).digest('hex').slice(0, 12);
-    const cache = join(tmpdir(), `upload-corpus-${hash}`);
-    await mkdir(cache, { recursive: true });
-    const made = await generateUploadCorpus(
-      cache,
-      CASES.map((c) => c.name),
-    );
+    const { dir: cache, cases: made } = await cachedUploadCorpus(CASES.map((c) => c.name));
     clips = new Map(made.map((c) => [c.name, { ...c, path: join(cache, c.file) }]));
   });
   after(async () => {

@@ -2,7 +2,9 @@
 // HDR, odd audio, many containers, broken files), made with ffmpeg's lavfi sources so that no
 // binary is committed. Every picture shows a red box in its DISPLAYED top-left corner.
 import { execFile, spawn } from 'node:child_process';
-import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { markerTopLeft } from './media-checks.ts';
@@ -827,6 +829,20 @@ export async function generateUploadCorpus(
   };
   await Promise.all([worker(), worker()]);
   return uploadCases(dir, only);
+}
+
+/**
+ * The corpus (or the cases named in `only`) generated once per version of this generator, in a
+ * temp directory named after its source, kept between runs; and that directory.
+ */
+export async function cachedUploadCorpus(
+  only?: readonly string[],
+): Promise<{ dir: string; cases: UploadCase[] }> {
+  const source = await readFile(new URL(import.meta.url));
+  const hash = createHash('sha256').update(source).digest('hex').slice(0, 12);
+  const dir = join(tmpdir(), `upload-corpus-${hash}`);
+  await mkdir(dir, { recursive: true });
+  return { dir, cases: await generateUploadCorpus(dir, only) };
 }
 
 /** The cases (of `only`, if given) as they are once generated in `dir`, without generating. */

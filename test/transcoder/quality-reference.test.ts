@@ -11,9 +11,7 @@
 //   metrics run in the libvmaf ffmpeg, another build, and must still see the encode's picture.
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { copyFile, link, mkdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, link, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { inputReference } from '../../services/core/media/quality-args.ts';
@@ -23,7 +21,7 @@ import { transcodeRequested } from '../support/job-requests.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 import { testJobContext } from '../support/job-context.ts';
 import { readTestInput } from '../support/job-input.ts';
-import { generateUploadCorpus, type UploadCase } from '../support/upload-corpus.ts';
+import { cachedUploadCorpus, type UploadCase } from '../support/upload-corpus.ts';
 
 const run = promisify(execFile);
 const FFMPEG = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
@@ -135,14 +133,7 @@ async function vmafOf(vmafFfmpeg: string, output: string, ref: string): Promise<
 
 /** The cases, made once per version of the corpus generator (as test/e2e/real-uploads does). */
 async function corpusCases(files: TestServer): Promise<Map<string, UploadCase>> {
-  const source = await readFile(new URL('../support/upload-corpus.ts', import.meta.url));
-  const hash = createHash('sha256').update(source).digest('hex').slice(0, 12);
-  const cache = join(tmpdir(), `upload-corpus-${hash}`);
-  await mkdir(cache, { recursive: true });
-  const cases = await generateUploadCorpus(
-    cache,
-    CASES.map((c) => c.name),
-  );
+  const { dir: cache, cases } = await cachedUploadCorpus(CASES.map((c) => c.name));
   for (const c of cases)
     await link(join(cache, c.file), join(files.dir, c.file)).catch(() =>
       copyFile(join(cache, c.file), join(files.dir, c.file)),
