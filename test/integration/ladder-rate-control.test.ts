@@ -2,8 +2,9 @@
 // short quality corpus: the ladder's two passes against each rung encoded alone by the same
 // encoder's two passes at its slow-class preset with the stream's constraints (see
 // test/support/ladder-rate-anchor.ts). H.264 here, the default ladder encoder; x265 and VP9
-// run the anchor's own settings, measured by `npm run bench:stream-quality`. Needs the libvmaf
-// ffmpeg of the test services (TEST_VMAF_FFMPEG).
+// run the anchor's own settings, measured by `npm run bench:stream-quality`. The anchor's figures
+// are kept between runs (test/support/anchor-cache.ts), so CPU is compared by that bench only, side
+// by side in one run. Needs the libvmaf ffmpeg of the test services (TEST_VMAF_FFMPEG).
 import { expect } from 'chai';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -56,7 +57,7 @@ describe('a stream ladder against the two-pass anchor of each rung (services/str
   });
 
   for (const name of CLIPS) {
-    it(`h264 on ${name}: each rung's bitrate within 5 % (or at the anchor's ceiling), peaks within its VBV, VMAF as the anchor's, less CPU`, async () => {
+    it(`h264 on ${name}: each rung's bitrate within 5 % (or at the anchor's ceiling), peaks within its VBV, VMAF as the anchor's`, async () => {
       const clip = await corpusClip(name);
       const caseDir = join(dir, name);
       await mkdir(caseDir);
@@ -69,6 +70,7 @@ describe('a stream ladder against the two-pass anchor of each rung (services/str
         { clipPath: clip.path, encoder: 'h264', ladder },
         caseDir,
         SAMPLES,
+        { reuseAnchor: true },
       );
       for (const [k, rung] of c.rungs.entries()) {
         const ours = c.ours[k];
@@ -93,9 +95,6 @@ describe('a stream ladder against the two-pass anchor of each rung (services/str
           reference.quality.vmafP5 - RULES.vmafP5Drop,
         );
       }
-      expect(c.oursCpuSeconds, 'CPU seconds, ours against the anchors of every rung').to.be.at.most(
-        c.anchorCpuSeconds * RULES.cpuRatio,
-      );
     });
   }
 

@@ -27,6 +27,10 @@ import {
 } from './encode-measures.ts';
 import { readTestInput } from './job-input.ts';
 import { anchorRetargetKbps, type MeasureTools } from './rate-control-anchor.ts';
+import { anchorKey, cachedFigures } from './anchor-cache.ts';
+
+/** This module's text: how a rung is encoded and measured, part of a cached anchor's key. */
+const ownSource = readFile(new URL(import.meta.url), 'utf8');
 
 export const LADDER_SEGMENT_SECONDS = 4;
 
@@ -158,29 +162,40 @@ async function encodeLadderOnce(
   const outDir = join(dir, 'out');
   await Promise.all(rungs.map((r) => mkdir(join(outDir, r.name), { recursive: true })));
   const input = await readTestInput(clipPath);
+  const cpuSeconds = await runMeasured(
+    tools.ffmpeg,
+    ladderRuns(input, encoder, rungs, dir, anchorIn),
+  );
+  const measured: RungMeasure[] = [];
+  for (const r of rungs)
+    measured.push(await measureRung(tools, clipPath, r, join(outDir, r.name), dir));
+  return { cpuSeconds, rungs: measured };
+}
+
+/** The ffmpeg runs of a ladder (ours), or of one rung the anchor's way (`anchorIn`), in `dir`. */
+function ladderRuns(
+  input: Awaited<ReturnType<typeof readTestInput>>,
+  encoder: LadderEncoder,
+  rungs: Rung[],
+  dir: string,
+  anchorIn?: { ladder: Rung[]; rung: number },
+): string[][] {
   const passes = buildLadderPasses({
     input,
     rungs,
     encoder,
     segmentSeconds: LADDER_SEGMENT_SECONDS,
-    outDir,
+    outDir: join(dir, 'out'),
     passLogPrefix: join(dir, 'pass'),
     threads: 2,
   });
-  let runs: string[][] = passes;
-  if (anchorIn) {
-    const [top, rung] = [anchorIn.ladder[0], anchorIn.ladder[anchorIn.rung]];
-    if (!top || !rung) throw new Error('no such rung');
-    const down = ladderReference(input, anchorIn.ladder).rungFilters[anchorIn.rung];
-    const own = pictureFilters(input, rung, 'bicubic');
-    const inLadder = down ? `${pictureFilters(input, top, 'bicubic')},${down}` : own;
-    runs = anchorOf(passes, encoder, { own, inLadder });
-  }
-  const cpuSeconds = await runMeasured(tools.ffmpeg, runs);
-  const measured: RungMeasure[] = [];
-  for (const r of rungs)
-    measured.push(await measureRung(tools, clipPath, r, join(outDir, r.name), dir));
-  return { cpuSeconds, rungs: measured };
+  if (!anchorIn) return passes;
+  const [top, rung] = [anchorIn.ladder[0], anchorIn.ladder[anchorIn.rung]];
+  if (!top || !rung) throw new Error('no such rung');
+  const down = ladderReference(input, anchorIn.ladder).rungFilters[anchorIn.rung];
+  const own = pictureFilters(input, rung, 'bicubic');
+  const inLadder = down ? `${pictureFilters(input, top, 'bicubic')},${down}` : own;
+  return anchorOf(passes, encoder, { own, inLadder });
 }
 
 /**
@@ -206,6 +221,11 @@ export async function compareLadderWithAnchor(
    * different video each run, and a short clip's VMAF p5 moves with it (see the test).
    */
   samples = 1,
+  /**
+   * Keep the anchor's figures between runs (anchor-cache.ts), for a caller that does not compare
+   * CPU: the anchor's CPU is then the run's that measured it.
+   */
+  { reuseAnchor = false }: { reuseAnchor?: boolean } = {},
 ): Promise<LadderComparison & { rungs: Rung[] }> {
   const input = await readTestInput(c.clipPath);
   const rungs = requestedLadder(input.video, c.ladder);
@@ -228,15 +248,25 @@ export async function compareLadderWithAnchor(
     name: string,
     counted: boolean,
   ): Promise<RungMeasure> => {
-    const one = await encodeLadder(
-      tools,
-      c.clipPath,
-      c.encoder,
-      [rung],
-      join(dir, name),
-      { ladder: rungs, rung: k },
-      samples,
-    );
+    const anchorIn = { ladder: rungs, rung: k };
+    const encode = (): ReturnType<typeof encodeLadder> =>
+      encodeLadder(tools, c.clipPath, c.encoder, [rung], join(dir, name), anchorIn, samples);
+    const one = reuseAnchor
+      ? await cachedFigures(
+          await anchorKey({
+            binaries: [tools.ffmpeg, tools.vmafFfmpeg],
+            inputs: [c.clipPath],
+            recipe: {
+              code: await ownSource,
+              samples,
+              runs: ladderRuns(input, c.encoder, [rung], 'DIR', anchorIn).map((args) =>
+                args.map((a) => (a === c.clipPath ? 'CLIP' : a)),
+              ),
+            },
+          }),
+          encode,
+        )
+      : await encode();
     const [measured] = one.rungs;
     if (!measured) throw new Error(`rung ${rung.name} not measured`);
     if (counted) anchorCpuSeconds += one.cpuSeconds;
