@@ -104,6 +104,8 @@ source "$ENV_FILE"
 reporter_args=(--reporter spec)
 if [[ -f "$REPORTER" ]]; then reporter_args=(--reporter "$REPORTER"); fi
 say "mocha 'test/**/*.test.ts'"
+# Every service a test spawns writes its log here too (test/support/spawn-service.ts).
+export TEST_SERVICE_LOG_DIR="$RUN_DIR/service-logs"
 set +e
 "$NODE" "$ROOT/node_modules/mocha/bin/mocha.js" 'test/**/*.test.ts' "${reporter_args[@]}" 2>&1 |
   tee "$RUN_DIR/mocha.out"

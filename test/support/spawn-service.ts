@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { basename, dirname, join } from 'node:path';
 
 /** A service started as its own process, as an operator would (`node services/<x>/main.ts`). */
 export interface SpawnedService {
@@ -61,7 +63,10 @@ export function spawnCommand(
   const waiters = new Set<() => void>();
   let pending = '';
   let stderr = '';
+  const logFile = openLogFile(command, args, child.pid);
+  child.once('exit', () => logFile?.end());
   child.stdout?.on('data', (chunk: Buffer) => {
+    logFile?.write(chunk);
     pending += chunk.toString('utf8');
     const lines = pending.split('\n');
     pending = lines.pop() ?? '';
@@ -75,6 +80,7 @@ export function spawnCommand(
     waiters.forEach((w) => w());
   });
   child.stderr?.on('data', (chunk: Buffer) => {
+    logFile?.write(chunk);
     stderr = (stderr + chunk.toString('utf8')).slice(-4000);
   });
   const exited = new Promise<number | null>((resolve) =>
@@ -112,6 +118,26 @@ export function spawnCommand(
       return groupGone(child.pid, timeoutMs);
     },
   };
+}
+
+/**
+ * With TEST_SERVICE_LOG_DIR set (`npm test` sets it to its run directory, kept when a test
+ * fails), every spawned service's output is also written to `<service>-<pid>.log` there, so a
+ * failure on CI can be read after the processes are gone.
+ */
+function openLogFile(
+  command: string,
+  args: readonly string[],
+  pid: number | undefined,
+): ReturnType<typeof createWriteStream> | undefined {
+  const dir = process.env['TEST_SERVICE_LOG_DIR'];
+  if (!dir || pid === undefined) return undefined;
+  const main = args.find((a) => a.endsWith('main.ts'));
+  const name = main ? basename(dirname(main)) : basename(command);
+  mkdirSync(dir, { recursive: true });
+  const file = createWriteStream(join(dir, `${name}-${pid}.log`), { flags: 'a' });
+  file.on('error', () => undefined);
+  return file;
 }
 
 /** Resolves with the first log record matching `predicate`, checked again on each new line. */
