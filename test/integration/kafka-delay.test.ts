@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import kafkajs, { type Consumer, type ConsumerConfig } from 'kafkajs';
+import { startDelayForwarder } from '../../services/core/bus/kafka-delay.ts';
+import { createDisconnect } from '../../services/core/bus/kafka-support.ts';
 import { createKafkaBus, type KafkaBus } from '../../services/core/bus/kafka-bus.ts';
 import { topics, type BusRecord, type Subscription } from '../../services/core/bus/event-bus.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
@@ -99,4 +102,101 @@ function describesDeliversRecordEarlierDue(): void {
     await sleep(1000);
     expect(got).to.have.length(1);
   });
+}
+
+// The forwarder on its own, with a Kafka client whose first consumer is spoiled: it runs without
+// ever fetching (as a consumer stuck after a broker's restart did on CI), or kafkajs gives it up
+// after a crash. Scheduled records must still move: the forwarder replaces the consumer.
+describe('Kafka delay forwarder: a consumer that stops is replaced (real broker)', function () {
+  this.timeout(60_000);
+  let log: string[] = [];
+  afterEach(async function () {
+    await Promise.allSettled(closers.reverse().map((close) => close()));
+    closers = [];
+    if (this.currentTest?.state === 'failed') console.error(log.slice(-60).join('\n'));
+    log = [];
+  });
+
+  for (const spoil of ['never fetches', 'crashes, not restarted'] as const)
+    it(`the first consumer ${spoil}: a record due in 1 s is forwarded by its replacement`, async () => {
+      const prefix = newPrefix();
+      const bus = newBus(prefix);
+      const forwarded = await forwardedRecords(prefix, bus, spoil, (line) => log.push(line));
+      const due = Date.now() + 1000;
+      await bus.publish([
+        { topic: topics.transcodeRequests, key: 'k', value: Buffer.from('late'), notBefore: due },
+      ]);
+      await until(() => forwarded.length === 1, 30_000, 'the record forwarded');
+      expect(forwarded[0]?.at).to.be.at.least(due);
+      expect(log.some((l) => l.includes('kafka.delay_forwarder_replaced'))).to.equal(true);
+    });
+});
+
+/**
+ * Starts a forwarder of `prefix`'s delay topics whose first consumer is spoiled as `spoil` says,
+ * and answers the records it forwards to the transcode topic as they arrive.
+ */
+async function forwardedRecords(
+  prefix: string,
+  bus: KafkaBus,
+  spoil: 'never fetches' | 'crashes, not restarted',
+  write: (line: string) => void,
+): Promise<{ at: number }[]> {
+  await bus.ensureTopics();
+  const logger = createLogger({ level: 'info', write });
+  const kafka = new kafkajs.Kafka({
+    clientId: 'delay-forwarder-test',
+    brokers: brokers(),
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  let made = 0;
+  const spoiled = new Proxy(kafka, {
+    get(target, name, receiver) {
+      if (name !== 'consumer') return Reflect.get(target, name, receiver) as unknown;
+      return (config: ConsumerConfig): Consumer => {
+        const consumer = target.consumer(config);
+        if (made++ > 0) return consumer;
+        if (spoil === 'never fetches')
+          // Joins nothing and fetches nothing, as a consumer that silently stopped.
+          return Object.assign(consumer, { run: () => Promise.resolve() });
+        const crashed: ((event: { payload: unknown }) => void)[] = [];
+        const on = consumer.on.bind(consumer) as (e: string, l: unknown) => () => void;
+        return Object.assign(consumer, {
+          on: (event: string, listener: (event: { payload: unknown }) => void) => {
+            if (event === consumer.events.CRASH) crashed.push(listener);
+            return on(event, listener);
+          },
+          run: async () => {
+            for (const listener of crashed)
+              listener({ payload: { error: new Error('spoiled'), groupId: '', restart: false } });
+          },
+        });
+      };
+    },
+  });
+  const producer = kafka.producer();
+  await producer.connect();
+  closers.push(() => producer.disconnect());
+  const forwarder = await startDelayForwarder(spoiled, logger, {
+    settings: {
+      topicPrefix: prefix,
+      sessionTimeoutMs: 6000,
+      heartbeatIntervalMs: 500,
+      rebalanceTimeoutMs: 6000,
+      maxWaitTimeMs: 200,
+      redeliveryDelayMs: 500,
+      abortWaitMs: 1000,
+      disconnect: createDisconnect(logger, 5000),
+    },
+    send: async (topicMessages) => void (await producer.sendBatch({ topicMessages, acks: -1 })),
+    stallMs: 3000,
+  });
+  closers.push(() => forwarder.close());
+  const forwarded: { at: number }[] = [];
+  const reader = kafka.consumer({ groupId: newGroup() });
+  await reader.connect();
+  closers.push(() => reader.disconnect());
+  await reader.subscribe({ topic: prefix + topics.transcodeRequests, fromBeginning: true });
+  await reader.run({ eachMessage: async () => void forwarded.push({ at: Date.now() }) });
+  return forwarded;
 }

@@ -124,11 +124,41 @@ function describesBrokerStoppedRestartedDuring(): void {
       () => acked.every((id) => files.callbacks.some((c) => c.body['jobId'] === id)),
       200_000,
       'every acknowledged job to end',
-    );
+    ).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}\n${await whereStuck(acked)}`, { cause: error });
+    });
     for (const id of acked)
       expect(
         files.callbacks.filter((c) => c.body['jobId'] === id && c.body['status'] === 'succeeded'),
         id,
       ).to.have.length(1);
   });
+}
+
+/** The jobs not called back, with their state, and what the services logged as a problem. */
+async function whereStuck(ids: readonly string[]): Promise<string> {
+  const open = ids.filter((id) => !files.callbacks.some((c) => c.body['jobId'] === id));
+  const states = await Promise.all(
+    open.map(async (id) => {
+      const s = await stack.status(id).catch((e: unknown) => ({ error: String(e) }));
+      return `${id}: ${JSON.stringify(s).slice(0, 300)}`;
+    }),
+  );
+  const processes = [
+    ...stack.ingresses.map((i) => ['ingress', i.process] as const),
+    ...Object.entries(stack.workers).flatMap(([name, ps]) => ps.map((p) => [name, p] as const)),
+  ];
+  const problem = (r: Record<string, unknown>): boolean =>
+    (r['level'] === 'warn' || r['level'] === 'error') &&
+    (r['msg'] !== 'kafka.client_log' || /^(Crash|Restarting)/.test(String(r['kafkaMessage'])));
+  const problems = processes.flatMap(([name, p]) =>
+    p.logs
+      .filter(problem)
+      .map((r) =>
+        [name, r['time'], r['msg'], r['groupId'] ?? '', r['kafkaMessage'] ?? '', r['error'] ?? '']
+          .map((v) => (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 200))
+          .join(' '),
+      ),
+  );
+  return [`not called back:`, ...states, `problems logged:`, ...problems.slice(-40)].join('\n');
 }

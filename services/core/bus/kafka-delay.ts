@@ -1,4 +1,4 @@
-import type { EachMessagePayload, Kafka, Message, TopicMessages } from 'kafkajs';
+import type { Consumer, EachMessagePayload, Kafka, Message, TopicMessages } from 'kafkajs';
 import { topics, type OutgoingRecord } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ConsumerSettings } from './kafka-subscription.ts';
@@ -92,6 +92,11 @@ export interface DelayForwarderOptions {
   group?: string;
   /** Publishes with acks=all; rejects when the brokers did not acknowledge. */
   send(topicMessages: TopicMessages[]): Promise<void>;
+  /**
+   * How long the consumer may go without a fetch, a heartbeat or a join before it is replaced
+   * (default: the larger of 60 s, 3 session timeouts and 2 rebalance timeouts).
+   */
+  stallMs?: number;
 }
 
 export interface DelayForwarder {
@@ -100,13 +105,19 @@ export interface DelayForwarder {
 }
 
 interface ForwarderState {
+  kafka: Kafka;
   log: Logger;
   options: DelayForwarderOptions;
+  group: string;
   prefix: string;
   tierByTopic: Map<string, number>;
-  consumer: ReturnType<Kafka['consumer']>;
+  consumer: Consumer;
   /** Paused partitions (`topic:partition`) → the timer that resumes them. */
   waits: Map<string, { timer: NodeJS.Timeout; topic: string; partition: number }>;
+  /** Epoch ms of the consumer's last fetch, heartbeat or join. */
+  aliveAt: number;
+  /** A replacement of the consumer under way. */
+  replacing?: Promise<void> | undefined;
   stopping: boolean;
 }
 
@@ -119,7 +130,50 @@ export async function startDelayForwarder(
   const { settings } = options;
   const prefix = settings.topicPrefix;
   const group = options.group ?? `${prefix}media-scheduler`;
-  const consumer = kafka.consumer({
+  const s: ForwarderState = {
+    kafka,
+    log: log.child({ component: 'kafka-delay', group }),
+    options,
+    group,
+    prefix,
+    tierByTopic: new Map(delayTiers.map((t) => [prefix + t.topic, t.ms])),
+    consumer: newConsumer(kafka, settings, group),
+    waits: new Map(),
+    aliveAt: Date.now(),
+    stopping: false,
+  };
+  try {
+    await runConsumer(s);
+  } catch (error) {
+    await s.consumer.disconnect().catch(() => undefined);
+    throw asBusUnavailable(error, `start the delay forwarder (group ${group})`);
+  }
+  const stallMs =
+    options.stallMs ??
+    Math.max(60_000, 3 * settings.sessionTimeoutMs, 2 * settings.rebalanceTimeoutMs);
+  const watchdog = setInterval(
+    () => {
+      if (!s.stopping && !s.replacing && Date.now() - s.aliveAt > stallMs)
+        replaceConsumer(s, `no fetch, heartbeat or join for ${stallMs} ms`);
+    },
+    Math.max(1000, Math.floor(stallMs / 4)),
+  );
+  watchdog.unref();
+  let closing: Promise<void> | undefined;
+  return {
+    close: () =>
+      (closing ??= (async () => {
+        s.stopping = true;
+        clearInterval(watchdog);
+        clearWaits(s, false);
+        // A replacement under way disconnects the consumer it starts once it sees `stopping`.
+        await settings.disconnect(s.consumer, 'delay forwarder disconnect');
+      })()),
+  };
+}
+
+function newConsumer(kafka: Kafka, settings: ConsumerSettings, group: string): Consumer {
+  return kafka.consumer({
     groupId: group,
     sessionTimeout: settings.sessionTimeoutMs,
     heartbeatInterval: settings.heartbeatIntervalMs,
@@ -128,42 +182,75 @@ export async function startDelayForwarder(
     allowAutoTopicCreation: false,
     ...CONSUMER_RECOVERY,
   });
-  const s: ForwarderState = {
-    log: log.child({ component: 'kafka-delay', group }),
-    options,
-    prefix,
-    tierByTopic: new Map(delayTiers.map((t) => [prefix + t.topic, t.ms])),
-    consumer,
-    waits: new Map(),
-    stopping: false,
+}
+
+/** Connects `s.consumer`, subscribes it to the delay topics and runs it. */
+async function runConsumer(s: ForwarderState): Promise<void> {
+  const { consumer } = s;
+  const alive = (): void => {
+    if (consumer === s.consumer) s.aliveAt = Date.now();
   };
   // A rejoin reads every partition it is given from the committed offset, which is the head
   // each wait was for: drop the waits (and their pauses) and let the heads be judged again.
-  consumer.on(consumer.events.GROUP_JOIN, () => clearWaits(s, true));
-  try {
-    await consumer.connect();
-    await consumer.subscribe({ topics: [...s.tierByTopic.keys()], fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      partitionsConsumedConcurrently: delayTiers.length,
-      eachMessage: (payload) => forward(s, payload),
-    });
-  } catch (error) {
-    await consumer.disconnect().catch(() => undefined);
-    throw asBusUnavailable(error, `start the delay forwarder (group ${group})`);
-  }
-  let closing: Promise<void> | undefined;
-  return {
-    close: () =>
-      (closing ??= (async () => {
-        s.stopping = true;
-        clearWaits(s, false);
-        await settings.disconnect(consumer, 'delay forwarder disconnect');
-      })()),
-  };
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    alive();
+    if (consumer === s.consumer) clearWaits(s, true);
+  });
+  consumer.on(consumer.events.FETCH_START, alive);
+  consumer.on(consumer.events.HEARTBEAT, alive);
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    s.log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
+    // kafkajs restarts a consumer after a retriable crash; after any other the forwarder
+    // replaces it, or the scheduled records of every process would wait for a restart.
+    if (!payload.restart && consumer === s.consumer && !s.stopping)
+      replaceConsumer(s, 'the consumer crashed and kafkajs gave it up');
+  });
+  s.aliveAt = Date.now();
+  await consumer.connect();
+  await consumer.subscribe({ topics: [...s.tierByTopic.keys()], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    partitionsConsumedConcurrently: delayTiers.length,
+    eachMessage: (payload) => forward(s, consumer, payload),
+  });
 }
 
-async function forward(s: ForwarderState, payload: EachMessagePayload): Promise<void> {
+/**
+ * Drops the consumer and starts a new one in the group, again after `redeliveryDelayMs` while
+ * the brokers do not answer; what the old one had not committed is read again by the group.
+ */
+function replaceConsumer(s: ForwarderState, reason: string): void {
+  if (s.replacing || s.stopping) return;
+  s.log.warn('kafka.delay_forwarder_replaced', { reason });
+  s.replacing = (async () => {
+    clearWaits(s, false);
+    await s.options.settings.disconnect(s.consumer, 'delay forwarder disconnect');
+    while (!s.stopping) {
+      s.consumer = newConsumer(s.kafka, s.options.settings, s.group);
+      try {
+        await runConsumer(s);
+        if (s.stopping)
+          await s.options.settings.disconnect(s.consumer, 'delay forwarder disconnect');
+        return;
+      } catch (error) {
+        s.log.warn('kafka.delay_forwarder_start_failed', { error });
+        await s.consumer.disconnect().catch(() => undefined);
+        await new Promise((resolve) => {
+          setTimeout(resolve, s.options.settings.redeliveryDelayMs).unref();
+        });
+      }
+    }
+  })().finally(() => {
+    s.replacing = undefined;
+  });
+}
+
+/** Forwards one record of `consumer` (the one that read it, which a replacement may follow). */
+async function forward(
+  s: ForwarderState,
+  consumer: Consumer,
+  payload: EachMessagePayload,
+): Promise<void> {
   if (s.stopping) return;
   const { topic, partition, message } = payload;
   const headers = headersToStrings(message.headers);
@@ -173,11 +260,11 @@ async function forward(s: ForwarderState, payload: EachMessagePayload): Promise<
   if (!target || !Number.isFinite(due) || !Number.isFinite(enqueued)) {
     // Only a foreign producer writes such a record; there is nowhere to forward it.
     s.log.error('kafka.delay_record_invalid', { topic, partition, offset: message.offset });
-    return commit(s, payload);
+    return commit(s, consumer, payload);
   }
   const now = Date.now();
   const releaseAt = Math.min(due, enqueued + (s.tierByTopic.get(topic) ?? 0));
-  if (releaseAt > now) return waitAt(s, payload, releaseAt);
+  if (releaseAt > now) return waitAt(s, consumer, payload, releaseAt);
 
   const next = routeRecord({ topic: target, key: '', value: Buffer.alloc(0), notBefore: due }, now);
   const out: Message = {
@@ -192,15 +279,19 @@ async function forward(s: ForwarderState, payload: EachMessagePayload): Promise<
     await s.options.send([{ topic: s.prefix + next.topic, messages: [out] }]);
   } catch (error) {
     s.log.warn('kafka.delay_forward_failed', { topic, partition, offset: message.offset, error });
-    return waitAt(s, payload, Date.now() + s.options.settings.redeliveryDelayMs);
+    return waitAt(s, consumer, payload, Date.now() + s.options.settings.redeliveryDelayMs);
   }
-  await commit(s, payload);
+  await commit(s, consumer, payload);
 }
 
-async function commit(s: ForwarderState, { topic, partition, message }: EachMessagePayload) {
+async function commit(
+  s: ForwarderState,
+  consumer: Consumer,
+  { topic, partition, message }: EachMessagePayload,
+) {
   try {
     const offset = (BigInt(message.offset) + 1n).toString();
-    await s.consumer.commitOffsets([{ topic, partition, offset }]);
+    await consumer.commitOffsets([{ topic, partition, offset }]);
   } catch (error) {
     // Left uncommitted, the record is forwarded again later: consumers are idempotent.
     s.log.warn('kafka.delay_commit_failed', { topic, partition, offset: message.offset, error });
@@ -208,13 +299,20 @@ async function commit(s: ForwarderState, { topic, partition, message }: EachMess
 }
 
 /** Holds the partition at this record until `at` (epoch ms), without holding a handler. */
-function waitAt(s: ForwarderState, { topic, partition, message }: EachMessagePayload, at: number) {
+function waitAt(
+  s: ForwarderState,
+  consumer: Consumer,
+  { topic, partition, message }: EachMessagePayload,
+  at: number,
+) {
+  // A replaced consumer's record is read again by the group from the committed offset.
+  if (consumer !== s.consumer) return;
   const tp = [{ topic, partitions: [partition] }];
   try {
     // kafkajs drops the rest of a batch whose partition has a pending seek, so this record
     // is the next one read from the partition.
-    s.consumer.pause(tp);
-    s.consumer.seek({ topic, partition, offset: message.offset });
+    consumer.pause(tp);
+    consumer.seek({ topic, partition, offset: message.offset });
   } catch (error) {
     // The consumer is restarting: it reads again from the committed offset anyway.
     return s.log.warn('kafka.delay_wait_failed', { topic, partition, error });
