@@ -128,7 +128,7 @@ function ladderGraph(
 }
 
 /** A lower rung made from the top rung's picture. */
-const downscale = (r: Rung): string => `scale=${r.width}:${r.height}:flags=bicubic,setsar=1`;
+export const downscale = (r: Rung): string => `scale=${r.width}:${r.height}:flags=bicubic,setsar=1`;
 
 /**
  * What the rungs are measured against (see measureQualities): the input made into the top rung's

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type {
   JobRequested,
   JobResult,
+  LadderChoice,
   LoudnessReport,
   StreamSpec,
 } from '../core/contracts/types.generated.ts';
@@ -18,6 +19,7 @@ import {
 import type { JobContext, JobHandler } from '../core/worker/job-handler.ts';
 import { describeInput } from '../core/media/describe-media.ts';
 import { defaultLadder, requestedLadder, type Rung } from './ladder.ts';
+import { planPerTitleLadder } from './per-title.ts';
 import { checkOutputPixels } from '../core/media/pixel-budget.ts';
 import { checkDecodedLength, readInput, type JobInput } from '../core/media/read-input.ts';
 import { trimmedInput } from '../core/media/trim.ts';
@@ -76,10 +78,7 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
         await withCpuSlot(deps, ctx, () => readInput(deps, ctx.signal, { inputPath, workDir })),
         spec.trim,
       );
-      const encoder = spec.encoder ?? 'h264';
-      const rungs = spec.ladder
-        ? requestedLadder(input.video, spec.ladder)
-        : defaultLadder(input.video, encoder);
+      const { rungs, ladderChoice } = await chooseRungs(deps, ctx, { spec, input, workDir });
       for (const rung of rungs) checkOutputPixels(rung, deps.maxPixels);
       const outDir = join(workDir, 'out');
       const store = deps.resolveStore(job.output.url, ctx.openSecret(job.output.creds));
@@ -109,7 +108,7 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
           ladderCost(rungs),
         );
         return await publish(deps, job, ctx, {
-          ...{ spec, input, rungs, outDir, ladder, early, store, quality, loudness },
+          ...{ spec, input, rungs, outDir, ladder, early, store, quality, loudness, ladderChoice },
           onStarted: (key) => touched.add(key),
         });
       } catch (error) {
@@ -118,6 +117,38 @@ export function createStreamHandler(deps: MediaJobDeps): JobHandler {
       }
     });
   };
+}
+
+/**
+ * The ladder's rungs: the caller's as given, the fixed table's, or the per-title ladder chosen by
+ * a probe of the input (in a CPU slot of its own, progress 1–5 %).
+ */
+async function chooseRungs(
+  deps: MediaJobDeps,
+  ctx: JobContext,
+  o: { spec: StreamSpec; input: JobInput; workDir: string },
+): Promise<{ rungs: Rung[]; ladderChoice?: LadderChoice }> {
+  const { spec, input } = o;
+  const encoder = spec.encoder ?? 'h264';
+  const asked = spec.ladder ?? 'fixed';
+  if (Array.isArray(asked)) return { rungs: requestedLadder(input.video, asked) };
+  const fixed = defaultLadder(input.video, encoder);
+  if (asked === 'fixed') return { rungs: fixed };
+  // The probe's pixels are those of the fixed ladder's rungs at both qualities.
+  const planned = await deps.slots.cpu.use(
+    ctx.signal,
+    () =>
+      ctx.span('probe', () =>
+        planPerTitleLadder(deps, ctx, { input, encoder, workDir: o.workDir, progress: [1, 5] }),
+      ),
+    ctx.orgId,
+    ladderCost(fixed),
+  );
+  ctx.log.info('stream.ladder_chosen', {
+    mode: planned.choice.mode,
+    rungs: planned.rungs.map((r) => `${r.name}@${r.bitrateKbps}`).join(' '),
+  });
+  return { rungs: planned.rungs, ladderChoice: planned.choice };
 }
 
 interface LadderJob {
@@ -295,6 +326,7 @@ async function publish(
     store: MediaStore;
     quality: ReadonlyMap<string, MeasuredOutput>;
     loudness: LoudnessReport | undefined;
+    ladderChoice: LadderChoice | undefined;
     onStarted: (key: string) => void;
   },
 ): Promise<JobResult> {
@@ -339,6 +371,7 @@ async function publish(
       objects: early.size + published.keys.length,
       totalBytes: bytes,
       quality: new Map([...o.quality].map(([name, m]) => [name, m.quality])),
+      ladderChoice: o.ladderChoice,
     }),
     input: describeInput(o.input),
     ...(o.loudness ? { loudness: o.loudness } : {}),

@@ -48,6 +48,10 @@ export const DEFAULT_LADDER_TABLE: readonly { shortSide: number; kbps: number }[
 export const DEFAULT_MAX_RUNGS = 5;
 /** HEVC and VP9 reach H.264's quality with about this share of its bitrate. */
 const ENCODER_FACTOR: Record<LadderEncoder, number> = { h264: 1, h265: 0.7, vp9: 0.7 };
+/** The share of H.264's bitrate `encoder` needs for the same quality (see ENCODER_FACTOR). */
+export function encoderFactor(encoder: LadderEncoder): number {
+  return ENCODER_FACTOR[encoder];
+}
 /** VBV: peak at this multiple of the average, buffer of one second at the peak. */
 const PEAK_FACTOR = 1.2;
 

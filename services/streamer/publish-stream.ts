@@ -1,6 +1,10 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { QualityReport, StreamResult } from '../core/contracts/types.generated.ts';
+import type {
+  LadderChoice,
+  QualityReport,
+  StreamResult,
+} from '../core/contracts/types.generated.ts';
 import type { Rung } from './ladder.ts';
 import type { PublishItem } from './publish-objects.ts';
 import type { WrittenLadder } from './write-ladder.ts';
@@ -78,6 +82,8 @@ export function streamResult(
     totalBytes: number;
     /** Each rung's quality report, by rung name. */
     quality?: ReadonlyMap<string, QualityReport>;
+    /** How a per-title ladder was chosen (per-title.ts). */
+    ladderChoice?: LadderChoice | undefined;
   },
 ): StreamResult {
   const kbps = (bits: number): number => Math.round(bits / 100) / 10;
@@ -102,6 +108,7 @@ export function streamResult(
       ...(hls ? { playlistUrl: `${prefix}${r.name}/index.m3u8` } : {}),
       ...(o.quality?.has(r.name) ? { quality: o.quality.get(r.name) } : {}),
     })),
+    ...(o.ladderChoice ? { ladderChoice: o.ladderChoice } : {}),
     ...(audio
       ? {
           audio: {

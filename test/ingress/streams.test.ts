@@ -36,6 +36,12 @@ describe('POST /streams', () => {
       { ladder: Array.from({ length: 9 }, (_, k) => ({ height: 200 + k, bitrateKbps: 500 })) },
       /ladder/,
     ],
+    [
+      'a ladder mode that does not exist',
+      { ladder: 'per-scene' },
+      /^ladder must be "per-title", "fixed" or 1 to 8 rungs/,
+    ],
+    ['a ladder that is a number', { ladder: 4 }, /^ladder must be "per-title", "fixed"/],
     ['a segment of 30 s', { segmentSeconds: 30 }, /segmentSeconds/],
     ['a trim starting below zero', { trim: { startSeconds: -1 } }, /trim\.startSeconds/],
     ['a loudness target under −36 LUFS', { loudness: { targetLufs: -50 } }, /loudness\.targetLufs/],
@@ -104,6 +110,17 @@ function describesQueuesStreamJobOwn(): void {
     const { ingress, requests } = await setup();
     expect((await request(ingress.server).post('/streams').send(validStream)).status).to.equal(200);
     expect(requests()[0]?.data).to.have.property('stream').that.deep.equals({});
+  });
+
+  it('takes the ladder modes per-title and fixed, carried to the job as given', async () => {
+    for (const ladder of ['per-title', 'fixed']) {
+      const { ingress, requests } = await setup();
+      const res = await request(ingress.server)
+        .post('/streams')
+        .send({ ...validStream, ladder });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(requests()[0]?.data).to.have.property('stream').that.deep.equals({ ladder });
+    }
   });
 }
 

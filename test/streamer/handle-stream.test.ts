@@ -82,6 +82,8 @@ describe('stream handler: encode, verify, publish (file server)', function () {
   describesCancelStoreStillWrites();
 
   describesCallerLadderAboveInput();
+
+  describesPerTitleLadder();
 });
 
 function describesPublishesObjectPlaylistsAfter(): void {
@@ -312,6 +314,49 @@ function describesCancelStoreStillWrites(): void {
       expect(performance.now() - abortedAt).to.be.below(2000);
       expect(performance.now() - started).to.be.below(20_000);
       expect(out.uploads.filter(isManifest)).to.deep.equal([]);
+    } finally {
+      await out.close();
+    }
+  });
+}
+
+function describesPerTitleLadder(): void {
+  it('a per-title ladder: the rates the probe chose, explained in the result, never above the fixed table', async () => {
+    const out = await startStreamFileServer();
+    try {
+      const result = await handler(
+        job(out, { ladder: 'per-title', quality: { report: false } }),
+        context(),
+      );
+      const choice = result.stream?.ladderChoice;
+      const event = contracts.events['media.job.succeeded']({
+        ...{ jobId: job(out).jobId, kind: 'stream', orgId: 'o', attempt: 1 },
+        finishedAt: new Date().toISOString(),
+        result,
+      });
+      expect(event.ok, event.ok ? '' : event.message).to.equal(true);
+      if (!process.env['TEST_VMAF_FFMPEG']) {
+        expect(choice).to.deep.include({ mode: 'fixed' });
+        expect(choice?.reason).to.match(/no VMAF/);
+        return;
+      }
+      expect(choice?.mode).to.equal('per-title');
+      // The 5 s input: one 2 s stretch from its middle.
+      expect(choice?.sample).to.deep.equal([{ startSeconds: 1.5, seconds: 2 }]);
+      const kept = (choice?.rungs ?? []).filter((r) => r.kept);
+      expect(result.stream?.rungs.map((r) => [r.name, r.targetKbps])).to.deep.equal(
+        kept.map((r) => [r.name, r.chosenKbps]),
+      );
+      for (const r of choice?.rungs ?? []) {
+        expect(r.chosenKbps).to.be.within(r.floorKbps, r.fixedKbps);
+        expect(r.points.map((p) => p.crf)).to.deep.equal([20, 27]);
+        // The noise clip needs more bits at the better quality.
+        const [better, worse] = r.points;
+        expect(better?.kbps).to.be.above(worse?.kbps ?? Infinity);
+        expect(better?.vmaf).to.be.above(worse?.vmaf ?? 100);
+      }
+      for (const r of result.stream?.rungs ?? [])
+        expect(r.averageKbps).to.be.within(r.targetKbps * 0.6, r.targetKbps * 1.2);
     } finally {
       await out.close();
     }

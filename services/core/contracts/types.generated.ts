@@ -543,6 +543,22 @@ export type JobRequested = {
 export type SummarySpec = SummaryOptions & {
   format: "gif" | "mp4";
 };
+export type LadderMode = "per-title" | "fixed";
+/**
+ * The rungs, exactly as given: each a picture height (the width follows the input's displayed aspect) and a video bitrate. Heights above the input's are refused by the worker.
+ *
+ * @minItems 1
+ * @maxItems 8
+ */
+export type LadderRungs =
+  | [LadderRung]
+  | [LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
+  | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung];
 
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -654,20 +670,9 @@ export interface StreamSpec {
    */
   encoder?: "h264" | "h265" | "vp9";
   /**
-   * The rungs, instead of the default ladder derived from the input: each a picture height (the width follows the input's displayed aspect) and a video bitrate. Heights above the input's are refused by the worker.
-   *
-   * @minItems 1
-   * @maxItems 8
+   * How the rungs are chosen: `fixed` (the default) the fixed table's sizes and rates; `per-title` the fixed table's sizes, each at the rate a probe of this input says reaches VMAF 94, within a floor and the table's rate, a rung that adds nothing dropped (docs/api.md, Per-title ladder); or the rungs themselves, kept exactly as given.
    */
-  ladder?:
-    | [LadderRung]
-    | [LadderRung, LadderRung]
-    | [LadderRung, LadderRung, LadderRung]
-    | [LadderRung, LadderRung, LadderRung, LadderRung]
-    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
-    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
-    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung]
-    | [LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung, LadderRung];
+  ladder?: LadderMode | LadderRungs;
   /**
    * Segment length in seconds; default 4. Every rung has a keyframe at each segment boundary.
    */
@@ -830,6 +835,7 @@ export interface StreamResult {
     | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung]
     | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung]
     | [StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung, StreamRung];
+  ladderChoice?: LadderChoice;
   audio?: {
     codecs: string;
     averageKbps: number;
@@ -884,6 +890,143 @@ export interface StreamRung {
 /**
  * How close an output's pictures are to the input's: each decoded output frame against the decoded input frame of the same time, made at the output's geometry the way the encode made it (deinterlaced, upright, tone-mapped, scaled), without the watermark: a watermark counts as difference. Only the luma plane is measured. A metric that could not be measured is absent and named in `missing` with the reason; the job succeeds either way.
  */
+export interface LadderChoice {
+  mode: "per-title" | "fixed";
+  reason?: string;
+  targetVmaf?: number;
+  /**
+   * How hard the title is to encode: the bits per pixel of one second the top rung needs for the target (its needed kb/s × 1000 over its width × height).
+   */
+  complexity?: number;
+  /**
+   * @maxItems 64
+   */
+  sample?: {
+    startSeconds: number;
+    seconds: number;
+  }[];
+  /**
+   * @maxItems 8
+   */
+  rungs?:
+    | []
+    | [LadderChoiceRung]
+    | [LadderChoiceRung, LadderChoiceRung]
+    | [LadderChoiceRung, LadderChoiceRung, LadderChoiceRung]
+    | [LadderChoiceRung, LadderChoiceRung, LadderChoiceRung, LadderChoiceRung]
+    | [LadderChoiceRung, LadderChoiceRung, LadderChoiceRung, LadderChoiceRung, LadderChoiceRung]
+    | [LadderChoiceRung, LadderChoiceRung, LadderChoiceRung, LadderChoiceRung, LadderChoiceRung, LadderChoiceRung]
+    | [
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung
+      ]
+    | [
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung,
+        LadderChoiceRung
+      ];
+}
+export interface LadderChoiceRung {
+  name: string;
+  width: number;
+  height: number;
+  /**
+   * The fixed table's rate for this size and encoder: the ceiling.
+   */
+  fixedKbps: number;
+  /**
+   * The lowest rate the rung may get.
+   */
+  floorKbps: number;
+  /**
+   * The rate the probe's fit says reaches the target VMAF with the ladder's encoder; absent when the points could not be fitted.
+   */
+  neededKbps?: number;
+  /**
+   * The rate chosen: the needed rate between the floor and the ceiling.
+   */
+  chosenKbps: number;
+  /**
+   * False: the rung was dropped (within the step ratio of the rung kept above it).
+   */
+  kept: boolean;
+  reason: string;
+  /**
+   * The probe encodes of this size (x264 veryfast at a constant quality) over the sample: their rate and VMAF mean.
+   *
+   * @maxItems 4
+   */
+  points:
+    | []
+    | [
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        }
+      ]
+    | [
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        },
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        }
+      ]
+    | [
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        },
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        },
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        }
+      ]
+    | [
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        },
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        },
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        },
+        {
+          crf: number;
+          kbps: number;
+          vmaf: number;
+        }
+      ];
+}
 export interface StreamCaption {
   /**
    * BCP 47 language tag in its shortest form (an input stream's ISO 639-2 eng or fre is en or fr; und when the input did not say).
