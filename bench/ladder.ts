@@ -51,6 +51,7 @@ const counted =
 
 const quality = testQualityTools();
 const deps = testMediaJobDeps({
+  maxInputBytes: 1024 ** 3,
   quality: {
     runFfmpeg: counted(quality.runFfmpeg),
     vmaf:
