@@ -7,7 +7,7 @@
  * the fixed table's rate for the size; a rung that adds nothing is dropped.
  */
 import { join } from 'node:path';
-import { stat, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import type { LadderChoice } from '../core/contracts/types.generated.ts';
 import type { MediaJobDeps } from '../core/media-job/media-job.ts';
 import { runEncode } from '../core/media-job/run-encode.ts';
@@ -15,6 +15,7 @@ import { measureQualities, type QualityTools } from '../core/media/measure-quali
 import { encodedFrameRate, type QualityReference } from '../core/media/quality-args.ts';
 import { BT709_OUTPUT_ARGS, pictureFilters } from '../core/media/picture-filters.ts';
 import type { JobInput } from '../core/media/read-input.ts';
+import { inputArgs } from '../core/media/run-ffmpeg.ts';
 import { jobInputArgs } from '../core/media/trim.ts';
 import type { JobContext } from '../core/worker/job-handler.ts';
 import { downscale } from './build-ladder-args.ts';
@@ -28,25 +29,38 @@ export const PROBE_CRFS = [20, 27] as const;
 const PROBE_PRESET = 'veryfast';
 /**
  * The ladder's x264 (`slow`, two passes) reaches the probe's (`veryfast`, constant quality)
- * VMAF with this share of its bits (measured: bigbuckbunny 720p, 1700 kb/s two-pass slow 95.04
- * against veryfast CRF 20 at 1827 kb/s 93.71; see docs/benchmarks.md#per-title-ladder).
+ * VMAF with this share of its bits. Measured on bigbuckbunny 720p, whole: veryfast CRF 20 took
+ * 1827 kb/s for VMAF 93.71; two-pass slow scored 92.64 at 1200 and 95.04 at 1700, so about 1530
+ * for the same 93.71 (0.84). The per-title rungs of docs/benchmarks.md#per-title-ladder land
+ * within 0.2 of the target on that clip.
  */
 export const LADDER_GAIN = 0.85;
 /** No rung below this share of the fixed table's rate for its size, nor below FLOOR_KBPS. */
 export const FLOOR_SHARE = 0.15;
 export const FLOOR_KBPS = 100;
 /**
- * A rung is dropped when the rung above it needs less than 1/STEP_RATIO times its bits: a player
- * that steps down to it saves too little to be worth a switch to a smaller picture.
+ * A rung is dropped when the rung kept above it has less than STEP_RATIO times its rate: a
+ * player that steps down to it saves too little to be worth a smaller picture.
  */
 export const STEP_RATIO = 1.5;
-/** Length of one sampled stretch, seconds. */
-const STRETCH_SECONDS = 2;
-/** The probe reads this share of the input (at least one stretch, at most MAX_SAMPLE_SECONDS). */
+/**
+ * Length of one sampled stretch, seconds. Short stretches spread over the input represent a
+ * varied title better than a few long ones: on a minute of mixed scenes, three 2 s stretches
+ * chose rates that scored 92.6 and 90.5 against the target 94; six 1 s stretches chose about the
+ * table's rates, which score 93.7.
+ */
+const STRETCH_SECONDS = 1;
+/** The probe reads this share of the input, in at least MIN_STRETCHES and at most MAX_STRETCHES. */
 const SAMPLE_SHARE = 0.1;
-const MAX_SAMPLE_SECONDS = 30;
+const MIN_STRETCHES = 3;
+const MAX_STRETCHES = 30;
 /** VMAF of every n-th probe frame (the report's own setting is for the outputs). */
-const PROBE_VMAF_SUBSAMPLE = 2;
+const PROBE_VMAF_SUBSAMPLE = 4;
+/**
+ * The ladder's VBV (see ladder.ts): peak 1.2× the average, a buffer of one second at the peak.
+ * A rung's rate must let the buffer hold the probe's largest frames (see peakKbps).
+ */
+const VBV_PEAK = 1.2;
 
 /** One stretch of the input the probe reads: seconds from the (trimmed) input's start. */
 export interface Stretch {
@@ -56,16 +70,16 @@ export interface Stretch {
 
 /**
  * The stretches the probe encodes: SAMPLE_SHARE of the input in stretches of STRETCH_SECONDS,
- * each in the middle of an equal share of the input (the whole input when it is shorter than
- * one stretch).
+ * at least MIN_STRETCHES, each in the middle of an equal share of the input; the whole input when the
+ * stretches would cover half of it or more.
  */
 export function sampleStretches(durationSeconds: number): Stretch[] {
-  if (!(durationSeconds > STRETCH_SECONDS)) return [{ startSeconds: 0, seconds: durationSeconds }];
-  const total = Math.min(
-    MAX_SAMPLE_SECONDS,
-    Math.max(STRETCH_SECONDS, durationSeconds * SAMPLE_SHARE),
+  const count = Math.min(
+    MAX_STRETCHES,
+    Math.max(MIN_STRETCHES, Math.round((durationSeconds * SAMPLE_SHARE) / STRETCH_SECONDS)),
   );
-  const count = Math.max(1, Math.round(total / STRETCH_SECONDS));
+  if (!(count * STRETCH_SECONDS * 2 < durationSeconds))
+    return [{ startSeconds: 0, seconds: round3(Math.max(0, durationSeconds)) }];
   const share = durationSeconds / count;
   return Array.from({ length: count }, (_, k) => ({
     startSeconds: round3(share * (k + 0.5) - STRETCH_SECONDS / 2),
@@ -73,10 +87,35 @@ export function sampleStretches(durationSeconds: number): Stretch[] {
   }));
 }
 
-/** One probe encode of a rung: its constant quality, its rate over the sample, its VMAF. */
+/**
+ * The lowest average rate (kb/s) whose VBV holds an encode's peaks, from its frames' sizes
+ * (bytes, in order, `frameRate` a second): the buffer (1.2 × rate × 1 s) must hold its largest
+ * frame, and any second of frames must fit in the buffer plus a second of refill at the peak
+ * rate. On still pictures the ladder's rate is set by this, not by the average: a photograph's
+ * keyframe at the probe's quality can be most of a second's bits.
+ */
+export function peakKbps(frameBytes: readonly number[], frameRate: number): number {
+  const window = Math.max(1, Math.round(frameRate));
+  let largest = 0;
+  let second = 0;
+  let sum = 0;
+  for (const [k, bytes] of frameBytes.entries()) {
+    largest = Math.max(largest, bytes);
+    sum += bytes - (k >= window ? (frameBytes[k - window] ?? 0) : 0);
+    second = Math.max(second, sum);
+  }
+  return Math.max((largest * 8) / VBV_PEAK, (second * 8) / (2 * VBV_PEAK)) / 1000;
+}
+
+/**
+ * One probe encode of a rung: its constant quality, the rate it takes in the ladder (the larger
+ * of its average over the sample and the rate whose VBV holds its peaks, see peakKbps), its VMAF.
+ */
 export interface ProbePoint {
   crf: number;
   kbps: number;
+  averageKbps: number;
+  peakKbps: number;
   vmaf: number;
 }
 
@@ -174,7 +213,13 @@ export function chooseLadder(
         reason: d.kept
           ? d.reason
           : `dropped: within ${STEP_RATIO}× of the ${d.above ?? 0} kb/s of the rung kept above (${d.reason})`,
-        points: d.points.map((p) => ({ crf: p.crf, kbps: round1(p.kbps), vmaf: round3(p.vmaf) })),
+        points: d.points.map((p) => ({
+          crf: p.crf,
+          kbps: round1(p.kbps),
+          averageKbps: round1(p.averageKbps),
+          peakKbps: round1(p.peakKbps),
+          vmaf: round3(p.vmaf),
+        })),
       })),
     } as LadderChoice,
   };
@@ -186,7 +231,7 @@ function withRate(rung: Rung, kbps: number): Rung {
   return { ...rung, bitrateKbps: kbps, maxrateKbps: peak, bufsizeKbps: peak };
 }
 
-/** The fixed table, and why it was kept when the probe could not run (no VMAF tool). */
+/** The fixed table, and why it was kept when the probe could not choose (no VMAF tool, a failure). */
 function fixedLadder(input: JobInput, encoder: LadderEncoder, why: string): PerTitleLadder {
   return { rungs: defaultLadder(input.video, encoder), choice: { mode: 'fixed', reason: why } };
 }
@@ -195,7 +240,7 @@ function fixedLadder(input: JobInput, encoder: LadderEncoder, why: string): PerT
  * Runs the probe on the job's input and chooses the per-title ladder (see chooseLadder). The
  * probe is one ffmpeg that decodes the sample once and encodes every rung at both qualities,
  * then one metrics ffmpeg for all of them; its files are removed afterwards. Without a VMAF
- * tool the fixed table is used, and the choice says why.
+ * tool, or when the probe fails, the fixed table is used, and the choice says why.
  */
 export async function planPerTitleLadder(
   deps: Pick<MediaJobDeps, 'runFfmpeg' | 'stallTimeoutMs' | 'threads' | 'quality' | 'metrics'>,
@@ -239,6 +284,7 @@ export async function planPerTitleLadder(
       stallTimeoutMs: deps.stallTimeoutMs,
       signal: ctx.signal,
       log: ctx.log,
+      vmafOnly: true,
       onProgress: (s) =>
         ctx.progress(
           from + ((to - from) / 2) * (1 + Math.min(1, s / sampleSeconds / outputs.length)),
@@ -251,8 +297,11 @@ export async function planPerTitleLadder(
       for (const [j, p] of outputs.entries()) {
         const score = measured[j]?.report.vmaf?.mean;
         if (p.k !== k || score === undefined) continue;
-        const bytes = (await stat(p.path)).size;
-        points.push({ crf: p.crf, kbps: (bytes * 8) / 1000 / sampleSeconds, vmaf: score });
+        const frames = await frameSizes(deps, ctx, p.path);
+        const averageKbps = (frames.reduce((n, b) => n + b, 0) * 8) / 1000 / sampleSeconds;
+        const peak = peakKbps(frames, o.input.video.frameRate || 25);
+        const kbps = Math.max(averageKbps, peak);
+        points.push({ crf: p.crf, kbps, averageKbps, peakKbps: peak, vmaf: score });
       }
       probes.push({ rung, points });
     }
@@ -264,25 +313,70 @@ export async function planPerTitleLadder(
       o.encoder,
       sample,
     );
+  } catch (error) {
+    // A probe that fails (an input whose sample decodes to nothing, a metrics run that breaks)
+    // costs the job its per-title rates, not the job: the encode may still succeed.
+    if (ctx.signal.aborted) throw error;
+    ctx.log.warn('stream.probe_failed', { error });
+    return fixedLadder(o.input, o.encoder, 'the probe failed');
   } finally {
     await Promise.all(outputs.map((p) => rm(p.path, { force: true })));
   }
 }
 
-/** The sample made into the top rung's picture, as the ladder makes it, at the probe's times. */
-function sampleChain(
-  input: JobInput,
-  top: Rung,
-  sample: readonly Stretch[],
-  label: string,
-): string {
+/** The sizes (bytes) of a probe file's video frames, in decode order (read, not decoded). */
+async function frameSizes(
+  deps: Pick<MediaJobDeps, 'runFfmpeg' | 'stallTimeoutMs'>,
+  ctx: JobContext,
+  path: string,
+): Promise<number[]> {
+  let text = '';
+  await deps.runFfmpeg(
+    [...inputArgs(path), '-map', '0:v:0', '-c', 'copy', '-f', 'framecrc', 'pipe:1'],
+    {
+      signal: ctx.signal,
+      stallTimeoutMs: deps.stallTimeoutMs,
+      onStdout: (chunk) => void (text += chunk.toString('latin1')),
+    },
+  );
+  // framecrc: `stream, dts, pts, duration, size, crc` per packet; `#` lines are its header.
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('#'))
+    .map((line) => Number(line.split(',')[4]))
+    .filter((n) => Number.isFinite(n));
+}
+
+/**
+ * ffmpeg inputs of the sample: one per stretch, each seeking into the input (so only the
+ * stretches are decoded, whatever the input's length), or the (trimmed) input itself when the
+ * sample is all of it.
+ */
+export function sampleInputs(input: JobInput, sample: readonly Stretch[]): string[][] {
+  const [only] = sample;
+  if (sample.length === 1 && only?.startSeconds === 0) return [jobInputArgs(input)];
+  const offset = input.trim?.startSeconds ?? 0;
+  return sample.map((s) =>
+    inputArgs(input.path, [
+      '-ss',
+      String(round3(offset + s.startSeconds)),
+      '-t',
+      String(s.seconds),
+    ]),
+  );
+}
+
+/**
+ * The sample's stretches (inputs `first`…) joined and made into the top rung's picture, as the
+ * ladder makes it, renumbered frame by frame at the nominal rate, so the probe's files and their
+ * reference pair frame for frame whatever the input's timing.
+ */
+function sampleChain(input: JobInput, top: Rung, stretches: number, first: number): string {
   const rate = encodedFrameRate(input) ?? 25;
-  const within = sample
-    .map((s) => `between(t\\,${s.startSeconds}\\,${round3(s.startSeconds + s.seconds)})`)
-    .join('+');
-  // Renumbered frame by frame at the nominal rate, so the probe's files and the reference
-  // pair frame for frame whatever the input's timing.
-  return `${label}${pictureFilters(input, top, 'bicubic')},setpts=PTS-STARTPTS,select='${within}',setpts=N/(${rate}*TB)`;
+  const parts = Array.from({ length: stretches }, (_, k) => `[${first + k}:${input.video.index}]`);
+  const joined =
+    stretches > 1 ? `${parts.join('')}concat=n=${stretches}:v=1:a=0,` : (parts[0] ?? '');
+  return `${joined}${pictureFilters(input, top, 'bicubic')},setpts=N/(${rate}*TB)`;
 }
 
 /** The probe's ffmpeg: the sample decoded once, split to every rung, each at both qualities. */
@@ -295,7 +389,8 @@ function probeArgs(
 ): string[] {
   const top = rungs[0];
   if (!top) throw new Error('a ladder needs at least one rung');
-  const source = sampleChain(input, top, sample, `[0:${input.video.index}]`);
+  const inputs = sampleInputs(input, sample);
+  const source = sampleChain(input, top, inputs.length, 0);
   const split = `${source},split=${rungs.length}${rungs.map((_, k) => `[s${k}]`).join('')}`;
   const branches = rungs.map((r, k) => {
     const scale = k === 0 ? '' : `${downscale(r)},`;
@@ -303,7 +398,7 @@ function probeArgs(
     return `[s${k}]${scale}format=yuv420p,split=${PROBE_CRFS.length}${labels}`;
   });
   return [
-    ...jobInputArgs(input),
+    ...inputs.flat(),
     '-filter_complex',
     [split, ...branches].join(';'),
     ...outputs.flatMap((p) => [
@@ -316,6 +411,13 @@ function probeArgs(
       PROBE_PRESET,
       '-crf',
       String(p.crf),
+      // Capped at twice the table's rate for the size (one second's buffer): a point above it
+      // would only say "the ceiling", and x264's work grows with the bits (noise at CRF 20 took
+      // 18 Mb/s at 720p and as much CPU as the whole ladder).
+      '-maxrate',
+      `${probeCap(rungs[p.k])}k`,
+      '-bufsize',
+      `${probeCap(rungs[p.k])}k`,
       '-fps_mode',
       'passthrough',
       ...BT709_OUTPUT_ARGS,
@@ -327,6 +429,9 @@ function probeArgs(
   ];
 }
 
+/** The VBV cap of a size's probe encodes, kb/s: twice the fixed table's rate for the size. */
+const probeCap = (rung: Rung | undefined): number => 2 * (rung?.bitrateKbps ?? 0);
+
 /** What the probe's files are measured against: the sample at the top rung's picture. */
 function probeReference(
   input: JobInput,
@@ -336,9 +441,10 @@ function probeReference(
   const top = rungs[0];
   if (!top) throw new Error('a ladder needs at least one rung');
   const frameRate = encodedFrameRate(input) ?? 25;
+  const inputs = sampleInputs(input, sample);
   return {
-    inputs: [jobInputArgs(input)],
-    chain: (first) => sampleChain(input, top, sample, `[${first}:${input.video.index}]`),
+    inputs,
+    chain: (first) => sampleChain(input, top, inputs.length, first),
     frameRate,
   };
 }

@@ -1,11 +1,19 @@
 import { expect } from 'chai';
-import type { Rung } from '../../services/streamer/ladder.ts';
+import { MediaError } from '../../services/core/errors.ts';
+import type { FfmpegRunner } from '../../services/core/media/run-ffmpeg.ts';
+import { defaultLadder, type LadderEncoder, type Rung } from '../../services/streamer/ladder.ts';
+import { testJobContext } from '../support/job-context.ts';
+import { jobInputOf, mediaInfo } from '../support/job-input.ts';
+import { testMediaJobDeps } from '../support/media-job-deps.ts';
 import {
   chooseLadder,
   FLOOR_KBPS,
   FLOOR_SHARE,
   LADDER_GAIN,
   neededKbps,
+  peakKbps,
+  planPerTitleLadder,
+  sampleInputs,
   sampleStretches,
   STEP_RATIO,
   TARGET_VMAF,
@@ -30,20 +38,35 @@ const table = [
 /** Two probe points on the curve 100 − VMAF = c · rate^(−α), which reaches `target` at `at` kb/s. */
 function pointsOn(at: number, alpha: number, target = TARGET_VMAF): ProbePoint[] {
   const c = (100 - target) * Math.pow(at, alpha);
-  return [800, 3000].map((kbps, k) => ({
-    crf: k === 0 ? 27 : 20,
-    kbps: (kbps * at) / 1000,
-    vmaf: 100 - c * Math.pow((kbps * at) / 1000, -alpha),
-  }));
+  return [800, 3000].map((kbps, k) => point(k === 0 ? 27 : 20, (kbps * at) / 1000, c, alpha));
+}
+
+function point(crf: number, kbps: number, c: number, alpha: number): ProbePoint {
+  const vmaf = 100 - c * Math.pow(kbps, -alpha);
+  return { crf, kbps, averageKbps: kbps, peakKbps: kbps / 2, vmaf };
 }
 
 describe('per-title ladder: the probe sample', () => {
-  it('reads a short input whole, and a tenth of a longer one in 2 s stretches spread over it', () => {
+  it('reads an input of 6 s or less whole, and a tenth of a longer one in three or more 1 s stretches spread over it', () => {
     expect(sampleStretches(1.5)).to.deep.equal([{ startSeconds: 0, seconds: 1.5 }]);
-    expect(sampleStretches(5)).to.deep.equal([{ startSeconds: 1.5, seconds: 2 }]);
+    expect(sampleStretches(6)).to.deep.equal([{ startSeconds: 0, seconds: 6 }]);
+    expect(sampleStretches(10)).to.deep.equal([
+      { startSeconds: 1.167, seconds: 1 },
+      { startSeconds: 4.5, seconds: 1 },
+      { startSeconds: 7.833, seconds: 1 },
+    ]);
     const minute = sampleStretches(60);
-    expect(minute.map((s) => s.startSeconds)).to.deep.equal([9, 29, 49]);
-    expect(minute.every((s) => s.seconds === 2)).to.equal(true);
+    expect(minute.map((s) => s.startSeconds)).to.deep.equal([4.5, 14.5, 24.5, 34.5, 44.5, 54.5]);
+    expect(minute.every((s) => s.seconds === 1)).to.equal(true);
+  });
+
+  it('the rate whose VBV holds the largest frame and the fullest second', () => {
+    // 25 frames a second: one 150 kB keyframe, then 2 kB frames.
+    const still = [150_000, ...Array.from({ length: 99 }, () => 2_000)];
+    expect(peakKbps(still, 25)).to.be.closeTo((150_000 * 8) / 1.2 / 1000, 0.01);
+    // Even frames: the second's bits over twice the buffer (buffer plus a second at the peak).
+    const even = Array.from({ length: 100 }, () => 10_000);
+    expect(peakKbps(even, 25)).to.be.closeTo((250_000 * 8) / 2.4 / 1000, 0.01);
   });
 
   it('never reads more than 30 s, and every stretch lies inside the input', () => {
@@ -67,9 +90,13 @@ describe('per-title ladder: the rate a rung needs', () => {
   });
 
   it('with one usable point assumes the gentlest slope (more bits), and none gives no rate', () => {
-    const one = neededKbps([{ crf: 20, kbps: 1000, vmaf: 97 }], TARGET_VMAF);
+    const at = (kbps: number, vmaf: number): ProbePoint => ({
+      ...{ crf: 20, kbps, averageKbps: kbps, peakKbps: kbps },
+      vmaf,
+    });
+    const one = neededKbps([at(1000, 100 - (100 - TARGET_VMAF) / 2)], TARGET_VMAF);
     expect(one).to.be.closeTo(1000 * 0.5 * LADDER_GAIN, 0.01);
-    expect(neededKbps([{ crf: 20, kbps: 1000, vmaf: 100 }], TARGET_VMAF)).to.equal(undefined);
+    expect(neededKbps([at(1000, 100)], TARGET_VMAF)).to.equal(undefined);
     expect(neededKbps([], TARGET_VMAF)).to.equal(undefined);
   });
 });
@@ -130,5 +157,67 @@ describe('per-title ladder: the rates chosen', () => {
     const chosen = chooseLadder([{ rung: table[0] as Rung, points: [] }], 'h264', sample);
     expect(chosen.rungs[0]?.bitrateKbps).to.equal(2800);
     expect(chosen.choice.rungs?.[0]?.reason).to.match(/could not be fitted/);
+  });
+});
+
+describe('per-title ladder: the probe run', () => {
+  const input = jobInputOf(
+    '/in/input',
+    mediaInfo({ width: 1280, height: 720 }, { durationSeconds: 60 }),
+  );
+
+  it("reads each stretch by seeking into the input, from a trim's start", () => {
+    const stretches = sampleStretches(60);
+    const inputs = sampleInputs(input, stretches);
+    expect(inputs.map((a) => a.slice(a.indexOf('-ss'), a.indexOf('-i')))).to.deep.equal(
+      [4.5, 14.5, 24.5, 34.5, 44.5, 54.5].map((at) => ['-ss', String(at), '-t', '1']),
+    );
+    const trimmed = {
+      ...input,
+      trim: { startSeconds: 100, durationSeconds: 60, inputSeconds: 600 },
+    };
+    expect(sampleInputs(trimmed, stretches)[0]).to.include.members(['-ss', '104.5']);
+  });
+
+  const probeOf = (encoder: LadderEncoder) => ({
+    input,
+    encoder,
+    workDir: '/nowhere',
+    progress: [1, 5] as [number, number],
+  });
+
+  it('a probe that fails keeps the fixed table and says so; a stopped job still stops', async () => {
+    const failing: FfmpegRunner = () => Promise.reject(new MediaError('internal', 'ffmpeg broke'));
+    const deps = testMediaJobDeps({
+      runFfmpeg: failing,
+      quality: { runFfmpeg: failing, vmaf: { runFfmpeg: failing, subsample: 4 } },
+    });
+    const o = probeOf('h264');
+    const planned = await planPerTitleLadder(deps, testJobContext('stream'), o);
+    expect(planned.choice).to.deep.equal({ mode: 'fixed', reason: 'the probe failed' });
+    expect(planned.rungs).to.deep.equal(defaultLadder(input.video, 'h264'));
+    const stop = new AbortController();
+    stop.abort();
+    const stopped = await planPerTitleLadder(
+      deps,
+      { ...testJobContext('stream'), signal: stop.signal },
+      o,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(stopped).to.be.instanceOf(MediaError);
+  });
+
+  it('without a VMAF tool keeps the fixed table and says why', async () => {
+    const deps = testMediaJobDeps({
+      quality: { runFfmpeg: () => Promise.resolve(), vmaf: { missing: 'no libvmaf here' } },
+    });
+    const planned = await planPerTitleLadder(deps, testJobContext('stream'), probeOf('vp9'));
+    expect(planned.choice).to.deep.equal({
+      mode: 'fixed',
+      reason: 'no VMAF measure: no libvmaf here',
+    });
+    expect(planned.rungs).to.deep.equal(defaultLadder(input.video, 'vp9'));
   });
 });

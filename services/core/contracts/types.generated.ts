@@ -962,7 +962,7 @@ export interface LadderChoiceRung {
   kept: boolean;
   reason: string;
   /**
-   * The probe encodes of this size (x264 veryfast at a constant quality) over the sample: their rate and VMAF mean.
+   * The probe encodes of this size (x264 veryfast at a constant quality) over the sample: `averageKbps` their average rate, `peakKbps` the lowest rate whose VBV (1.2× peak, 1 s buffer) holds their largest frame and second, `kbps` the larger of the two (what the fit uses), and their VMAF mean.
    *
    * @maxItems 4
    */
@@ -972,6 +972,8 @@ export interface LadderChoiceRung {
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         }
       ]
@@ -979,11 +981,15 @@ export interface LadderChoiceRung {
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         },
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         }
       ]
@@ -991,16 +997,22 @@ export interface LadderChoiceRung {
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         },
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         },
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         }
       ]
@@ -1008,21 +1020,29 @@ export interface LadderChoiceRung {
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         },
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         },
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         },
         {
           crf: number;
           kbps: number;
+          averageKbps: number;
+          peakKbps: number;
           vmaf: number;
         }
       ];

@@ -53,6 +53,11 @@ export interface MeasureQualitiesOptions {
   log: Logger;
   /** Seconds of the outputs measured so far (each call also proves the run alive). */
   onProgress?: (seconds: number) => void;
+  /**
+   * VMAF alone (no PSNR, no SSIM, nothing measured without the VMAF tool): for a measurement
+   * that only needs VMAF's mean, at a third of the metrics' cost (the per-title probe).
+   */
+  vmafOnly?: boolean;
 }
 
 /** One output measured on its own. */
@@ -111,13 +116,14 @@ export async function measureQualities(
     );
     if (measured) return measured;
   } else missing.push({ metric: 'vmaf', reason: tools.vmaf.missing });
-  const measured = await attempt(o, ['psnr', 'ssim'], missing, () =>
-    measureWith(tools.runFfmpeg, o, false, 1),
-  );
   const none = (): QualityMeasurement => ({
     report: { framesCompared: 0, missing: [...missing] },
     frames: [],
   });
+  if (o.vmafOnly) return o.outputs.map(none);
+  const measured = await attempt(o, ['psnr', 'ssim'], missing, () =>
+    measureWith(tools.runFfmpeg, o, false, 1),
+  );
   return measured ?? o.outputs.map(none);
 }
 
@@ -152,7 +158,7 @@ async function measureWith(
 ): Promise<QualityMeasurement[]> {
   const targets = o.outputs.map((output, k) => ({
     ...output,
-    logs: logsOf(o.workDir, k, withVmaf),
+    logs: logsOf(o.workDir, k, withVmaf, o.vmafOnly === true),
   }));
   const args = qualityArgs({
     targets,
@@ -169,24 +175,25 @@ async function measureWith(
 }
 
 /** Output `k`'s logs in the work directory. */
-function logsOf(workDir: string, k: number, withVmaf: boolean): QualityLogs {
+function logsOf(workDir: string, k: number, withVmaf: boolean, vmafOnly: boolean): QualityLogs {
   const at = (name: string): string => join(workDir, `quality-${k}-${name}`);
-  const logs = { psnr: at('psnr.log'), ssim: at('ssim.log') };
+  const logs = vmafOnly ? {} : { psnr: at('psnr.log'), ssim: at('ssim.log') };
   return withVmaf ? { ...logs, vmaf: at('vmaf.csv') } : logs;
 }
 
 /** An output's report and per-frame figures from its three logs. */
 async function readMeasurement(logs: QualityLogs, subsample: number): Promise<QualityMeasurement> {
   const [psnr, ssim, vmaf] = await Promise.all([
-    readPsnrLog(logs.psnr),
-    readSsimLog(logs.ssim),
+    logs.psnr === undefined ? [] : readPsnrLog(logs.psnr),
+    logs.ssim === undefined ? [] : readSsimLog(logs.ssim),
     logs.vmaf === undefined ? undefined : readVmafLog(logs.vmaf),
   ]);
   const vmafSummary = vmaf && summarizeVmaf(vmaf);
   const psnrSummary = summarizePsnr(psnr);
   const ssimSummary = summarizeSsim(ssim);
   const report: QualityReport = {
-    framesCompared: Math.max(psnr.length, ssim.length),
+    // VMAF-only: the frames libvmaf logged (those it scored, or every frame).
+    framesCompared: Math.max(psnr.length, ssim.length) || (vmaf?.length ?? 0),
     ...(vmafSummary ? { vmaf: { model: VMAF_MODEL, ...vmafSummary, subsample } } : {}),
     ...(psnrSummary ? { psnr: psnrSummary } : {}),
     ...(ssimSummary ? { ssim: ssimSummary } : {}),

@@ -33,8 +33,10 @@ export interface QualityReference {
 
 /** Where the metrics ffmpeg writes its per-frame figures. */
 export interface QualityLogs {
-  psnr: string;
-  ssim: string;
+  /** psnr's stats file; unset: no PSNR (a VMAF-only measurement). */
+  psnr?: string;
+  /** ssim's stats file; unset: no SSIM. */
+  ssim?: string;
   /** libvmaf's CSV log; unset: no VMAF (an ffmpeg without libvmaf). */
   vmaf?: string;
 }
@@ -151,10 +153,11 @@ function targetGraph(o: QualityArgsOptions, t: QualityTarget, k: number): string
 
 /** What a target is measured with, in the order its output passes them. */
 function metricFilters(o: QualityArgsOptions, t: QualityTarget): string[] {
+  const { psnr, ssim, vmaf } = t.logs;
   return [
-    `psnr=stats_file=${safePath(t.logs.psnr)}`,
-    `ssim=stats_file=${safePath(t.logs.ssim)}`,
-    ...(t.logs.vmaf === undefined ? [] : [vmafFilter(o, t.logs.vmaf)]),
+    ...(psnr === undefined ? [] : [`psnr=stats_file=${safePath(psnr)}`]),
+    ...(ssim === undefined ? [] : [`ssim=stats_file=${safePath(ssim)}`]),
+    ...(vmaf === undefined ? [] : [vmafFilter(o, vmaf)]),
   ];
 }
 
