@@ -227,6 +227,30 @@ function describesVMAFFfmpegPSNRSSIM(): void {
     ]);
   });
 
+  it('VMAF alone: the same VMAF, no PSNR or SSIM run; without a VMAF ffmpeg nothing is measured', async () => {
+    const broken = createFfmpegRunner(join(dir, 'no-such-ffmpeg'), bounds);
+    const none = await measureQuality(
+      { runFfmpeg: broken, vmaf: { missing: 'none here' } },
+      { ...(await options()), vmafOnly: true },
+    );
+    // The service's ffmpeg is never run (it would fail here).
+    expect(none.report).to.deep.equal({
+      framesCompared: 0,
+      missing: [{ metric: 'vmaf', reason: 'none here' }],
+    });
+    if (!VMAF_FFMPEG) return;
+    const tools = testQualityTools();
+    const only = await measureQuality(
+      { ...tools, runFfmpeg: broken },
+      { ...(await options()), vmafOnly: true },
+    );
+    const all = await measureQuality(tools, await options());
+    expect(only.report.psnr).to.equal(undefined);
+    expect(only.report.ssim).to.equal(undefined);
+    expect(only.report.vmaf).to.deep.equal(all.report.vmaf);
+    expect(only.report.missing).to.deep.equal([]);
+  });
+
   it('every metrics ffmpeg failing: an empty report that says why, never a failure', async () => {
     const broken = createFfmpegRunner(join(dir, 'no-such-ffmpeg'), bounds);
     const tools: QualityTools = { runFfmpeg: broken, vmaf: { missing: 'none here' } };
