@@ -202,6 +202,7 @@ function describesCommandRunsTsFile(): void {
       /^npm run bench:summary -- /,
       /^npm run bench:stream -- /,
       /^npm run bench:stream-quality -- /,
+      /^npm run bench:ladder -- /,
       /^npm run bench:tracing -- /,
       /^npm run bench:fairness -- /,
       /^npm run bench:(ingress|footprint) -- /,
@@ -265,6 +266,21 @@ function describesNpmRunBenchTranscode(): void {
       /\| smpte-bars-short \(synthetic\) \| h264 \| 360p \| \d+ \| [\d.]+ \(/,
     );
     expect(ran.stdout).to.match(/^\d+\/\d+ rungs pass every rule$/m);
+  });
+
+  it('npm run bench:ladder -- slides-short h264 (one short clip)', async () => {
+    const ran = await run(
+      ['run', 'bench:ladder', '--', 'slides-short', 'h264'],
+      {
+        TEST_VMAF_FFMPEG: requireEnv('TEST_VMAF_FFMPEG'),
+        TEST_CORPUS_SOURCES: requireEnv('TEST_CORPUS_SOURCES'),
+      },
+      300_000,
+    );
+    expect(ran.code, ran.stderr.slice(-2000)).to.equal(0);
+    expect(ran.stdout).to.match(/^\| slides-short \| fixed \| 360p 800 → [\d.]+/m);
+    expect(ran.stdout).to.match(/^\| slides-short \| per-title \| 360p \d+ → [\d.]+/m);
+    expect(ran.stdout).to.match(/^\| slides-short \| per-title \/ fixed bits \| \| [\d.]+ \|/m);
   });
 
   it('npm run bench:tracing -- 1 20 (short arguments)', async () => {
