@@ -286,10 +286,7 @@ export async function planPerTitleLadder(
       log: ctx.log,
       vmafOnly: true,
       onProgress: (s) =>
-        ctx.progress(
-          from + ((to - from) / 2) * (1 + Math.min(1, s / sampleSeconds / outputs.length)),
-          'encode',
-        ),
+        ctx.progress(from + ((to - from) / 2) * (1 + Math.min(1, s / sampleSeconds)), 'encode'),
     });
     const probes: RungProbe[] = [];
     for (const [k, rung] of candidates.entries()) {
