@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import kafkajs, { type Consumer, type ConsumerConfig } from 'kafkajs';
+import kafkajs from 'kafkajs';
 import { startDelayForwarder } from '../../services/core/bus/kafka-delay.ts';
 import { createDisconnect } from '../../services/core/bus/kafka-support.ts';
 import { createKafkaBus, type KafkaBus } from '../../services/core/bus/kafka-bus.ts';
 import { topics, type BusRecord, type Subscription } from '../../services/core/bus/event-bus.ts';
 import { createLogger } from '../../services/core/observability/logger.ts';
 import { brokers, newGroup, newPrefix, sleep, until } from '../support/kafka-test-names.ts';
+import { spoiledKafka, type Spoil } from '../support/spoiled-kafka.ts';
 
 // Scheduled records (notBefore) on a real broker: the delay topics and their forwarder.
 
@@ -128,7 +129,7 @@ describe('Kafka delay forwarder: a consumer that stops is replaced (real broker)
       ]);
       await until(() => forwarded.length === 1, 30_000, 'the record forwarded');
       expect(forwarded[0]?.at).to.be.at.least(due);
-      expect(log.some((l) => l.includes('kafka.delay_forwarder_replaced'))).to.equal(true);
+      expect(log.some((l) => l.includes('kafka.consumer_replaced'))).to.equal(true);
     });
 });
 
@@ -139,7 +140,7 @@ describe('Kafka delay forwarder: a consumer that stops is replaced (real broker)
 async function forwardedRecords(
   prefix: string,
   bus: KafkaBus,
-  spoil: 'never fetches' | 'crashes, not restarted',
+  spoil: Spoil,
   write: (line: string) => void,
 ): Promise<{ at: number }[]> {
   await bus.ensureTopics();
@@ -149,31 +150,7 @@ async function forwardedRecords(
     brokers: brokers(),
     logLevel: kafkajs.logLevel.NOTHING,
   });
-  let made = 0;
-  const spoiled = new Proxy(kafka, {
-    get(target, name, receiver) {
-      if (name !== 'consumer') return Reflect.get(target, name, receiver) as unknown;
-      return (config: ConsumerConfig): Consumer => {
-        const consumer = target.consumer(config);
-        if (made++ > 0) return consumer;
-        if (spoil === 'never fetches')
-          // Joins nothing and fetches nothing, as a consumer that silently stopped.
-          return Object.assign(consumer, { run: () => Promise.resolve() });
-        const crashed: ((event: { payload: unknown }) => void)[] = [];
-        const on = consumer.on.bind(consumer) as (e: string, l: unknown) => () => void;
-        return Object.assign(consumer, {
-          on: (event: string, listener: (event: { payload: unknown }) => void) => {
-            if (event === consumer.events.CRASH) crashed.push(listener);
-            return on(event, listener);
-          },
-          run: async () => {
-            for (const listener of crashed)
-              listener({ payload: { error: new Error('spoiled'), groupId: '', restart: false } });
-          },
-        });
-      };
-    },
-  });
+  const spoiled = spoiledKafka(kafka, spoil);
   const producer = kafka.producer();
   await producer.connect();
   closers.push(() => producer.disconnect());
@@ -187,9 +164,9 @@ async function forwardedRecords(
       redeliveryDelayMs: 500,
       abortWaitMs: 1000,
       disconnect: createDisconnect(logger, 5000),
+      stallMs: 3000,
     },
     send: async (topicMessages) => void (await producer.sendBatch({ topicMessages, acks: -1 })),
-    stallMs: 3000,
   });
   closers.push(() => forwarder.close());
   const forwarded: { at: number }[] = [];

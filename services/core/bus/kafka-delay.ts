@@ -2,7 +2,16 @@ import type { Consumer, EachMessagePayload, Kafka, Message, TopicMessages } from
 import { topics, type OutgoingRecord } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { ConsumerSettings } from './kafka-subscription.ts';
-import { asBusUnavailable, CONSUMER_RECOVERY, headersToStrings } from './kafka-support.ts';
+import {
+  asBusUnavailable,
+  CONSUMER_RECOVERY,
+  consumerStallMs,
+  createReplacer,
+  headersToStrings,
+  startStallWatch,
+  type ConsumerReplacer,
+  type StallWatch,
+} from './kafka-support.ts';
 
 /*
  * Scheduled records on Kafka (DESIGN §3, "Waiting is the bus's job").
@@ -92,11 +101,6 @@ export interface DelayForwarderOptions {
   group?: string;
   /** Publishes with acks=all; rejects when the brokers did not acknowledge. */
   send(topicMessages: TopicMessages[]): Promise<void>;
-  /**
-   * How long the consumer may go without a fetch, a heartbeat or a join before it is replaced
-   * (default: the larger of 60 s, 3 session timeouts and 2 rebalance timeouts).
-   */
-  stallMs?: number;
 }
 
 export interface DelayForwarder {
@@ -114,10 +118,10 @@ interface ForwarderState {
   consumer: Consumer;
   /** Paused partitions (`topic:partition`) → the timer that resumes them. */
   waits: Map<string, { timer: NodeJS.Timeout; topic: string; partition: number }>;
-  /** Epoch ms of the consumer's last fetch, heartbeat or join. */
-  aliveAt: number;
-  /** A replacement of the consumer under way. */
-  replacing?: Promise<void> | undefined;
+  /** Replaces the consumer when it goes silent (consumerStallMs). */
+  stall: StallWatch;
+  /** Replaces the consumer (a silent one, or one kafkajs gave up). */
+  replacer: ConsumerReplacer;
   stopping: boolean;
 }
 
@@ -130,41 +134,33 @@ export async function startDelayForwarder(
   const { settings } = options;
   const prefix = settings.topicPrefix;
   const group = options.group ?? `${prefix}media-scheduler`;
+  const forwarderLog = log.child({ component: 'kafka-delay', group });
   const s: ForwarderState = {
     kafka,
-    log: log.child({ component: 'kafka-delay', group }),
+    log: forwarderLog,
     options,
     group,
     prefix,
     tierByTopic: new Map(delayTiers.map((t) => [prefix + t.topic, t.ms])),
     consumer: newConsumer(kafka, settings, group),
     waits: new Map(),
-    aliveAt: Date.now(),
+    stall: startStallWatch(consumerStallMs(settings), (reason) => s.replacer.replace(reason)),
+    replacer: forwarderReplacer(() => s, forwarderLog, settings),
     stopping: false,
   };
   try {
     await runConsumer(s);
   } catch (error) {
+    s.stall.stop();
     await s.consumer.disconnect().catch(() => undefined);
     throw asBusUnavailable(error, `start the delay forwarder (group ${group})`);
   }
-  const stallMs =
-    options.stallMs ??
-    Math.max(60_000, 3 * settings.sessionTimeoutMs, 2 * settings.rebalanceTimeoutMs);
-  const watchdog = setInterval(
-    () => {
-      if (!s.stopping && !s.replacing && Date.now() - s.aliveAt > stallMs)
-        replaceConsumer(s, `no fetch, heartbeat or join for ${stallMs} ms`);
-    },
-    Math.max(1000, Math.floor(stallMs / 4)),
-  );
-  watchdog.unref();
   let closing: Promise<void> | undefined;
   return {
     close: () =>
       (closing ??= (async () => {
         s.stopping = true;
-        clearInterval(watchdog);
+        s.stall.stop();
         clearWaits(s, false);
         // A replacement under way disconnects the consumer it starts once it sees `stopping`.
         await settings.disconnect(s.consumer, 'delay forwarder disconnect');
@@ -187,25 +183,19 @@ function newConsumer(kafka: Kafka, settings: ConsumerSettings, group: string): C
 /** Connects `s.consumer`, subscribes it to the delay topics and runs it. */
 async function runConsumer(s: ForwarderState): Promise<void> {
   const { consumer } = s;
-  const alive = (): void => {
-    if (consumer === s.consumer) s.aliveAt = Date.now();
-  };
+  s.stall.watch(consumer);
   // A rejoin reads every partition it is given from the committed offset, which is the head
   // each wait was for: drop the waits (and their pauses) and let the heads be judged again.
   consumer.on(consumer.events.GROUP_JOIN, () => {
-    alive();
     if (consumer === s.consumer) clearWaits(s, true);
   });
-  consumer.on(consumer.events.FETCH_START, alive);
-  consumer.on(consumer.events.HEARTBEAT, alive);
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     s.log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     // kafkajs restarts a consumer after a retriable crash; after any other the forwarder
     // replaces it, or the scheduled records of every process would wait for a restart.
-    if (!payload.restart && consumer === s.consumer && !s.stopping)
-      replaceConsumer(s, 'the consumer crashed and kafkajs gave it up');
+    if (!payload.restart && consumer === s.consumer)
+      s.replacer.replace('the consumer crashed and kafkajs gave it up');
   });
-  s.aliveAt = Date.now();
   await consumer.connect();
   await consumer.subscribe({ topics: [...s.tierByTopic.keys()], fromBeginning: true });
   await consumer.run({
@@ -216,32 +206,26 @@ async function runConsumer(s: ForwarderState): Promise<void> {
 }
 
 /**
- * Drops the consumer and starts a new one in the group, again after `redeliveryDelayMs` while
- * the brokers do not answer; what the old one had not committed is read again by the group.
+ * Drops the consumer and starts a new one in the group; what the old one had not committed is
+ * read again by the group.
  */
-function replaceConsumer(s: ForwarderState, reason: string): void {
-  if (s.replacing || s.stopping) return;
-  s.log.warn('kafka.delay_forwarder_replaced', { reason });
-  s.replacing = (async () => {
-    clearWaits(s, false);
-    await s.options.settings.disconnect(s.consumer, 'delay forwarder disconnect');
-    while (!s.stopping) {
-      s.consumer = newConsumer(s.kafka, s.options.settings, s.group);
-      try {
-        await runConsumer(s);
-        if (s.stopping)
-          await s.options.settings.disconnect(s.consumer, 'delay forwarder disconnect');
-        return;
-      } catch (error) {
-        s.log.warn('kafka.delay_forwarder_start_failed', { error });
-        await s.consumer.disconnect().catch(() => undefined);
-        await new Promise((resolve) => {
-          setTimeout(resolve, s.options.settings.redeliveryDelayMs).unref();
-        });
-      }
-    }
-  })().finally(() => {
-    s.replacing = undefined;
+function forwarderReplacer(
+  s: () => ForwarderState,
+  log: Logger,
+  settings: ConsumerSettings,
+): ConsumerReplacer {
+  return createReplacer({
+    log,
+    disconnect: settings.disconnect,
+    retryMs: settings.redeliveryDelayMs,
+    stopping: () => s().stopping,
+    current: () => s().consumer,
+    onReplace: () => clearWaits(s(), false),
+    startNext: async () => {
+      const state = s();
+      state.consumer = newConsumer(state.kafka, settings, state.group);
+      await runConsumer(state);
+    },
   });
 }
 

@@ -9,9 +9,14 @@ import { reportLoad, watchGroupLoad, type GroupLoadWatch } from './kafka-group-l
 import {
   asBusUnavailable,
   CONSUMER_RECOVERY,
+  consumerStallMs,
+  createReplacer,
   headersToStrings,
+  startStallWatch,
   withDeadline,
+  type ConsumerReplacer,
   type Disconnect,
+  type StallWatch,
 } from './kafka-support.ts';
 import {
   admit,
@@ -43,6 +48,11 @@ export interface ConsumerSettings {
    * and the larger it is the further behind a backlog another organisation's job is seen.
    */
   windowRecords?: number;
+  /**
+   * How long a consumer may go without a fetch, a heartbeat or a join before it is replaced, ms
+   * (default consumerStallMs in kafka-support.ts: 90 s at the bus's defaults).
+   */
+  stallMs?: number;
   /** Called when kafkajs gives a consumer up (a crash it does not restart from). */
   onConsumerDown?: () => void;
   /**
@@ -61,7 +71,12 @@ interface Running {
 
 /** What one subscription's functions share. */
 interface State {
+  kafka: Kafka;
   consumer: Consumer;
+  /** Replaces the consumer when it goes silent (consumerStallMs). */
+  stall: StallWatch;
+  /** Replaces the consumer (a silent one). */
+  replacer: ConsumerReplacer;
   admin: Admin;
   log: Logger;
   settings: ConsumerSettings;
@@ -135,15 +150,30 @@ export async function startKafkaSubscription(
   settings: ConsumerSettings,
   options: SubscribeOptions,
 ): Promise<Subscription> {
-  const concurrency = Math.max(1, options.concurrency ?? 1);
   // Read at each join, once the state exists (kafkajs asks for it only when it joins).
   const made: { state?: State } = {};
-  const consumer = kafka.consumer({
+  const consumer = newConsumer(kafka, settings, options, made);
+  const s = newState(kafka, consumer, log, settings, options);
+  made.state = s;
+  watchGroup(s, consumer);
+  s.load = watchGroupLoad(s, (track) => void commit(s, track));
+  await runConsumer(s);
+  let closing: Promise<void> | undefined;
+  return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
+}
+
+function newConsumer(
+  kafka: Kafka,
+  settings: ConsumerSettings,
+  options: SubscribeOptions,
+  made: { state?: State },
+): Consumer {
+  return kafka.consumer({
     groupId: options.group,
     // Round robin too: members of an older version announce only that one, and the group uses
     // the assigner every member announces.
     partitionAssigners: [
-      busyAwareAssigner(() => joinLoad(made.state, concurrency)),
+      busyAwareAssigner(() => joinLoad(made.state, Math.max(1, options.concurrency ?? 1))),
       kafkajs.PartitionAssigners.roundRobin,
     ],
     sessionTimeout: settings.sessionTimeoutMs,
@@ -153,13 +183,6 @@ export async function startKafkaSubscription(
     allowAutoTopicCreation: false,
     ...CONSUMER_RECOVERY,
   });
-  const s = newState(kafka, consumer, log, settings, options);
-  made.state = s;
-  watchGroup(s);
-  s.load = watchGroupLoad(s, (track) => void commit(s, track));
-  await runConsumer(s);
-  let closing: Promise<void> | undefined;
-  return { close: (graceMs = 0) => (closing ??= closeSubscription(s, graceMs)) };
 }
 
 function newState(
@@ -171,10 +194,14 @@ function newState(
 ): State {
   const concurrency = Math.max(1, options.concurrency ?? 1);
   const fullTopics = options.topics.map((t) => settings.topicPrefix + t);
-  return {
+  const groupLog = log.child({ group: options.group });
+  const s: State = {
+    kafka,
     consumer,
+    stall: startStallWatch(consumerStallMs(settings), (reason) => s.replacer.replace(reason)),
+    replacer: consumerReplacer(() => s, groupLog, settings),
     admin: kafka.admin(),
-    log: log.child({ group: options.group }),
+    log: groupLog,
     settings,
     options,
     fullTopics,
@@ -196,43 +223,78 @@ function newState(
     load: undefined,
     stopping: false,
     joinHold: undefined,
-    nudge: createRebalanceNudge(
-      settings.nudgeClient?.() ?? kafka,
-      log.child({ group: options.group }),
-      {
-        group: options.group,
-        topics: fullTopics,
-        sessionTimeoutMs: settings.sessionTimeoutMs,
-        heartbeatIntervalMs: settings.heartbeatIntervalMs,
-        rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
-        maxWaitTimeMs: settings.maxWaitTimeMs,
-      },
-    ),
+    nudge: createRebalanceNudge(settings.nudgeClient?.() ?? kafka, groupLog, {
+      group: options.group,
+      topics: fullTopics,
+      sessionTimeoutMs: settings.sessionTimeoutMs,
+      heartbeatIntervalMs: settings.heartbeatIntervalMs,
+      rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+      maxWaitTimeMs: settings.maxWaitTimeMs,
+    }),
   };
+  return s;
 }
 
 /** Connects, subscribes and runs the consumer; on a failure, leaves nothing running. */
 async function runConsumer(s: State): Promise<void> {
-  const { consumer, options } = s;
   try {
     await s.admin.connect();
-    await consumer.connect();
-    await consumer.subscribe({
-      topics: s.fullTopics,
-      fromBeginning: options.fromBeginning ?? false,
-    });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 1,
-      eachBatch: (payload) => takeBatch(s, payload),
-    });
+    await startConsumer(s);
   } catch (error) {
     s.load?.stop();
-    await consumer.disconnect().catch(() => undefined);
+    s.stall.stop();
+    await s.consumer.disconnect().catch(() => undefined);
     await s.admin.disconnect().catch(() => undefined);
-    throw asBusUnavailable(error, `subscribe (group ${options.group})`);
+    throw asBusUnavailable(error, `subscribe (group ${s.options.group})`);
   }
+}
+
+/** Connects `s.consumer`, subscribes it and runs it. */
+async function startConsumer(s: State): Promise<void> {
+  const { consumer, options } = s;
+  await consumer.connect();
+  await consumer.subscribe({ topics: s.fullTopics, fromBeginning: options.fromBeginning ?? false });
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: 1,
+    eachBatch: (payload) => takeBatch(s, payload),
+  });
+}
+
+/**
+ * Replaces a consumer that went silent (startStallWatch). Silent for longer than its session,
+ * its partitions have already moved: what it ran is aborted here (as at a crash) and runs again
+ * on their new owners.
+ */
+function consumerReplacer(
+  state: () => State,
+  log: Logger,
+  settings: ConsumerSettings,
+): ConsumerReplacer {
+  return createReplacer({
+    log,
+    disconnect: settings.disconnect,
+    retryMs: settings.redeliveryDelayMs,
+    stopping: () => state().stopping,
+    current: () => state().consumer,
+    onReplace: () => forgetAssignment(state(), 'the consumer was replaced'),
+    startNext: async () => {
+      const s = state();
+      s.consumer = newConsumer(s.kafka, s.settings, s.options, { state: s });
+      s.paused = false;
+      watchGroup(s, s.consumer);
+      await startConsumer(s);
+    },
+  });
+}
+
+/** What a member knows of its assignment, dropped: its running records are aborted. */
+function forgetAssignment(s: State, reason: string): void {
+  s.owned = new Set();
+  s.joinHold = undefined;
+  for (const [id, track] of s.tracks) dropTrack(s, id, track, reason);
+  for (const wake of s.assignWaiters.splice(0)) wake();
 }
 
 function joinLoad(s: State | undefined, slots: number): MemberLoad {
@@ -241,9 +303,12 @@ function joinLoad(s: State | undefined, slots: number): MemberLoad {
   return load;
 }
 
-function watchGroup(s: State): void {
-  const { consumer, log } = s;
+/** Follows `consumer`'s group events while it is the subscription's consumer. */
+function watchGroup(s: State, consumer: Consumer): void {
+  const { log } = s;
+  s.stall.watch(consumer);
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    if (consumer !== s.consumer) return;
     s.joinHold = undefined;
     const owned = new Set(
       Object.entries(payload.memberAssignment).flatMap(([t, ps]) =>
@@ -269,15 +334,14 @@ function watchGroup(s: State): void {
     });
     pump(s);
   });
-  consumer.on(consumer.events.REBALANCING, ({ payload }) =>
-    log.info('kafka.group_rebalancing', { memberId: payload.memberId }),
-  );
+  consumer.on(consumer.events.REBALANCING, ({ payload }) => {
+    if (consumer === s.consumer)
+      log.info('kafka.group_rebalancing', { memberId: payload.memberId });
+  });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (consumer !== s.consumer) return;
     // kafkajs restarts a consumer after a retriable crash; after any other it stays down.
-    s.owned = new Set();
-    s.joinHold = undefined;
-    for (const [id, track] of s.tracks) dropTrack(s, id, track, 'the consumer crashed');
-    for (const wake of s.assignWaiters.splice(0)) wake();
+    forgetAssignment(s, 'the consumer crashed');
     log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
     if (!payload.restart) s.settings.onConsumerDown?.();
   });
@@ -537,6 +601,7 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   s.stopping = true;
   clearTimeout(s.timer);
   s.load?.stop();
+  s.stall.stop();
   try {
     s.consumer.pause(s.fullTopics.map((topic) => ({ topic })));
   } catch {
@@ -554,6 +619,12 @@ async function closeSubscription(s: State, graceMs: number): Promise<void> {
   // Commits of records finished within the grace period go out before the consumer leaves.
   await Promise.allSettled([...s.commits.values()]);
   await settleCommits(s);
+  // A replacement under way ends once it sees `stopping`; its consumer is disconnected here.
+  await withDeadline(
+    s.replacer.pending ?? Promise.resolve(),
+    Date.now() + s.settings.sessionTimeoutMs,
+    'consumer replacement',
+  ).catch(() => undefined);
   await s.settings.disconnect(s.consumer, 'consumer disconnect');
   await s.admin.disconnect().catch(() => undefined);
   const settled = Promise.allSettled(unfinished.map((r) => r.settled));

@@ -1,4 +1,4 @@
-import kafkajs, { type IHeaders, type logCreator } from 'kafkajs';
+import kafkajs, { type Consumer, type IHeaders, type logCreator } from 'kafkajs';
 import { BusUnavailableError } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 
@@ -48,9 +48,133 @@ export const kafkaLogLevel = logLevel.WARN;
  * `retry.retries` (default 5, about 10 s) the consumer crashes, leaves its group and aborts the
  * records it runs. With the metadata at most 3 s old, the fetchers move to the new leaders
  * once the controller has elected them (about 9 s after the death at Kafka's defaults), within
- * 10 tries (about 35 s at the consumers' client's intervals, kafka-bus.ts) instead of the 5.
+ * 10 tries (about 35 s at the consumers' client's intervals, kafka-bus.ts). kafkajs counts the
+ * fetch loop's failures over the consumer's whole run, never resetting the count after a
+ * fetch that succeeds: two outages minutes apart spent 10 tries between them on CI. So a
+ * consumer has 30, about 2 min 15 s of failing in a row for one operation (a join, a commit);
+ * one that stops working without a crash is replaced by its stall watch (startStallWatch).
  */
-export const CONSUMER_RECOVERY = { metadataMaxAge: 3000, retry: { retries: 10 } } as const;
+export const CONSUMER_RECOVERY = { metadataMaxAge: 3000, retry: { retries: 30 } } as const;
+
+/**
+ * The longest a long-lived consumer may go without a fetch, a heartbeat or a join before it is
+ * replaced (`settings.stallMs`, else the larger of 60 s and a rebalance timeout plus two session
+ * timeouts: 90 s at the defaults). A working consumer shows one of them at least every
+ * `maxWaitTimeMs`: kafkajs fetches from every broker in a loop, paused or not and with or
+ * without partitions, and a join waits at most the rebalance timeout for the other members.
+ */
+export function consumerStallMs(settings: {
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  stallMs?: number | undefined;
+}): number {
+  return (
+    settings.stallMs ??
+    Math.max(60_000, settings.rebalanceTimeoutMs + 2 * settings.sessionTimeoutMs)
+  );
+}
+
+/** Replaces a long-lived consumer (createReplacer). */
+export interface ConsumerReplacer {
+  /** Starts a replacement unless one is under way or the owner is stopping. */
+  replace(reason: string): void;
+  /** The replacement under way, if any: it ends once it has started a consumer or sees `stopping`. */
+  readonly pending: Promise<void> | undefined;
+}
+
+/**
+ * Replacement of the long-lived consumer of a subscription, tail or forwarder: logs
+ * `kafka.consumer_replaced`, calls `onReplace` (what the old one held is forgotten), disconnects
+ * the old consumer within the bus's bound, then makes and starts new ones (`startNext`, which
+ * makes one its owner's current consumer) until one starts, `retryMs` apart while the brokers
+ * do not answer, or the owner stops (a consumer started as it stopped is disconnected here).
+ */
+export function createReplacer(o: {
+  log: Logger;
+  disconnect: Disconnect;
+  retryMs: number;
+  stopping(): boolean;
+  current(): Consumer;
+  onReplace?(): void;
+  startNext(): Promise<void>;
+}): ConsumerReplacer {
+  let pending: Promise<void> | undefined;
+  const run = async (): Promise<void> => {
+    await o.disconnect(o.current(), 'consumer disconnect');
+    while (!o.stopping()) {
+      try {
+        await o.startNext();
+        if (o.stopping()) await o.disconnect(o.current(), 'consumer disconnect');
+        return;
+      } catch (error) {
+        o.log.warn('kafka.consumer_start_failed', { error });
+        await o
+          .current()
+          .disconnect()
+          .catch(() => undefined);
+        await new Promise((resolve) => {
+          setTimeout(resolve, o.retryMs).unref();
+        });
+      }
+    }
+  };
+  return {
+    replace(reason) {
+      if (pending || o.stopping()) return;
+      o.log.warn('kafka.consumer_replaced', { reason });
+      o.onReplace?.();
+      pending = run().finally(() => {
+        pending = undefined;
+      });
+    },
+    get pending() {
+      return pending;
+    },
+  };
+}
+
+/** A watch over one long-lived consumer at a time. */
+export interface StallWatch {
+  /** Starts watching `consumer` (a replacement), forgetting the one watched before. */
+  watch(consumer: Consumer): void;
+  stop(): void;
+}
+
+/**
+ * Calls `onStall` once the consumer it watches has gone `stallMs` without a fetch, a heartbeat or
+ * a join. kafkajs gives no such signal itself: a consumer whose join stalls (a coordinator that
+ * answered "loading" after a broker's restart, kafkajs 2.2.4) or whose fetch loop ended without
+ * a crash stays connected and silent, and its records wait for a restart of the process.
+ */
+export function startStallWatch(stallMs: number, onStall: (reason: string) => void): StallWatch {
+  let watched: Consumer | undefined;
+  let aliveAt = Date.now();
+  const alive = (consumer: Consumer) => (): void => {
+    if (consumer === watched) aliveAt = Date.now();
+  };
+  const timer = setInterval(
+    () => {
+      if (!watched || Date.now() - aliveAt <= stallMs) return;
+      aliveAt = Date.now();
+      onStall(`no fetch, heartbeat or join for ${stallMs} ms`);
+    },
+    Math.max(500, Math.floor(stallMs / 4)),
+  );
+  timer.unref();
+  return {
+    watch(consumer) {
+      watched = consumer;
+      aliveAt = Date.now();
+      for (const event of [
+        consumer.events.GROUP_JOIN,
+        consumer.events.FETCH_START,
+        consumer.events.HEARTBEAT,
+      ])
+        consumer.on(event, alive(consumer));
+    },
+    stop: () => clearInterval(timer),
+  };
+}
 
 /** Rejects with BusUnavailableError once `deadline` (epoch ms) passes; `work` goes on regardless. */
 export function withDeadline<T>(work: Promise<T>, deadline: number, what: string): Promise<T> {

@@ -1,12 +1,17 @@
-import kafkajs, { type Assigner, type Kafka, type PartitionAssigner } from 'kafkajs';
+import kafkajs, { type Assigner, type Consumer, type Kafka, type PartitionAssigner } from 'kafkajs';
 import type { Subscription, TailOptions } from './event-bus.ts';
 import type { Logger } from '../observability/logger.ts';
 import {
   asBusUnavailable,
   CONSUMER_RECOVERY,
+  consumerStallMs,
+  createReplacer,
   headersToStrings,
   retried,
+  startStallWatch,
+  type ConsumerReplacer,
   type Disconnect,
+  type StallWatch,
 } from './kafka-support.ts';
 
 const { AssignerProtocol } = kafkajs;
@@ -18,6 +23,8 @@ export interface TailSettings {
   maxWaitTimeMs: number;
   /** The consumer's disconnect in close, bounded (KafkaBusOptions.disconnectTimeoutMs). */
   disconnect: Disconnect;
+  /** How long the consumer may go without a fetch, a heartbeat or a join before it is replaced, ms (default consumerStallMs: 60 s). */
+  stallMs?: number;
 }
 
 /**
@@ -95,7 +102,83 @@ export async function startKafkaTail(
   options: TailOptions & { readyWithinMs: number },
 ): Promise<Subscription> {
   const positions = await startPositions(kafka, settings.topicPrefix, options);
-  const consumer = kafka.consumer({
+  let caughtUp: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (caughtUp = resolve));
+  const checkCaughtUp = (): void => {
+    for (const p of positions.values()) if (p.next < p.target) return;
+    caughtUp();
+  };
+  checkCaughtUp();
+  const t: TailState = {
+    kafka,
+    log,
+    settings,
+    options,
+    positions,
+    checkCaughtUp,
+    consumer: newTailConsumer(kafka, settings),
+    stall: startStallWatch(
+      consumerStallMs({
+        sessionTimeoutMs: TAIL_SESSION_MS,
+        rebalanceTimeoutMs: TAIL_SESSION_MS,
+        stallMs: settings.stallMs,
+      }),
+      (reason) => t.replacer.replace(reason),
+    ),
+    replacer: createReplacer({
+      log,
+      disconnect: settings.disconnect,
+      retryMs: 1000,
+      stopping: () => t.stopping,
+      current: () => t.consumer,
+      startNext: async () => {
+        t.consumer = newTailConsumer(kafka, settings);
+        await runTail(t);
+      },
+    }),
+    stopping: false,
+  };
+  try {
+    await runTail(t);
+  } catch (error) {
+    t.stall.stop();
+    await t.consumer.disconnect().catch(() => undefined);
+    throw asBusUnavailable(error, `tail (group ${settings.group})`);
+  }
+  const timer = setTimeout(() => {
+    log.warn('kafka.tail_not_caught_up', { afterMs: options.readyWithinMs });
+    caughtUp();
+  }, options.readyWithinMs);
+  await ready;
+  clearTimeout(timer);
+  let closing: Promise<void> | undefined;
+  return {
+    close: () =>
+      (closing ??= (async () => {
+        t.stopping = true;
+        t.stall.stop();
+        await settings.disconnect(t.consumer, 'tail disconnect');
+      })()),
+  };
+}
+
+/** What one tail reader's functions share. */
+interface TailState {
+  kafka: Kafka;
+  log: Logger;
+  settings: TailSettings;
+  options: TailOptions;
+  positions: Positions;
+  checkCaughtUp(): void;
+  consumer: Consumer;
+  /** Replaces the consumer when it goes silent (consumerStallMs) or kafkajs gives it up. */
+  stall: StallWatch;
+  replacer: ConsumerReplacer;
+  stopping: boolean;
+}
+
+function newTailConsumer(kafka: Kafka, settings: TailSettings): Consumer {
+  return kafka.consumer({
     groupId: settings.group,
     partitionAssigners: [broadcastAssigner],
     sessionTimeout: TAIL_SESSION_MS,
@@ -107,13 +190,15 @@ export async function startKafkaTail(
     allowAutoTopicCreation: false,
     ...CONSUMER_RECOVERY,
   });
-  let caughtUp: () => void = () => undefined;
-  const ready = new Promise<void>((resolve) => (caughtUp = resolve));
-  const checkCaughtUp = (): void => {
-    for (const p of positions.values()) if (p.next < p.target) return;
-    caughtUp();
-  };
-  checkCaughtUp();
+}
+
+/**
+ * Connects `t.consumer`, subscribes it and runs it from the positions read so far: every
+ * (re)join, a replacement's first included, seeks each partition to its position.
+ */
+async function runTail(t: TailState): Promise<void> {
+  const { consumer, settings, positions } = t;
+  t.stall.watch(consumer);
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     // Every (re)join starts kafkajs from the committed offsets, of which there are none.
     for (const [topic, partitions] of Object.entries(payload.memberAssignment))
@@ -122,52 +207,44 @@ export async function startKafkaTail(
         consumer.seek({ topic, partition, offset: (at?.next ?? 0n).toString() });
       }
   });
-  try {
-    await consumer.connect();
-    await consumer.subscribe({
-      topics: options.topics.map((t) => settings.topicPrefix + t.topic),
-      fromBeginning: true,
-    });
-    await consumer.run({
-      autoCommit: false,
-      eachBatch: async (payload) => {
-        const { batch } = payload;
-        const key = `${batch.topic}:${batch.partition}`;
-        const at = positions.get(key) ?? { next: 0n, target: 0n };
-        positions.set(key, at);
-        for (const message of batch.messages) {
-          if (!payload.isRunning() || payload.isStale()) break;
-          const offset = BigInt(message.offset);
-          // A fetch started before a join's seek took effect: already read.
-          if (offset < at.next) continue;
-          await options
-            .handler({
-              topic: batch.topic.slice(settings.topicPrefix.length),
-              key: message.key?.toString('utf8') ?? '',
-              value: message.value ?? Buffer.alloc(0),
-              headers: headersToStrings(message.headers),
-            })
-            .catch((error: unknown) => log.warn('kafka.tail_record_failed', { key, error }));
-          at.next = offset + 1n;
-        }
-        await payload.heartbeat();
-        checkCaughtUp();
-      },
-    });
-  } catch (error) {
-    await consumer.disconnect().catch(() => undefined);
-    throw asBusUnavailable(error, `tail (group ${settings.group})`);
-  }
-  const timer = setTimeout(() => {
-    log.warn('kafka.tail_not_caught_up', { afterMs: options.readyWithinMs });
-    caughtUp();
-  }, options.readyWithinMs);
-  await ready;
-  clearTimeout(timer);
-  let closing: Promise<void> | undefined;
-  return {
-    close: () => (closing ??= settings.disconnect(consumer, 'tail disconnect')),
-  };
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    t.log.error('kafka.consumer_crashed', { error: payload.error, restart: payload.restart });
+    // kafkajs restarts a consumer after a retriable crash; after any other the reader replaces
+    // it, or the status it folds would stand still until the process restarts.
+    if (!payload.restart && consumer === t.consumer)
+      t.replacer.replace('the consumer crashed and kafkajs gave it up');
+  });
+  await consumer.connect();
+  await consumer.subscribe({
+    topics: t.options.topics.map((x) => settings.topicPrefix + x.topic),
+    fromBeginning: true,
+  });
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async (payload) => {
+      const { batch } = payload;
+      const key = `${batch.topic}:${batch.partition}`;
+      const at = positions.get(key) ?? { next: 0n, target: 0n };
+      positions.set(key, at);
+      for (const message of batch.messages) {
+        if (consumer !== t.consumer || !payload.isRunning() || payload.isStale()) break;
+        const offset = BigInt(message.offset);
+        // A fetch started before a join's seek took effect: already read.
+        if (offset < at.next) continue;
+        await t.options
+          .handler({
+            topic: batch.topic.slice(settings.topicPrefix.length),
+            key: message.key?.toString('utf8') ?? '',
+            value: message.value ?? Buffer.alloc(0),
+            headers: headersToStrings(message.headers),
+          })
+          .catch((error: unknown) => t.log.warn('kafka.tail_record_failed', { key, error }));
+        at.next = offset + 1n;
+      }
+      await payload.heartbeat();
+      t.checkCaughtUp();
+    },
+  });
 }
 
 /** Each partition starts `last / partitions` records before its end (or at its start). */
