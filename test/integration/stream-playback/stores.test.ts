@@ -1,3 +1,4 @@
+import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -133,8 +134,9 @@ function httpTarget(files: StreamFileServer): Target {
 }
 
 /**
- * The S3 stream runs the default ladder (480p, 360p, 240p of the 852x480 clip); the other stores
- * take two small rungs: the encode is the same code whatever the store, and three more default
+ * The S3 stream runs the per-title ladder (the default ladder's sizes, 480p, 360p and 240p of the
+ * 852x480 clip, at the rates its probe chose, a rung that adds nothing dropped); the other stores
+ * take two small rungs: the encode is the same code whatever the store, and three more full
  * ladders would triple the time the test spends encoding.
  */
 const SMALL_LADDER = [
@@ -178,7 +180,7 @@ describe('streams submitted by POST /streams play in Chromium from each store th
         inputUrl: `${pages.url}/in.mp4`,
         outputUrl,
         ...(outputCreds !== undefined && { outputCreds }),
-        ...(store !== 's3' && { ladder: SMALL_LADDER }),
+        ladder: store === 's3' ? 'per-title' : SMALL_LADDER,
         segmentSeconds: 2,
         thumbnails: { intervalSeconds: 2 },
         quality: { report: false },
@@ -212,6 +214,14 @@ describe('streams submitted by POST /streams play in Chromium from each store th
       before(async () => {
         result = await jobs[store];
       });
+
+      if (store === 's3')
+        it('the ladder is the per-title one its probe chose', () => {
+          expect(result.ladderChoice?.mode, JSON.stringify(result.ladderChoice)).to.equal(
+            'per-title',
+          );
+          expect(result.rungs.length).to.be.within(1, 3);
+        });
 
       contentTypeCase(
         () => targets[store].stored(),

@@ -153,6 +153,7 @@ export function contentTypeCase(
 export interface PublishedStream {
   rungs: { width: number; height: number }[];
   objects: number;
+  ladderChoice?: { mode: string; reason?: string };
 }
 
 /**
