@@ -13,7 +13,7 @@ import { spoiledKafka, type Spoil } from '../support/spoiled-kafka.ts';
 // after a broker's restart left the notifier's callbacks waiting on CI) replaces it, and one
 // that is only idle, or paused behind a full window, keeps its consumer (real broker).
 
-const STALL_MS = 3000;
+const STALL_MS = 2000;
 let closers: Array<() => Promise<void>> = [];
 let log: string[] = [];
 
@@ -35,9 +35,9 @@ describe('Kafka subscription: a consumer that goes silent is replaced (real brok
     expect(replacements()).to.have.length(1);
   });
 
-  it('a sound consumer, idle and then paused behind a full window for 3 stall limits, is kept', async () => {
+  it('a sound consumer, idle for two stall limits and then paused behind a full window for more, is kept', async () => {
     // A window of 2 records and one slot: the partitions stay paused while each record runs.
-    const run = await subscription(undefined, { handleMs: 1500 });
+    const run = await subscription(undefined, { handleMs: 800 });
     await sleep(2 * STALL_MS);
     await run.publish(6);
     await until(() => run.handled.length === 6, 40_000, 'the six records');
