@@ -29,11 +29,12 @@ function childrenCpuSeconds(): number {
   return (Number(fields[13]) + Number(fields[14])) / 100;
 }
 
-type Phase = 'probe' | 'ladder' | 'other';
-const cpu: Record<Phase, number> = { probe: 0, ladder: 0, other: 0 };
-/** What an ffmpeg run is for, from its arguments. */
+type Phase = 'probe' | 'probeMetrics' | 'ladder' | 'other';
+const cpu: Record<Phase, number> = { probe: 0, probeMetrics: 0, ladder: 0, other: 0 };
+/** What an ffmpeg run is for, from its arguments (a probe's metrics run reads its files). */
 function phaseOf(args: readonly string[]): Phase {
-  if (args.some((a) => a.includes('/probe-'))) return 'probe';
+  if (args.some((a) => a.includes('/probe-')))
+    return args.some((a) => a.includes('libvmaf')) ? 'probeMetrics' : 'probe';
   if (args.includes('hls') || args.includes('-pass') || args.some((a) => a.includes('pass=')))
     return 'ladder';
   return 'other';
@@ -66,7 +67,7 @@ const f1 = (x: number): string => x.toFixed(1);
 const f2 = (x: number): string => x.toFixed(2);
 
 console.log(
-  `| clip | ladder (${encoder}) | rungs: name target → delivered kb/s, VMAF | total kb/s | VMAF per rung | probe CPU s | ladder CPU s | probe / ladder |`,
+  `| clip | ladder (${encoder}) | rungs: name target → delivered kb/s, VMAF | total kb/s | VMAF per rung | probe CPU s (encodes + VMAF) | ladder CPU s | probe / ladder |`,
 );
 console.log('|---|---|---|---|---|---|---|---|');
 const files = await startStreamFileServer();
@@ -95,9 +96,11 @@ try {
         .map((r) => `${r.name} ${Math.round(r.targetKbps)} → ${f1(r.averageKbps)}`)
         .join(', ');
       const vmaf = rungs.map((r) => f2(r.quality?.vmaf?.mean ?? NaN)).join(' / ');
-      const share = cpu.ladder > 0 ? f2(cpu.probe / cpu.ladder) : '–';
+      const probe = cpu.probe + cpu.probeMetrics;
+      const share = cpu.ladder > 0 ? f2(probe / cpu.ladder) : '–';
+      const split = probe > 0 ? ` (${f1(cpu.probe)} + ${f1(cpu.probeMetrics)})` : '';
       console.log(
-        `| ${name} | ${ladder} | ${cells} | ${f1(total)} | ${vmaf} | ${f1(cpu.probe)} | ${f1(cpu.ladder)} | ${share} |`,
+        `| ${name} | ${ladder} | ${cells} | ${f1(total)} | ${vmaf} | ${f1(probe)}${split} | ${f1(cpu.ladder)} | ${share} |`,
       );
       if (ladder === 'per-title')
         console.error(`${name} choice: ${JSON.stringify(result?.ladderChoice)}`);
