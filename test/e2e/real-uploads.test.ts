@@ -39,6 +39,7 @@ import {
   colourTagProblems,
   frameSeconds,
   summaryProblems,
+  toneMapProblems,
 } from '../support/documented-output.ts';
 import { cachedUploadCorpus, uploadCases, type UploadCase } from '../support/upload-corpus.ts';
 import { deliveredKbps, videoPackets } from '../support/encode-measures.ts';
@@ -156,10 +157,6 @@ function title(c: UploadCase, job: JobName): string {
   ].filter(Boolean);
   return `${c.name} → ${job}${before.length ? ` (fails before #21: ${before.join('; ')})` : ''}`;
 }
-
-/** Mean luma and saturation an HDR output may differ from its SDR reference; see the HDR check. */
-const HDR_LUMA_TOLERANCE = 0.25;
-const HDR_MIN_SATURATION_RATIO = 0.6;
 
 interface InputFacts {
   probed: Probed;
@@ -369,15 +366,7 @@ async function pictureProblems(c: UploadCase, path: string, input: InputFacts): 
 async function hdrProblems(path: string, input: InputFacts): Promise<string[]> {
   const reference = input.sdrStats;
   if (!reference) return ['no SDR reference'];
-  const out = await pictureStats(path);
-  const problems: string[] = [];
-  if (Math.abs(out.luma / reference.luma - 1) > HDR_LUMA_TOLERANCE)
-    problems.push(`mean luma ${out.luma.toFixed(1)} vs SDR ${reference.luma.toFixed(1)}`);
-  if (out.saturation < HDR_MIN_SATURATION_RATIO * reference.saturation)
-    problems.push(
-      `saturation ${out.saturation.toFixed(1)} vs SDR ${reference.saturation.toFixed(1)}`,
-    );
-  return problems;
+  return toneMapProblems(await pictureStats(path), reference);
 }
 function inputDescriptionProblems(c: UploadCase, result: JobResult): string[] {
   const seen = result.input;

@@ -46,16 +46,7 @@ describe('Kafka subscription: a consumer that goes silent is replaced (real brok
 
   for (const spoil of ['never fetches', 'crashes, not restarted'] as const)
     it(`a tail whose first consumer ${spoil} reads what is published after it, by its replacement`, async () => {
-      const prefix = newPrefix();
-      const logger = createLogger({ level: 'info', write: (line) => log.push(line) });
-      const bus = createKafkaBus({ brokers: brokers(), topicPrefix: prefix, logger });
-      closers.push(() => bus.close());
-      await bus.ensureTopics();
-      const kafka = new kafkajs.Kafka({
-        clientId: 'consumer-stall-test',
-        brokers: brokers(),
-        logLevel: kafkajs.logLevel.NOTHING,
-      });
+      const { prefix, logger, bus, kafka } = await freshTopics();
       const read: string[] = [];
       const tail = await startKafkaTail(
         spoiledKafka(kafka, spoil),
@@ -85,11 +76,13 @@ function replacements(): string[] {
   return log.filter((line) => line.includes('kafka.consumer_replaced'));
 }
 
-/** A subscription of a fresh topic set on a client whose first consumer is spoiled (or not). */
-async function subscription(
-  spoil: Spoil | undefined,
-  { handleMs }: { handleMs: number },
-): Promise<{ handled: string[]; publish(n: number): Promise<void> }> {
+/** A fresh topic set made by a bus, the test's logger, and a bare client for the reader. */
+async function freshTopics(): Promise<{
+  prefix: string;
+  logger: ReturnType<typeof createLogger>;
+  bus: ReturnType<typeof createKafkaBus>;
+  kafka: kafkajs.Kafka;
+}> {
   const prefix = newPrefix();
   const logger = createLogger({ level: 'info', write: (line) => log.push(line) });
   const bus = createKafkaBus({ brokers: brokers(), topicPrefix: prefix, logger });
@@ -100,6 +93,15 @@ async function subscription(
     brokers: brokers(),
     logLevel: kafkajs.logLevel.NOTHING,
   });
+  return { prefix, logger, bus, kafka };
+}
+
+/** A subscription of a fresh topic set on a client whose first consumer is spoiled (or not). */
+async function subscription(
+  spoil: Spoil | undefined,
+  { handleMs }: { handleMs: number },
+): Promise<{ handled: string[]; publish(n: number): Promise<void> }> {
+  const { prefix, logger, bus, kafka } = await freshTopics();
   const handled: string[] = [];
   const sub = await startKafkaSubscription(
     spoil ? spoiledKafka(kafka, spoil) : kafka,

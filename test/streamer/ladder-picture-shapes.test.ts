@@ -4,11 +4,9 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { JobRequested } from '../../services/core/contracts/types.generated.ts';
-import type { JobContext } from '../../services/core/worker/job-handler.ts';
-import { silentLogger } from '../../services/core/observability/logger.ts';
 import { createStreamHandler } from '../../services/streamer/handle-stream.ts';
 import type { LadderEncoder } from '../../services/streamer/ladder.ts';
-import { colourTagProblems } from '../support/documented-output.ts';
+import { colourTagProblems, toneMapProblems } from '../support/documented-output.ts';
 import {
   displayedSize,
   interlaceVerdict,
@@ -16,6 +14,7 @@ import {
   pictureStats,
   probe,
 } from '../support/media-checks.ts';
+import { testJobContext } from '../support/job-context.ts';
 import { testMediaJobDeps } from '../support/media-job-deps.ts';
 import { startStreamFileServer, type StreamFileServer } from '../support/stream-file-server.ts';
 import { cachedUploadCorpus, type UploadCase } from '../support/upload-corpus.ts';
@@ -32,25 +31,10 @@ const CASES = ['phone-portrait-90', 'hdr10-pq-hevc', 'hlg-hevc-portrait-90', 'br
  * once for all encoders, so what VP9 adds is its own tags and pixel format.
  */
 const ENCODERS: Record<string, LadderEncoder[]> = { 'hlg-hevc-portrait-90': ['h264', 'vp9'] };
-/** As real-uploads.test.ts's HDR check: luma within 25 %, saturation at least 0.6 of the SDR clip's. */
-const HDR_LUMA_TOLERANCE = 0.25;
-const HDR_MIN_SATURATION_RATIO = 0.6;
 
 const run = promisify(execFile);
 const FFMPEG = process.env['TEST_FFMPEG'] ?? 'ffmpeg';
 const handler = createStreamHandler(testMediaJobDeps());
-const context = (): JobContext => ({
-  signal: new AbortController().signal,
-  attempt: 1,
-  kind: 'stream',
-  orgId: 'o',
-  span: (_name, work) => work(),
-  log: silentLogger,
-  progress: () => undefined,
-  openSecret: () => undefined,
-  waiting: () => undefined,
-  begin: () => Promise.resolve(),
-});
 
 let files: StreamFileServer;
 let cases: UploadCase[] = [];
@@ -73,7 +57,8 @@ describe('stream rungs of phone, HDR and interlaced uploads: upright, tone-mappe
       it(`${name} in ${encoder}: every rung`, async () => {
         const c = caseNamed(name);
         const prefix = `streams/${name}-${encoder}/`;
-        const stream = (await handler(streamJob(c, encoder, prefix), context())).stream;
+        const stream = (await handler(streamJob(c, encoder, prefix), testJobContext('stream')))
+          .stream;
         expect(stream?.rungs.length).to.be.at.least(2);
         const problems: string[] = [];
         for (const rung of stream?.rungs ?? []) {
@@ -148,12 +133,7 @@ async function pictureProblems(
   problems.push(...colourTagProblems(probed));
   if (c.sdrReference) {
     const [out, reference] = await Promise.all([pictureStats(path), pictureStats(c.sdrReference)]);
-    if (Math.abs(out.luma / reference.luma - 1) > HDR_LUMA_TOLERANCE)
-      problems.push(`mean luma ${out.luma.toFixed(1)} vs SDR ${reference.luma.toFixed(1)}`);
-    if (out.saturation < HDR_MIN_SATURATION_RATIO * reference.saturation)
-      problems.push(
-        `saturation ${out.saturation.toFixed(1)} vs SDR ${reference.saturation.toFixed(1)}`,
-      );
+    problems.push(...toneMapProblems(out, reference));
   }
   if (c.expect.interlaced) {
     const v = await interlaceVerdict(path);

@@ -160,3 +160,25 @@ export function frameSeconds(stream: ProbedStream | undefined): number | undefin
   const [num, den] = (stream?.r_frame_rate ?? '').split('/').map(Number);
   return num && den ? den / num : undefined;
 }
+
+/** Mean luma (signalstats YAVG) and saturation (SATAVG) of a picture. */
+export interface PictureStats {
+  luma: number;
+  saturation: number;
+}
+
+/**
+ * What is wrong with an HDR input's SDR output against the SDR clip it was made from: mean luma
+ * more than 25 % off, or less than 0.6 of its saturation (BT.2020 colours read as BT.709 keep
+ * 0.28-0.49 of it; every tone map measured keeps at least 0.74: real-uploads.test.ts says more).
+ */
+export function toneMapProblems(out: PictureStats, reference: PictureStats): string[] {
+  const problems: string[] = [];
+  if (Math.abs(out.luma / reference.luma - 1) > 0.25)
+    problems.push(`mean luma ${out.luma.toFixed(1)} vs SDR ${reference.luma.toFixed(1)}`);
+  if (out.saturation < 0.6 * reference.saturation)
+    problems.push(
+      `saturation ${out.saturation.toFixed(1)} vs SDR ${reference.saturation.toFixed(1)}`,
+    );
+  return problems;
+}
